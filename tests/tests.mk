@@ -1,0 +1,74 @@
+# tests.mk - `make test` (no GPU), `make test-gpu`, `make bench-gpu`.
+#
+# Fixtures are built here by nvcc from tests/fixtures/*.cu; unit tests are
+# cmocka programs built with AddressSanitizer and UBSan over the same sources
+# as the shim; tests/run.sh runs them and the command-line checks and prints
+# the closing "N passed, N failed" line.
+
+T := $(B)/test
+FX := $(T)/fixtures
+SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+TEST_CFLAGS := $(filter-out -fvisibility=hidden,$(CFLAGS)) $(SAN) -Wno-unused-parameter
+NVFX := $(NVCC) -Ikernels -Xcudafe --diag_suppress=177
+
+FIXTURES := $(FX)/params.sm_90.cubin $(FX)/params.sm_90a.cubin $(FX)/params.sm_120.cubin \
+	$(FX)/params.sm_86.cubin $(FX)/params.fatbin $(FX)/params.zstd.fatbin \
+	$(FX)/params.lz4.fatbin $(FX)/libparams.so $(FX)/params.o $(FX)/params_rdc.o \
+	$(FX)/triton_cache
+
+UNIT_TESTS := $(patsubst tests/unit/%.c,$(T)/%,$(wildcard tests/unit/test_*.c))
+
+$(FX)/params.sm_%.cubin: tests/fixtures/params.cu kernels/common.cuh $(B)/.deps-ok
+	$(msg) NVCC $@
+	$(Q)mkdir -p $(FX) && $(NVFX) -cubin -arch=sm_$* $< -o $@
+
+GENCODE := -gencode arch=compute_90,code=sm_90 -gencode arch=compute_120,code=[sm_120,compute_120]
+$(FX)/params.fatbin: tests/fixtures/params.cu $(B)/.deps-ok
+	$(msg) NVCC $@
+	$(Q)mkdir -p $(FX) && $(NVFX) -fatbin $(GENCODE) $< -o $@
+$(FX)/params.zstd.fatbin: tests/fixtures/params.cu $(B)/.deps-ok
+	$(msg) NVCC $@
+	$(Q)mkdir -p $(FX) && $(NVFX) -fatbin -Xfatbin=-compress-all --compress-mode=size $(GENCODE) $< -o $@
+$(FX)/params.lz4.fatbin: tests/fixtures/params.cu $(B)/.deps-ok
+	$(msg) NVCC $@
+	$(Q)mkdir -p $(FX) && $(NVFX) -fatbin -Xfatbin=-compress-all --compress-mode=speed $(GENCODE) $< -o $@
+$(FX)/libparams.so: tests/fixtures/params.cu $(B)/.deps-ok
+	$(msg) NVCC $@
+	$(Q)mkdir -p $(FX) && $(NVFX) -shared -Xcompiler -fPIC $(GENCODE) $< -o $@
+$(FX)/params.o: tests/fixtures/params.cu $(B)/.deps-ok
+	$(msg) NVCC $@
+	$(Q)mkdir -p $(FX) && $(NVFX) -c -Xfatbin=-compress-all $(GENCODE) $< -o $@
+$(FX)/params_rdc.o: tests/fixtures/params.cu $(B)/.deps-ok
+	$(msg) NVCC $@
+	$(Q)mkdir -p $(FX) && $(NVFX) -c -rdc=true -arch=sm_120 $< -o $@
+$(FX)/triton_like.cubin: tests/fixtures/triton_like.cu $(B)/.deps-ok
+	$(msg) NVCC $@
+	$(Q)mkdir -p $(FX) && $(NVFX) -cubin -arch=sm_90a $< -o $@
+$(FX)/triton_cache: $(FX)/triton_like.cubin tests/scripts/make_triton_cache.sh
+	$(Q)sh tests/scripts/make_triton_cache.sh $< $@ 106496
+
+# Unit tests compile the core sources themselves, with the sanitizers.
+$(T)/test_%: tests/unit/test_%.c tests/unit/fixture.h $(CORE_SRCS) $(B)/.deps-ok
+	$(msg) CC $@
+	$(Q)mkdir -p $(T) && $(CC) $(TEST_CFLAGS) -I$(CUDA_HOME)/include -o $@ $< $(CORE_SRCS) \
+	  $(STATIC_LIBS) -lcjson -lcmocka -ldl -lpthread
+
+test: all $(FIXTURES) $(UNIT_TESTS)
+	$(Q)SM120_FIXTURES=$(FX) SM120_BUILD=$(B) sh tests/run.sh $(UNIT_TESTS)
+
+# ------------------------------------------------------------------ GPU
+GPU_TESTS := $(T)/gpu_decode_merge
+$(T)/gpu_%: tests/gpu/%.c $(B)/libcore.a $(SHIM_OBJS) $(B)/.deps-ok
+	$(msg) CC $@
+	$(Q)mkdir -p $(T) && $(CC) $(filter-out -fvisibility=hidden,$(CFLAGS)) -I$(CUDA_HOME)/include \
+	  -o $@ $< $(B)/obj/shim/reroute/bundle.o $(B)/obj/shim/reroute/bundle_S.o \
+	  $(B)/libcore.a -L$(CUDA_HOME)/lib64/stubs -lcuda -lm
+
+gpu-build: all $(GPU_TESTS)
+.PHONY: gpu-build
+
+test-gpu: gpu-build
+	$(Q)SM120_BUILD=$(B) sh tests/gpu/run.sh $(GPU_TESTS)
+
+bench-gpu: all
+	@echo "bench-gpu: no benchmark yet (the shim intercepts nothing so far)"

@@ -1,0 +1,53 @@
+/*
+ * main.c - the `sm120` program: one command, one table of subcommands.
+ *
+ *   sm120 scan [--target T] [--json] [--arch SM] [--fails] PATH...
+ *
+ * Each subcommand lives in its own file (cmd_<name>.c) and is listed once in
+ * the table below; `sm120 help` prints the table.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+
+static const struct command {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *summary;
+} commands[] = {
+	{ "scan", cmd_scan, "list the kernels of cubins, fatbins, libraries or Triton caches "
+			    "and whether their shared memory fits a target" },
+};
+
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static void usage(FILE *out)
+{
+	size_t i;
+
+	fprintf(out, "usage: sm120 COMMAND [ARGS...]\n\ncommands:\n");
+	for (i = 0; i < NCOMMANDS; i++)
+		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+	fprintf(out, "\n'sm120 COMMAND --help' describes a command.\n");
+}
+
+int main(int argc, char **argv)
+{
+	size_t i;
+
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
+	    strcmp(argv[1], "-h") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	for (i = 0; i < NCOMMANDS; i++)
+		if (strcmp(argv[1], commands[i].name) == 0)
+			return commands[i].run(argc - 1, argv + 1);
+	fprintf(stderr, "sm120: unknown command '%s'; 'sm120 help' lists the commands\n", argv[1]);
+	return 2;
+}
