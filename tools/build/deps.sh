@@ -1,0 +1,49 @@
+#!/bin/sh
+# deps.sh - make sure the build's system packages and the CUDA toolkit are there.
+#
+# Missing Debian packages are installed with apt-get when running as root on
+# Debian/Ubuntu; otherwise the script prints the one command to run and fails.
+# Usage: deps.sh CUDA_HOME CC
+set -u
+cuda_home=$1
+cc=$2
+
+missing=""
+check() { # check HEADER PACKAGE
+	printf '#include <%s>\n' "$1" | "$cc" -E -x c - >/dev/null 2>&1 || missing="$missing $2"
+}
+probe() {
+	missing=""
+	check libelf.h libelf-dev
+	check gelf.h libelf-dev
+	check cjson/cJSON.h libcjson-dev
+	check zstd.h libzstd-dev
+	check lz4.h liblz4-dev
+	check "stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h" libcmocka-dev
+	missing=$(printf '%s\n' $missing | sort -u | tr '\n' ' ' | sed 's/ *$//')
+}
+
+probe
+if [ -n "$missing" ]; then
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+		echo "  DEPS     installing:$missing"
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -qq >/dev/null && apt-get install -y -qq $missing >/dev/null || {
+			echo "sm120-shim: 'apt-get install -y $missing' failed; run it by hand and retry" >&2
+			exit 1
+		}
+		probe
+	fi
+fi
+if [ -n "$missing" ]; then
+	echo "sm120-shim: missing packages; run: sudo apt-get install -y $missing" >&2
+	exit 1
+fi
+if [ ! -x "$cuda_home/bin/nvcc" ]; then
+	echo "sm120-shim: no nvcc at $cuda_home/bin/nvcc; install the CUDA toolkit (12.8 or newer) or run make CUDA_HOME=/path/to/cuda" >&2
+	exit 1
+fi
+exit 0
