@@ -153,6 +153,33 @@ int img_fatbin_entry_inflate(const struct img_fatbin_entry *e, void **out, size_
  */
 size_t img_fatbin_size(const void *buf);
 
+/* ---------------------------------------------------------------- in-process images */
+
+/*
+ * The driver API passes images by pointer alone.  These helpers size them the
+ * way the driver must: from their own headers.  They read only what the
+ * headers say the image spans, so they trust the pointer as the driver does;
+ * use them on images handed to a driver call, never on file contents (file
+ * readers know the length and call the functions above).
+ */
+
+/*
+ * img_wrapper_fatbin - the fatbin container a __fatBinC_Wrapper_t
+ * (u32 magic 0x466243B1, u32 version, const void *data, void *filename)
+ * points at, as cudart passes to cuLibraryLoadData.  Returns the container and
+ * stores its size in *@len, or NULL if @wrapper is not a wrapper of a
+ * container.
+ */
+const void *img_wrapper_fatbin(const void *wrapper, size_t *len);
+
+/*
+ * img_image_size - bytes spanned by the image at @buf: a cubin or other ELF
+ * (the furthest end of its header tables and non-empty sections), a fatbin
+ * container (16 + fat_size) or NUL-terminated PTX (strlen + 1).  0 for a
+ * wrapper (use img_wrapper_fatbin) or anything unrecognised.
+ */
+size_t img_image_size(const void *buf);
+
 /* ---------------------------------------------------------------- scanning */
 
 /* Where a cubin was found. */

@@ -237,6 +237,43 @@ static void test_truncated(void **state)
 	free(buf);
 }
 
+/* In-process images: sized from their headers, as the driver sizes them. */
+static void test_in_process_sizes(void **state)
+{
+	const char *names[] = { "params.sm_90.cubin", "params.sm_120.cubin", "params.fatbin",
+				"params.lz4.fatbin" };
+	const char *ptx = "//\n.version 8.7\n.target sm_90\n.visible .entry k() { ret; }\n";
+	struct {
+		uint32_t magic, version;
+		const void *data;
+		void *filename;
+	} wrapper = { IMG_WRAPPER_MAGIC, 1, NULL, NULL };
+	size_t len, got;
+	const void *fat;
+	int i;
+
+	(void)state;
+	for (i = 0; i < 4; i++) {
+		unsigned char *buf = fixture_read(names[i], &len);
+
+		assert_int_equal(img_image_size(buf), len);
+		if (buf[0] != 0x7f) {
+			wrapper.data = buf;
+			fat = img_wrapper_fatbin(&wrapper, &got);
+			assert_ptr_equal(fat, buf);
+			assert_int_equal(got, len);
+			assert_int_equal(img_image_size(&wrapper), 0);
+		}
+		free(buf);
+	}
+	assert_int_equal(img_image_size(ptx), strlen(ptx) + 1);
+	wrapper.data = "not a container";
+	assert_null(img_wrapper_fatbin(&wrapper, &got));
+	assert_int_equal(got, 0);
+	assert_null(img_wrapper_fatbin("\x00\x00\x00\x00\x00\x00\x00\x00", &got));
+	assert_int_equal(img_image_size("\x01\x02\x03\x04\x05\x06\x07\x08"), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -249,6 +286,7 @@ int main(void)
 		cmocka_unit_test(test_entry_size_lies),
 		cmocka_unit_test(test_inflate_lies),
 		cmocka_unit_test(test_truncated),
+		cmocka_unit_test(test_in_process_sizes),
 	};
 
 	return cmocka_run_group_tests_name("fatbin", tests, NULL, NULL);
