@@ -28,6 +28,14 @@ for s in tests/scripts/test_*.sh; do
 	failed=$((failed + $(grep -c '^not ok ' "$log")))
 done
 
+if [ -n "${SM120_FUZZ:-}" ]; then
+	$SM120_FUZZ >"$log" 2>&1
+	cat "$log"
+	passed=$((passed + $(grep -c '^ok ' "$log")))
+	failed=$((failed + $(grep -c '^not ok' "$log")))
+	grep -qE '^(ok|not ok) ' "$log" || { echo "not ok - fuzz smoke printed no verdict"; failed=$((failed + 1)); }
+fi
+
 echo
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -14,7 +14,7 @@ NVFX := $(NVCC) -Ikernels -Xcudafe --diag_suppress=177
 FIXTURES := $(FX)/params.sm_90.cubin $(FX)/params.sm_90a.cubin $(FX)/params.sm_120.cubin \
 	$(FX)/params.sm_86.cubin $(FX)/params.fatbin $(FX)/params.zstd.fatbin \
 	$(FX)/params.lz4.fatbin $(FX)/libparams.so $(FX)/params.o $(FX)/params_rdc.o \
-	$(FX)/triton_cache
+	$(FX)/triton_cache $(FX)/empty_section.o
 
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(T)/%,$(wildcard tests/unit/test_*.c))
 
@@ -47,14 +47,25 @@ $(FX)/triton_like.cubin: tests/fixtures/triton_like.cu $(B)/.deps-ok
 $(FX)/triton_cache: $(FX)/triton_like.cubin tests/scripts/make_triton_cache.sh
 	$(Q)sh tests/scripts/make_triton_cache.sh $< $@ 106496
 
+# A host object whose .nv_fatbin section is empty: nothing to scan, no error.
+$(FX)/empty_section.o: $(B)/obj/shim/common/err.o
+	$(Q)mkdir -p $(FX) && objcopy --add-section .nv_fatbin=/dev/null $< $@
+
 # Unit tests compile the core sources themselves, with the sanitizers.
 $(T)/test_%: tests/unit/test_%.c tests/unit/fixture.h $(CORE_SRCS) $(B)/.deps-ok
 	$(msg) CC $@
 	$(Q)mkdir -p $(T) && $(CC) $(TEST_CFLAGS) -I$(CUDA_HOME)/include -o $@ $< $(CORE_SRCS) \
 	  $(STATIC_LIBS) -lcjson -lcmocka -ldl -lpthread
 
-test: all $(FIXTURES) $(UNIT_TESTS)
-	$(Q)SM120_FIXTURES=$(FX) SM120_BUILD=$(B) sh tests/run.sh $(UNIT_TESTS)
+# The fuzz smoke (tests/fuzz/fuzz.mk) runs inside tests/run.sh so that its
+# verdict is counted in the closing line.
+FUZZ_TEST_SECONDS ?= 20
+test: all $(FIXTURES) $(UNIT_TESTS) $(FUZZ_BIN)
+	$(Q)SM120_FIXTURES=$(FX) SM120_BUILD=$(B) \
+	  SM120_FUZZ="$(MAKE) --no-print-directory -s fuzz-smoke FUZZ_SECONDS=$(FUZZ_TEST_SECONDS)" \
+	  sh tests/run.sh $(UNIT_TESTS)
+
+include tests/fuzz/fuzz.mk
 
 # ------------------------------------------------------------------ GPU
 GPU_TESTS := $(T)/gpu_decode_merge

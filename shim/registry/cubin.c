@@ -218,7 +218,8 @@ static int kernel_info_parse(struct cubin_scan *s, const uint8_t *p, size_t len,
 		return sm_err_set(err, -EINVAL,
 				  "%s: .nv.info.%s is truncated at byte %zu of %zu",
 				  s->origin, k->name, it.pos, len);
-	qsort(k->params, k->n_params, sizeof(*k->params), param_cmp);
+	if (k->n_params > 1) /* a kernel without parameters has no array: qsort(NULL) is UB */
+		qsort(k->params, k->n_params, sizeof(*k->params), param_cmp);
 	for (i = 0; i < k->n_params; i++) {
 		const struct img_param *q = &k->params[i];
 
@@ -309,7 +310,8 @@ static int symbols_scan(struct cubin_scan *s, struct img_cubin *c, struct sm_err
 			return sm_err_set(err, -EINVAL, "%s: symbol %zu cannot be read", s->origin, i);
 		name = elf_strptr(s->elf, s->symstr, sym.st_name);
 		if (!name)
-			continue;
+			return sm_err_set(err, -EINVAL, "%s: symbol %zu names no string", s->origin,
+					  i);
 		if (strcmp(name, ".nv.reservedSmem.offset0") == 0 ||
 		    strcmp(name, "__nv_reservedSMEM_offset_0_alias") == 0)
 			reserved = 1;
@@ -317,8 +319,12 @@ static int symbols_scan(struct cubin_scan *s, struct img_cubin *c, struct sm_err
 			reserved = 1;
 			cap_value = (uint32_t)sym.st_value;
 		}
-		if (GELF_ST_TYPE(sym.st_info) == STT_FUNC && (sym.st_other & STO_CUDA_ENTRY))
+		if (GELF_ST_TYPE(sym.st_info) == STT_FUNC && (sym.st_other & STO_CUDA_ENTRY)) {
+			if (!*name)
+				return sm_err_set(err, -EINVAL, "%s: kernel symbol %zu has no name",
+						  s->origin, i);
 			n++;
+		}
 	}
 	c->reserved_smem = reserved ? (cap_value ? cap_value : 1024) : 0;
 	c->kernels = calloc(n ? n : 1, sizeof(*c->kernels));
@@ -448,10 +454,9 @@ static int sections_parse(struct cubin_scan *s, struct img_cubin *c, struct sm_e
 						  name, (unsigned long long)sh.sh_size);
 			uint32_t included = c->relocatable ? 0 : c->reserved_smem;
 
+			/* Smaller than the reservation it should include: declares nothing. */
 			k->static_smem_section = (uint32_t)sh.sh_size;
-			k->static_smem = k->static_smem_section >= included ?
-						 k->static_smem_section - included :
-						 k->static_smem_section;
+			k->static_smem = sh.sh_size > included ? (uint32_t)sh.sh_size - included : 0;
 			continue;
 		}
 		if (sh.sh_type != SHT_CUDA_INFO && sh.sh_type != SHT_CUDA_COMPAT &&
@@ -480,7 +485,11 @@ static int sections_parse(struct cubin_scan *s, struct img_cubin *c, struct sm_e
 	return 0;
 }
 
-/* find_symtab - the SHT_SYMTAB section, its entry count and string table. */
+/*
+ * find_symtab - the SHT_SYMTAB section, its entry count and string table.
+ * The count comes from the bytes libelf could read, never from sh_size alone:
+ * a lying sh_size would size the per-symbol arrays.
+ */
 static int find_symtab(struct cubin_scan *s, struct sm_err *err)
 {
 	Elf_Scn *scn = NULL;
@@ -488,11 +497,19 @@ static int find_symtab(struct cubin_scan *s, struct sm_err *err)
 
 	while ((scn = elf_nextscn(s->elf, scn)) != NULL) {
 		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB) {
+			Elf_Data *d;
+
 			if (sh.sh_entsize != sizeof(Elf64_Sym) || sh.sh_link >= s->shnum)
 				return sm_err_set(err, -EINVAL, "%s: malformed symbol table header",
 						  s->origin);
+			d = elf_getdata(scn, NULL);
+			if (!d || (!d->d_buf && d->d_size))
+				return sm_err_set(err, -EINVAL,
+						  "%s: symbol table (%llu bytes) lies outside the file (%s)",
+						  s->origin, (unsigned long long)sh.sh_size,
+						  elf_errmsg(-1));
 			s->symtab = scn;
-			s->nsyms = sh.sh_size / sh.sh_entsize;
+			s->nsyms = d->d_size / sizeof(Elf64_Sym);
 			s->symstr = sh.sh_link;
 			return 0;
 		}

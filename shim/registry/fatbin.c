@@ -18,6 +18,8 @@
 #include <lz4.h>
 #include <stdlib.h>
 #include <string.h>
+/* ZSTD_decompressBound: experimental API, safe as libzstd is linked statically. */
+#define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
 
 #include "../common/bytes.h"
@@ -130,7 +132,14 @@ int img_fatbin_iter_next(struct img_fatbin_iter *it, struct img_fatbin_entry *e,
 		uint32_t csize = bytes_u32(h + 16);
 
 		/* The stored payload is padded; the compressed stream is csize bytes. */
-		if (csize && csize <= e->payload_len)
+		if (csize > e->payload_len) {
+			it->pos = it->end = it->len;
+			return sm_err_set(err, -EINVAL,
+					  "%s: fatbin container %u entry %u claims %u compressed bytes "
+					  "in a %zu-byte payload",
+					  origin, e->container, e->index, csize, e->payload_len);
+		}
+		if (csize)
 			e->payload_len = csize;
 	}
 	e->variant = (e->flags & FLAG_ARCH_SPECIFIC) ? 'a' : (e->flags & FLAG_FAMILY) ? 'f' : 0;
@@ -145,12 +154,44 @@ bad:
 	return rc;
 }
 
+/*
+ * inflate_check - refuse an uncompressed size that @e's payload cannot
+ * produce, before that much memory is allocated: an LZ4 block expands less
+ * than 255 times, and the block headers of zstd frames bound their output.
+ */
+static int inflate_check(const struct img_fatbin_entry *e, const char *origin,
+			 struct sm_err *err)
+{
+	unsigned long long bound;
+
+	if (e->compression == IMG_COMP_LZ4) {
+		bound = (unsigned long long)e->payload_len * 255;
+	} else if (e->compression == IMG_COMP_ZSTD) {
+		bound = ZSTD_decompressBound(e->payload, e->payload_len);
+		if (bound == ZSTD_CONTENTSIZE_ERROR)
+			return sm_err_set(err, -EINVAL,
+					  "%s: fatbin container %u entry %u: zstd payload is corrupt "
+					  "(its frames cannot be walked)",
+					  origin, e->container, e->index);
+	} else {
+		return 0;
+	}
+	if (e->uncompressed_len > bound)
+		return sm_err_set(err, -EINVAL,
+				  "%s: fatbin container %u entry %u: %zu compressed bytes cannot "
+				  "inflate to the %llu bytes it claims",
+				  origin, e->container, e->index, e->payload_len,
+				  (unsigned long long)e->uncompressed_len);
+	return 0;
+}
+
 int img_fatbin_entry_inflate(const struct img_fatbin_entry *e, void **out, size_t *out_len,
 			     const char *origin, struct sm_err *err)
 {
 	size_t want = e->compression == IMG_COMP_NONE ? e->payload_len : (size_t)e->uncompressed_len;
 	void *dst;
 	size_t got;
+	int rc;
 
 	*out = NULL;
 	*out_len = 0;
@@ -161,6 +202,9 @@ int img_fatbin_entry_inflate(const struct img_fatbin_entry *e, void **out, size_
 				  "bytes uncompressed",
 				  origin, e->container, e->index,
 				  (unsigned long long)e->uncompressed_len);
+	rc = inflate_check(e, origin, err);
+	if (rc)
+		return rc;
 	dst = malloc(want ? want : 1);
 	if (!dst)
 		return sm_err_set(err, -ENOMEM, "%s: out of memory (%zu bytes)", origin, want);

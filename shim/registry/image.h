@@ -74,7 +74,8 @@ struct img_cubin {
  * @origin names the image in error messages ("a.fatbin entry 3").
  * The buffer is only read; it may be freed after the call.  On success
  * returns 0 and @out owns its memory (release with img_cubin_free); on
- * failure returns -EINVAL (malformed) or -ENOMEM and @out is left empty.
+ * failure returns -EINVAL (malformed), -ENOTSUP (an ELF ABI this reader does
+ * not know, or a libelf too old) or -ENOMEM, and @out is left empty.
  */
 int img_cubin_parse(const void *buf, size_t len, const char *origin,
 		    struct img_cubin *out, struct sm_err *err);

@@ -85,8 +85,9 @@ enum img_kind img_classify(const void *buf, size_t len)
 	/* PTX: printable text with a .version directive near the top. */
 	n = len < 4096 ? len : 4096;
 	for (i = 0; i < n && p[i]; i++)
-		if (p[i] < 0x09 || p[i] > 0x7e)
+		if ((p[i] < 0x20 && p[i] != '\t' && p[i] != '\n' && p[i] != '\r') || p[i] > 0x7e)
 			return IMG_KIND_UNKNOWN;
+	n = i; /* the text ends at its NUL */
 	for (i = 0; i + 8 <= n; i++)
 		if (memcmp(p + i, ".version", 8) == 0)
 			return IMG_KIND_PTX;
@@ -186,13 +187,14 @@ static void scan_host_elf(struct scan *s, Elf *elf, const char *file)
 		if (!name || (strcmp(name, ".nv_fatbin") != 0 && strcmp(name, "__nv_relfatbin") != 0))
 			continue;
 		d = elf_getdata(scn, NULL);
-		if (!d || !d->d_buf) {
+		if (!d || (!d->d_buf && d->d_size)) {
 			sm_err_set(&err, -EINVAL, "%s: section %s lies outside the file (%s)", file,
 				   name, elf_errmsg(-1));
 			report(s, &err);
 			continue;
 		}
-		scan_fatbins(s, d->d_buf, d->d_size, file);
+		if (d->d_size)
+			scan_fatbins(s, d->d_buf, d->d_size, file);
 	}
 }
 
@@ -305,9 +307,10 @@ static int triton_json(struct scan *s, const char *path, int64_t *shared, char *
 	*shared = -1;
 	*name = NULL;
 	if (!text) {
-		sm_err_set(&err, -errno, "%s: cannot read: %s", path, strerror(errno));
+		rc = -errno;
+		sm_err_set(&err, rc, "%s: cannot read: %s", path, strerror(-rc));
 		report(s, &err);
-		return -errno;
+		return rc;
 	}
 	root = cJSON_ParseWithLength(text, len);
 	if (!root) {
@@ -463,7 +466,11 @@ static void scan_tree(struct scan *s, const char *path, int depth)
 		size_t len = strlen(path) + strlen(names[i]->d_name) + 2;
 		char *child = malloc(len);
 
-		if (child && !s->stop) {
+		if (!child) {
+			sm_err_set(&err, -ENOMEM, "%s/%s: out of memory; not scanned", path,
+				   names[i]->d_name);
+			report(s, &err);
+		} else if (!s->stop) {
 			snprintf(child, len, "%s/%s", path, names[i]->d_name);
 			scan_tree(s, child, depth + 1);
 		}

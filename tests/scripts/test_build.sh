@@ -8,11 +8,12 @@ trap 'rm -rf "$fake"' EXIT
 # A compiler that finds no header and an id that is not root.
 printf '#!/bin/sh\nexit 1\n' > "$fake/nocc"
 printf '#!/bin/sh\necho 1000\n' > "$fake/id"
-chmod +x "$fake/nocc" "$fake/id"
+printf '#!/bin/sh\nexit 1\n' > "$fake/clang"
+chmod +x "$fake/nocc" "$fake/id" "$fake/clang"
 
 msg=$(PATH="$fake:$PATH" sh tools/build/deps.sh /usr/local/cuda "$fake/nocc" 2>&1)
 rc=$?
-want="sm120-shim: missing packages; run: sudo apt-get install -y libcjson-dev libcmocka-dev libelf-dev liblz4-dev libzstd-dev"
+want="sm120-shim: missing packages; run: sudo apt-get install -y clang libcjson-dev libclang-rt-dev libcmocka-dev libelf-dev liblz4-dev libzstd-dev"
 if [ "$rc" -eq 1 ] && [ "$msg" = "$want" ]; then
 	echo "ok - without root, missing packages stop the build with one line naming the command"
 else

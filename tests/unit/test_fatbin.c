@@ -174,6 +174,26 @@ static void test_entry_size_lies(void **state)
 	free(buf);
 }
 
+/* A compressed size larger than the payload it sits in. */
+static void test_compressed_size_lies(void **state)
+{
+	struct walked w;
+	struct sm_err err;
+	size_t len;
+	unsigned char *buf = fixture_read("params.zstd.fatbin", &len);
+	uint64_t psize;
+	uint32_t csize;
+
+	(void)state;
+	memcpy(&psize, buf + 16 + 8, 8);
+	csize = (uint32_t)psize + 1;
+	memcpy(buf + 16 + 16, &csize, 4);
+	walk(buf, len, &w, &err);
+	assert_int_equal(w.rc, -EINVAL);
+	assert_non_null(strstr(err.msg, "compressed bytes in a"));
+	free(buf);
+}
+
 /* A compressed entry whose uncompressed size is off by one, and one whose
  * stream is garbage: both refused, neither read nor written out of bounds. */
 static void test_inflate_lies(void **state)
@@ -284,6 +304,7 @@ int main(void)
 		cmocka_unit_test(test_bad_magic),
 		cmocka_unit_test(test_container_size_lies),
 		cmocka_unit_test(test_entry_size_lies),
+		cmocka_unit_test(test_compressed_size_lies),
 		cmocka_unit_test(test_inflate_lies),
 		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_in_process_sizes),

@@ -96,6 +96,9 @@ static void test_host_objects(void **state)
 	assert_int_equal(scan(fixture_path("params_rdc.o"), 0, &s), 0);
 	assert_int_equal(s.k_params, 1);
 	assert_int_equal(s.sms[0], 120);
+	/* An empty .nv_fatbin section holds nothing; it is not an error. */
+	assert_int_equal(scan(fixture_path("empty_section.o"), 0, &s), 0);
+	assert_int_equal(s.cubins, 0);
 }
 
 static void test_bare_fatbin_and_cubin(void **state)

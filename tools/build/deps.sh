@@ -23,6 +23,10 @@ probe() {
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h" libcmocka-dev
+	# libFuzzer (make test runs a short fuzz of the image readers)
+	printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return d && n; }\n' |
+		clang -fsanitize=fuzzer -x c - -o /dev/null >/dev/null 2>&1 ||
+		missing="$missing clang libclang-rt-dev"
 	missing=$(printf '%s\n' $missing | sort -u | tr '\n' ' ' | sed 's/ *$//')
 }
 
