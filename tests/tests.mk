@@ -57,10 +57,39 @@ $(T)/test_%: tests/unit/test_%.c tests/unit/fixture.h $(CORE_SRCS) $(B)/.deps-ok
 	$(Q)mkdir -p $(T) && $(CC) $(TEST_CFLAGS) -I$(CUDA_HOME)/include -o $@ $< $(CORE_SRCS) \
 	  $(STATIC_LIBS) -lcjson -lcmocka -ldl -lpthread
 
+# Interception tests: a fake libcuda.so.1 and programs that reach it every way
+# a real process does (tests/shim, run by tests/scripts/test_intercept.sh).
+FAKE_DIR := $(T)/fakecuda
+SHIM_TEST_BINS := $(FAKE_DIR)/libcuda.so.1 $(T)/shim_paths $(T)/shim_ctor $(T)/shim_next
+PLAIN_CFLAGS := $(filter-out -fvisibility=hidden,$(CFLAGS))
+
+$(FAKE_DIR)/libcuda.so.1: tests/shim/fakecuda.c $(B)/.deps-ok
+	$(msg) CC $@
+	$(Q)mkdir -p $(FAKE_DIR) && $(CC) $(CFLAGS) -I$(CUDA_HOME)/include -shared \
+	  -Wl,-soname,libcuda.so.1 -o $@ $<
+$(T)/shim_paths: tests/shim/paths.c $(FAKE_DIR)/libcuda.so.1
+	$(msg) CC $@
+	$(Q)$(CC) $(PLAIN_CFLAGS) -I$(CUDA_HOME)/include -o $@ $< $(FAKE_DIR)/libcuda.so.1 -ldl -lpthread
+$(T)/libctor.so: tests/shim/ctor_lib.c $(FAKE_DIR)/libcuda.so.1
+	$(msg) CC $@
+	$(Q)$(CC) $(PLAIN_CFLAGS) -I$(CUDA_HOME)/include -shared -o $@ $< $(FAKE_DIR)/libcuda.so.1 -ldl
+$(T)/shim_ctor: tests/shim/ctor_main.c $(T)/libctor.so
+	$(msg) CC $@
+	$(Q)$(CC) $(PLAIN_CFLAGS) -o $@ $< $(T)/libctor.so -Wl,-rpath-link,$(FAKE_DIR)
+$(T)/libnext_b.so: tests/shim/next_b.c
+	$(Q)mkdir -p $(T) && $(CC) $(PLAIN_CFLAGS) -shared -Wl,-soname,libnext_b.so -o $@ $<
+$(T)/libnext_a.so: tests/shim/next_a.c $(T)/libnext_b.so
+	$(msg) CC $@
+	$(Q)$(CC) $(PLAIN_CFLAGS) -shared -Wl,-soname,libnext_a.so -o $@ $< \
+	  -Wl,--no-as-needed -L$(T) -lnext_b -ldl
+$(T)/shim_next: tests/shim/next_main.c $(T)/libnext_a.so
+	$(msg) CC $@
+	$(Q)$(CC) $(PLAIN_CFLAGS) -o $@ $< -L$(T) -lnext_a -Wl,-rpath-link,$(T)
+
 # The fuzz smoke (tests/fuzz/fuzz.mk) runs inside tests/run.sh so that its
 # verdict is counted in the closing line.
 FUZZ_TEST_SECONDS ?= 20
-test: all $(FIXTURES) $(UNIT_TESTS) $(FUZZ_BIN)
+test: all $(FIXTURES) $(UNIT_TESTS) $(SHIM_TEST_BINS) $(FUZZ_BIN)
 	$(Q)SM120_FIXTURES=$(FX) SM120_BUILD=$(B) \
 	  SM120_FUZZ="$(MAKE) --no-print-directory -s fuzz-smoke FUZZ_SECONDS=$(FUZZ_TEST_SECONDS)" \
 	  sh tests/run.sh $(UNIT_TESTS)

@@ -1,0 +1,109 @@
+/*
+ * hooks.h - the one table of hooked driver entry points.
+ *
+ * Each row is X(symbol, api, since): the exact exported libcuda symbol, the
+ * cuda.h function (or shim typedef) whose type it has, and the CUDA version
+ * that introduced it.  Everything else is generated from the rows:
+ *   - the slot enum SHIM_HOOK_<symbol> and SHIM_NHOOKS;
+ *   - the typed declaration of each hook, exported under the exact symbol
+ *     name through an asm label (so cuda.h's #define cuGetProcAddress
+ *     cuGetProcAddress_v2 cannot rename it, and _ptsz variants stay
+ *     distinct);
+ *   - the name table dlsym and cuGetProcAddress answer from (driver.c).
+ * Adding an entry point is one row here plus its hook function.
+ * The symbol column is only ever used with # or ##, so it is never
+ * macro-expanded.
+ */
+#ifndef SM120_INTERCEPT_HOOKS_H
+#define SM120_INTERCEPT_HOOKS_H
+
+#include <cuda.h>
+
+/* cuGetProcAddress as exported since CUDA 11.3 (cuda.h maps the name to _v2). */
+typedef CUresult shim_gpa_v1_fn(const char *symbol, void **pfn, int cuda_version,
+				cuuint64_t flags);
+
+#define SHIM_HOOKS(X)                                                                     \
+	X(cuGetProcAddress, shim_gpa_v1_fn, 11030)                                        \
+	X(cuGetProcAddress_v2, cuGetProcAddress_v2, 12000)                                \
+	X(cuLaunchKernel, cuLaunchKernel, 4000)                                           \
+	X(cuLaunchKernel_ptsz, cuLaunchKernel, 7000)                                      \
+	X(cuLaunchKernelEx, cuLaunchKernelEx, 11060)                                      \
+	X(cuLaunchKernelEx_ptsz, cuLaunchKernelEx, 11060)                                 \
+	X(cuLaunchCooperativeKernel, cuLaunchCooperativeKernel, 9000)                     \
+	X(cuLaunchCooperativeKernel_ptsz, cuLaunchCooperativeKernel, 9000)                \
+	X(cuModuleLoad, cuModuleLoad, 2000)                                               \
+	X(cuModuleLoadData, cuModuleLoadData, 2000)                                       \
+	X(cuModuleLoadDataEx, cuModuleLoadDataEx, 2010)                                   \
+	X(cuModuleLoadFatBinary, cuModuleLoadFatBinary, 2000)                             \
+	X(cuModuleGetFunction, cuModuleGetFunction, 2000)                                 \
+	X(cuModuleUnload, cuModuleUnload, 2000)                                           \
+	X(cuLibraryLoadData, cuLibraryLoadData, 12000)                                    \
+	X(cuLibraryLoadFromFile, cuLibraryLoadFromFile, 12000)                            \
+	X(cuLibraryGetKernel, cuLibraryGetKernel, 12000)                                  \
+	X(cuLibraryUnload, cuLibraryUnload, 12000)                                        \
+	X(cuKernelGetFunction, cuKernelGetFunction, 12000)                                \
+	X(cuFuncSetAttribute, cuFuncSetAttribute, 9000)                                   \
+	X(cuFuncGetAttribute, cuFuncGetAttribute, 2020)                                   \
+	X(cuKernelSetAttribute, cuKernelSetAttribute, 12000)                              \
+	X(cuKernelGetAttribute, cuKernelGetAttribute, 12000)                              \
+	X(cuDeviceGetAttribute, cuDeviceGetAttribute, 2000)                               \
+	X(cuOccupancyMaxActiveBlocksPerMultiprocessor,                                    \
+	  cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050)                              \
+	X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags,                           \
+	  cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, 7000)                     \
+	X(cuOccupancyAvailableDynamicSMemPerBlock, cuOccupancyAvailableDynamicSMemPerBlock, \
+	  11000)                                                                          \
+	X(cuOccupancyMaxPotentialBlockSize, cuOccupancyMaxPotentialBlockSize, 6050)       \
+	X(cuOccupancyMaxPotentialBlockSizeWithFlags, cuOccupancyMaxPotentialBlockSizeWithFlags, \
+	  7000)
+
+enum shim_hook_id {
+#define SHIM_HOOK_ENUM(sym, api, since) SHIM_HOOK_##sym,
+	SHIM_HOOKS(SHIM_HOOK_ENUM)
+#undef SHIM_HOOK_ENUM
+	SHIM_NHOOKS
+};
+
+/* shim_fn_<symbol>: the function type; shim_hook_<symbol>: the exported hook. */
+#define SHIM_HOOK_DECL(sym, api, since)                                   \
+	typedef __typeof__(api) shim_fn_##sym;                            \
+	shim_fn_##sym shim_hook_##sym __asm__(#sym)                       \
+		__attribute__((visibility("default")));
+SHIM_HOOKS(SHIM_HOOK_DECL)
+#undef SHIM_HOOK_DECL
+
+/* One row of the generated name table. */
+struct shim_hook_entry {
+	const char *name;   /* exact exported symbol */
+	int since;          /* CUDA version that introduced it */
+	void *hook;         /* our function of the same ABI */
+};
+
+/* The generated table, indexed by enum shim_hook_id. */
+extern const struct shim_hook_entry shim_hook_table[SHIM_NHOOKS];
+
+/*
+ * shim_real - the driver's function for hook @id, resolving libcuda.so.1 on
+ * first use (once, thread-safe).  NULL if the driver lacks the symbol or
+ * cannot be loaded: hooks then return CUDA_ERROR_NOT_FOUND, never call NULL.
+ */
+void *shim_real(enum shim_hook_id id);
+
+/* SHIM_REAL_OR_RETURN - bind `real` to the typed driver function or fail cleanly. */
+#define SHIM_REAL_OR_RETURN(sym)                                                  \
+	shim_fn_##sym *real = (shim_fn_##sym *)shim_real(SHIM_HOOK_##sym);        \
+	if (!real)                                                                \
+		return CUDA_ERROR_NOT_FOUND
+
+/*
+ * shim_hook_for - if @p is the address of an exported libcuda symbol that we
+ * hook, our hook for that exact symbol; otherwise @p.  Uses dladdr only: it
+ * never loads a library, so dlsym can call it at any time.
+ */
+void *shim_hook_for(void *p);
+
+/* shim_real_dlsym - glibc's dlsym (resolved once with dlvsym). */
+void *(*shim_real_dlsym(void))(void *, const char *);
+
+#endif
