@@ -1,0 +1,137 @@
+/* route.c - the decisions of route.h; pure functions only. */
+#include "route.h"
+
+#include <string.h>
+
+static const char *const mode_names[] = {
+	[SHIM_MODE_OFF] = "off",
+	[SHIM_MODE_DIAGNOSE] = "diagnose",
+	[SHIM_MODE_ENFORCE] = "enforce",
+	[SHIM_MODE_REROUTE] = "reroute",
+};
+
+int route_mode_parse(const char *s)
+{
+	int i;
+
+	for (i = 0; s && i < (int)(sizeof(mode_names) / sizeof(mode_names[0])); i++)
+		if (strcmp(s, mode_names[i]) == 0)
+			return i;
+	return -1;
+}
+
+const char *route_mode_name(enum shim_mode m)
+{
+	return (unsigned)m < sizeof(mode_names) / sizeof(mode_names[0]) ? mode_names[m] : "?";
+}
+
+const char *route_action_name(enum route_action a)
+{
+	switch (a) {
+	case ROUTE_PASS:
+		return "pass";
+	case ROUTE_LOG:
+		return "log";
+	case ROUTE_REFUSE:
+		return "refuse";
+	case ROUTE_REROUTE:
+		return "reroute";
+	}
+	return "?";
+}
+
+static int emulates(enum shim_mode mode)
+{
+	return mode == SHIM_MODE_ENFORCE || mode == SHIM_MODE_REROUTE;
+}
+
+enum route_action route_launch_decide(const struct route_launch *l, const struct target_limits *t,
+				      enum shim_mode mode)
+{
+	if (mode == SHIM_MODE_OFF || (uint64_t)l->static_smem + l->dynamic_smem <= t->optin_per_block)
+		return ROUTE_PASS;
+	switch (mode) {
+	case SHIM_MODE_DIAGNOSE:
+		return ROUTE_LOG;
+	case SHIM_MODE_REROUTE:
+		return l->rule_matched ? ROUTE_REROUTE : ROUTE_REFUSE;
+	default:
+		return ROUTE_REFUSE;
+	}
+}
+
+static int min_int(int a, uint32_t b)
+{
+	return (uint32_t)a < b ? a : (int)b;
+}
+
+int route_device_attr(int attr, int real, const struct target_limits *t, enum shim_mode mode,
+		      uint32_t advertise)
+{
+	if (!emulates(mode) || real < 0)
+		return real;
+	switch (attr) {
+	case TARGET_ATTR_OPTIN_PER_BLOCK:
+		if (mode == SHIM_MODE_REROUTE && advertise > t->optin_per_block)
+			return min_int(real, advertise);
+		return min_int(real, t->optin_per_block);
+	case TARGET_ATTR_PER_SM:
+		return min_int(real, t->per_sm);
+	case TARGET_ATTR_PER_BLOCK:
+		return min_int(real, t->default_per_block);
+	case TARGET_ATTR_RESERVED_PER_BLOCK:
+		/* the target reserves what it reserves, even if the device reserves less */
+		return (int)t->reserved_per_block;
+	default:
+		return real;
+	}
+}
+
+enum route_attr_action route_set_max_dynamic(int value, uint32_t static_smem,
+					     const struct target_limits *t, enum shim_mode mode,
+					     uint32_t advertise)
+{
+	if (mode == SHIM_MODE_OFF || value < 0 ||
+	    (uint64_t)value + static_smem <= t->optin_per_block)
+		return ROUTE_ATTR_PASS;
+	if (mode == SHIM_MODE_DIAGNOSE)
+		return ROUTE_ATTR_LOG;
+	if (mode == SHIM_MODE_REROUTE && (uint64_t)value + static_smem <= advertise)
+		return ROUTE_ATTR_ACCEPT;
+	return ROUTE_ATTR_REFUSE;
+}
+
+int route_occupancy_blocks(int real, uint32_t static_smem, uint64_t dynamic_smem,
+			   const struct target_limits *t, enum shim_mode mode)
+{
+	uint64_t block = (uint64_t)static_smem + dynamic_smem;
+	uint64_t fit;
+
+	if (!emulates(mode) || real < 0)
+		return real;
+	if (block > t->optin_per_block)
+		return 0;
+	if (block == 0)
+		return real;
+	fit = t->per_sm / (block + t->reserved_per_block);
+	return (uint64_t)real < fit ? real : (int)fit;
+}
+
+uint64_t route_occupancy_dynamic(uint64_t real, int blocks, uint32_t static_smem,
+				 const struct target_limits *t, enum shim_mode mode)
+{
+	uint64_t per_block, cap, optin_cap;
+
+	if (!emulates(mode) || blocks <= 0)
+		return real;
+	if (static_smem >= t->optin_per_block)
+		return 0;
+	per_block = t->per_sm / (uint64_t)blocks;
+	if (per_block < (uint64_t)t->reserved_per_block + static_smem)
+		return 0;
+	cap = per_block - t->reserved_per_block - static_smem;
+	optin_cap = t->optin_per_block - static_smem;
+	if (cap > optin_cap)
+		cap = optin_cap;
+	return real < cap ? real : cap;
+}
