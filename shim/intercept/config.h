@@ -1,0 +1,43 @@
+/*
+ * config.h - the shim's settings, read once from the environment on first use
+ * (not in a constructor: other libraries' constructors may call the driver
+ * before ours runs).  Immutable afterwards, so hooks read it without locks.
+ *
+ *   SM120SHIM_MODE       off | diagnose | enforce | reroute (default)
+ *   SM120SHIM_TARGET     auto (default: the device's own limits) | sm120 |
+ *                        sm121 | sm89 | sm86 | sm80 | sm90 | sm100 | BYTES
+ *   SM120SHIM_ADVERTISE  opt-in bytes to report to frameworks in reroute mode
+ *                        so that they load kernels a rule reroutes: auto
+ *                        (default: the most any rule can reroute; 0 while no
+ *                        rules exist), off, or BYTES
+ *   SM120SHIM_LOG        JSON-lines log file; %p is replaced by the pid
+ * A bad value is reported once on stderr and the safe choice is taken:
+ * diagnose for the mode (changes nothing), sm120 for the target.
+ */
+#ifndef SM120_INTERCEPT_CONFIG_H
+#define SM120_INTERCEPT_CONFIG_H
+
+#include <stdint.h>
+
+#include "../route/route.h"
+
+struct shim_config {
+	enum shim_mode mode;
+	int target_auto;              /* limits come from the device */
+	struct target_limits target;  /* valid unless target_auto (then see shim_limits) */
+	uint32_t advertise;           /* 0: none */
+	char log_path[4096];          /* "" if no log */
+};
+
+/* shim_config - the settings (read on the first call). */
+const struct shim_config *shim_config(void);
+
+/*
+ * shim_limits - the limits launches are judged against: the emulated profile,
+ * or for auto the real device's (device 0, read once through the driver; a
+ * server's GPUs are assumed alike).  NULL if auto and the device cannot be
+ * read yet (before cuInit): callers then pass the call through.
+ */
+const struct target_limits *shim_limits(void);
+
+#endif

@@ -1,0 +1,138 @@
+/* log.c - see log.h. */
+#include "log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../intercept/config.h"
+
+static int log_fd = -1;
+static pthread_once_t log_once = PTHREAD_ONCE_INIT;
+static atomic_ulong over_logged, over_refused;
+
+void shim_log_warn(const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+	int n = snprintf(line, sizeof(line), "sm120shim: ");
+
+	va_start(ap, fmt);
+	n += vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	if (n > (int)sizeof(line) - 2)
+		n = (int)sizeof(line) - 2;
+	line[n++] = '\n';
+	if (write(STDERR_FILENO, line, (size_t)n) < 0)
+		return;
+}
+
+static void summary(void)
+{
+	unsigned long logged = atomic_load(&over_logged), refused = atomic_load(&over_refused);
+	const struct shim_config *c = shim_config();
+
+	if (logged + refused == 0)
+		return;
+	shim_log_warn("summary: %lu launches or attribute sets over the %s shared-memory limit "
+		      "(mode %s): %lu refused, %lu only logged%s%s",
+		      logged + refused, c->target_auto ? "device's" : c->target.name,
+		      route_mode_name(c->mode), refused, logged, c->log_path[0] ? "; details in " : "",
+		      c->log_path);
+}
+
+static void log_open(void)
+{
+	const struct shim_config *c = shim_config();
+
+	atexit(summary);
+	if (!c->log_path[0])
+		return;
+	log_fd = open(c->log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (log_fd < 0)
+		shim_log_warn("cannot open SM120SHIM_LOG '%s' (%s); logging to stderr only",
+			      c->log_path, strerror(errno));
+}
+
+void shim_log_count(int refused)
+{
+	pthread_once(&log_once, log_open);
+	atomic_fetch_add(refused ? &over_refused : &over_logged, 1);
+}
+
+size_t shim_log_json_string(char *out, size_t n, const char *s)
+{
+	size_t o = 0;
+
+	if (n < 3)
+		return 0;
+	out[o++] = '"';
+	for (; s && *s && o + 8 < n; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\') {
+			out[o++] = '\\';
+			out[o++] = (char)ch;
+		} else if (ch < 0x20) {
+			o += (size_t)snprintf(out + o, n - o, "\\u%04x", ch);
+		} else {
+			out[o++] = (char)ch;
+		}
+	}
+	out[o++] = '"';
+	out[o] = '\0';
+	return o;
+}
+
+/* Append ,"key":<string> to @buf. */
+static size_t add_str(char *buf, size_t o, size_t n, const char *key, const char *val)
+{
+	if (!val || o + strlen(key) + 8 >= n)
+		return o;
+	o += (size_t)snprintf(buf + o, n - o, ",\"%s\":", key);
+	return o + shim_log_json_string(buf + o, n - o, val);
+}
+
+static size_t add_num(char *buf, size_t o, size_t n, const char *key, int64_t val)
+{
+	if (val < 0 || o >= n)
+		return o;
+	o += (size_t)snprintf(buf + o, n - o, ",\"%s\":%lld", key, (long long)val);
+	return o < n ? o : n - 1;
+}
+
+void shim_log_event(const struct shim_event *e)
+{
+	char buf[2048];
+	size_t n = sizeof(buf) - 2, o;
+
+	pthread_once(&log_once, log_open);
+	if (log_fd < 0)
+		return;
+	o = (size_t)snprintf(buf, n, "{\"pid\":%d", (int)getpid());
+	o = add_str(buf, o, n, "event", e->event);
+	o = add_str(buf, o, n, "action", e->action);
+	o = add_str(buf, o, n, "kernel", e->kernel);
+	o = add_str(buf, o, n, "via", e->via);
+	o = add_str(buf, o, n, "target", e->target);
+	o = add_str(buf, o, n, "mode", e->mode);
+	o = add_num(buf, o, n, "static_smem", e->static_smem);
+	o = add_num(buf, o, n, "dynamic_smem", e->dynamic_smem);
+	o = add_num(buf, o, n, "limit", e->limit);
+	if (e->grid[0] && o < n)
+		o += (size_t)snprintf(buf + o, n - o, ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u]",
+				      e->grid[0], e->grid[1], e->grid[2], e->block[0], e->block[1],
+				      e->block[2]);
+	if (o > n)
+		o = n;
+	buf[o++] = '}';
+	buf[o++] = '\n';
+	if (write(log_fd, buf, o) < 0)
+		return;
+}
