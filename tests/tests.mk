@@ -60,7 +60,8 @@ $(T)/test_%: tests/unit/test_%.c tests/unit/fixture.h $(CORE_SRCS) $(B)/.deps-ok
 # Interception tests: a fake libcuda.so.1 and programs that reach it every way
 # a real process does (tests/shim, run by tests/scripts/test_intercept.sh).
 FAKE_DIR := $(T)/fakecuda
-SHIM_TEST_BINS := $(FAKE_DIR)/libcuda.so.1 $(T)/shim_paths $(T)/shim_ctor $(T)/shim_next
+SHIM_TEST_BINS := $(FAKE_DIR)/libcuda.so.1 $(T)/shim_paths $(T)/shim_ctor $(T)/shim_next \
+	$(T)/shim_limits
 PLAIN_CFLAGS := $(filter-out -fvisibility=hidden,$(CFLAGS))
 
 $(FAKE_DIR)/libcuda.so.1: tests/shim/fakecuda.c $(B)/.deps-ok
@@ -70,6 +71,9 @@ $(FAKE_DIR)/libcuda.so.1: tests/shim/fakecuda.c $(B)/.deps-ok
 $(T)/shim_paths: tests/shim/paths.c $(FAKE_DIR)/libcuda.so.1
 	$(msg) CC $@
 	$(Q)$(CC) $(PLAIN_CFLAGS) -I$(CUDA_HOME)/include -o $@ $< $(FAKE_DIR)/libcuda.so.1 -ldl -lpthread
+$(T)/shim_limits: tests/shim/limits.c $(FAKE_DIR)/libcuda.so.1
+	$(msg) CC $@
+	$(Q)$(CC) $(PLAIN_CFLAGS) -I$(CUDA_HOME)/include -o $@ $< $(FAKE_DIR)/libcuda.so.1
 $(T)/libctor.so: tests/shim/ctor_lib.c $(FAKE_DIR)/libcuda.so.1
 	$(msg) CC $@
 	$(Q)$(CC) $(PLAIN_CFLAGS) -I$(CUDA_HOME)/include -shared -o $@ $< $(FAKE_DIR)/libcuda.so.1 -ldl

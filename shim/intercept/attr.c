@@ -2,14 +2,38 @@
  * attr.c - the attribute and occupancy hooks: everything through which a
  * process learns or sets shared-memory limits.
  */
+#include "config.h"
+#include "facts.h"
+#include "gate.h"
 #include "hooks.h"
 #include "trace.h"
 
+/* emulated - the limits to emulate, or NULL when calls pass unchanged. */
+static const struct target_limits *emulated(void)
+{
+	enum shim_mode m = shim_config()->mode;
+
+	return m == SHIM_MODE_ENFORCE || m == SHIM_MODE_REROUTE ? shim_limits() : NULL;
+}
+
+/* static_of - declared static smem of @fn (0 if the driver does not say). */
+static uint32_t static_of(CUfunction fn)
+{
+	struct kernel_rec *r = shim_kernel(fn, 0, NULL, NULL);
+
+	return r ? r->static_smem : 0;
+}
+
 CUresult shim_hook_cuFuncSetAttribute(CUfunction fn, CUfunction_attribute attr, int value)
 {
+	int g = 0;
 	SHIM_REAL_OR_RETURN(cuFuncSetAttribute);
 	SHIM_TRACE(cuFuncSetAttribute);
-	return real(fn, attr, value);
+	if (attr == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
+		g = shim_set_dynamic_gate(SHIM_HOOK_cuFuncSetAttribute, fn, 0, value);
+	if (g == SHIM_GATE_ACCEPT)
+		return CUDA_SUCCESS;
+	return g ? (CUresult)g : real(fn, attr, value);
 }
 
 CUresult shim_hook_cuFuncGetAttribute(int *value, CUfunction_attribute attr, CUfunction fn)
@@ -21,9 +45,14 @@ CUresult shim_hook_cuFuncGetAttribute(int *value, CUfunction_attribute attr, CUf
 
 CUresult shim_hook_cuKernelSetAttribute(CUfunction_attribute attr, int value, CUkernel kernel, CUdevice dev)
 {
+	int g = 0;
 	SHIM_REAL_OR_RETURN(cuKernelSetAttribute);
 	SHIM_TRACE(cuKernelSetAttribute);
-	return real(attr, value, kernel, dev);
+	if (attr == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
+		g = shim_set_dynamic_gate(SHIM_HOOK_cuKernelSetAttribute, kernel, 1, value);
+	if (g == SHIM_GATE_ACCEPT)
+		return CUDA_SUCCESS;
+	return g ? (CUresult)g : real(attr, value, kernel, dev);
 }
 
 CUresult shim_hook_cuKernelGetAttribute(int *value, CUfunction_attribute attr, CUkernel kernel, CUdevice dev)
@@ -35,30 +64,54 @@ CUresult shim_hook_cuKernelGetAttribute(int *value, CUfunction_attribute attr, C
 
 CUresult shim_hook_cuDeviceGetAttribute(int *value, CUdevice_attribute attr, CUdevice dev)
 {
+	const struct target_limits *t;
+	CUresult rc;
 	SHIM_REAL_OR_RETURN(cuDeviceGetAttribute);
 	SHIM_TRACE(cuDeviceGetAttribute);
-	return real(value, attr, dev);
+	rc = real(value, attr, dev);
+	if (rc == CUDA_SUCCESS && value && (t = emulated()))
+		*value = route_device_attr((int)attr, *value, t, shim_config()->mode,
+					   shim_config()->advertise);
+	return rc;
 }
 
 CUresult shim_hook_cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, CUfunction fn, int block_size, size_t dynamic_smem)
 {
+	const struct target_limits *t;
+	CUresult rc;
 	SHIM_REAL_OR_RETURN(cuOccupancyMaxActiveBlocksPerMultiprocessor);
 	SHIM_TRACE(cuOccupancyMaxActiveBlocksPerMultiprocessor);
-	return real(blocks, fn, block_size, dynamic_smem);
+	rc = real(blocks, fn, block_size, dynamic_smem);
+	if (rc == CUDA_SUCCESS && blocks && (t = emulated()))
+		*blocks = route_occupancy_blocks(*blocks, static_of(fn), dynamic_smem, t,
+						 shim_config()->mode);
+	return rc;
 }
 
 CUresult shim_hook_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *blocks, CUfunction fn, int block_size, size_t dynamic_smem, unsigned int flags)
 {
+	const struct target_limits *t;
+	CUresult rc;
 	SHIM_REAL_OR_RETURN(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags);
 	SHIM_TRACE(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags);
-	return real(blocks, fn, block_size, dynamic_smem, flags);
+	rc = real(blocks, fn, block_size, dynamic_smem, flags);
+	if (rc == CUDA_SUCCESS && blocks && (t = emulated()))
+		*blocks = route_occupancy_blocks(*blocks, static_of(fn), dynamic_smem, t,
+						 shim_config()->mode);
+	return rc;
 }
 
 CUresult shim_hook_cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamic_smem, CUfunction fn, int blocks, int block_size)
 {
+	const struct target_limits *t;
+	CUresult rc;
 	SHIM_REAL_OR_RETURN(cuOccupancyAvailableDynamicSMemPerBlock);
 	SHIM_TRACE(cuOccupancyAvailableDynamicSMemPerBlock);
-	return real(dynamic_smem, fn, blocks, block_size);
+	rc = real(dynamic_smem, fn, blocks, block_size);
+	if (rc == CUDA_SUCCESS && dynamic_smem && (t = emulated()))
+		*dynamic_smem = route_occupancy_dynamic(*dynamic_smem, blocks, static_of(fn), t,
+							shim_config()->mode);
+	return rc;
 }
 
 CUresult shim_hook_cuOccupancyMaxPotentialBlockSize(int *min_grid, int *block_size, CUfunction fn, CUoccupancyB2DSize smem_of_block, size_t dynamic_smem, int block_limit)

@@ -30,6 +30,12 @@ static pthread_once_t dlsym_once = PTHREAD_ONCE_INIT;
 /* The driver's entry points, by hook id; NULL until resolved or if absent. */
 static _Atomic(void *) real_slot[SHIM_NHOOKS];
 static pthread_once_t driver_once = PTHREAD_ONCE_INIT;
+static void *call_slot[SHIM_NCALLS];
+static const char *const call_names[SHIM_NCALLS] = {
+#define SHIM_CALL_NAME(sym) [SHIM_CALL_##sym] = #sym,
+	SHIM_CALLS(SHIM_CALL_NAME)
+#undef SHIM_CALL_NAME
+};
 
 static void dlsym_init(void)
 {
@@ -62,6 +68,14 @@ static void driver_init(void)
 		if (p)
 			atomic_compare_exchange_strong(&real_slot[i], &expected, p);
 	}
+	for (i = 0; i < SHIM_NCALLS; i++)
+		call_slot[i] = sym(lib, call_names[i]);
+}
+
+void *shim_call(enum shim_call_id id)
+{
+	pthread_once(&driver_once, driver_init);
+	return call_slot[id];
 }
 
 void *shim_real(enum shim_hook_id id)

@@ -103,6 +103,19 @@ void *shim_real(enum shim_hook_id id);
  */
 void *shim_hook_for(void *p);
 
+/* Driver functions the shim calls but does not hook. */
+#define SHIM_CALLS(X) X(cuFuncGetName) X(cuKernelGetName) X(cuCtxGetDevice)
+
+enum shim_call_id {
+#define SHIM_CALL_ENUM(sym) SHIM_CALL_##sym,
+	SHIM_CALLS(SHIM_CALL_ENUM)
+#undef SHIM_CALL_ENUM
+	SHIM_NCALLS
+};
+
+/* shim_call - the driver's @id function (typed by the caller), or NULL. */
+void *shim_call(enum shim_call_id id);
+
 /* shim_real_dlsym - glibc's dlsym (resolved once with dlvsym). */
 void *(*shim_real_dlsym(void))(void *, const char *);
 

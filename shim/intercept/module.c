@@ -2,8 +2,16 @@
  * module.c - the load hooks: modules and libraries, and the handles they
  * hand out (CUmodule, CUlibrary, CUfunction, CUkernel).
  */
+#include "config.h"
+#include "facts.h"
 #include "hooks.h"
 #include "trace.h"
+
+/* Handles are recorded only when the shim does anything with them. */
+static int recording(void)
+{
+	return shim_config()->mode != SHIM_MODE_OFF;
+}
 
 CUresult shim_hook_cuModuleLoad(CUmodule *module, const char *fname)
 {
@@ -35,15 +43,20 @@ CUresult shim_hook_cuModuleLoadFatBinary(CUmodule *module, const void *fatbin)
 
 CUresult shim_hook_cuModuleGetFunction(CUfunction *fn, CUmodule module, const char *name)
 {
+	CUresult rc;
 	SHIM_REAL_OR_RETURN(cuModuleGetFunction);
 	SHIM_TRACE(cuModuleGetFunction);
-	return real(fn, module, name);
+	rc = real(fn, module, name);
+	if (rc == CUDA_SUCCESS && fn && recording())
+		shim_kernel(*fn, 0, name, module);
+	return rc;
 }
 
 CUresult shim_hook_cuModuleUnload(CUmodule module)
 {
 	SHIM_REAL_OR_RETURN(cuModuleUnload);
 	SHIM_TRACE(cuModuleUnload);
+	handles_drop_owner(module);
 	return real(module);
 }
 
@@ -63,21 +76,33 @@ CUresult shim_hook_cuLibraryLoadFromFile(CUlibrary *lib, const char *path, CUjit
 
 CUresult shim_hook_cuLibraryGetKernel(CUkernel *kernel, CUlibrary lib, const char *name)
 {
+	CUresult rc;
 	SHIM_REAL_OR_RETURN(cuLibraryGetKernel);
 	SHIM_TRACE(cuLibraryGetKernel);
-	return real(kernel, lib, name);
+	rc = real(kernel, lib, name);
+	if (rc == CUDA_SUCCESS && kernel && recording())
+		shim_kernel(*kernel, 1, name, lib);
+	return rc;
 }
 
 CUresult shim_hook_cuLibraryUnload(CUlibrary lib)
 {
 	SHIM_REAL_OR_RETURN(cuLibraryUnload);
 	SHIM_TRACE(cuLibraryUnload);
+	handles_drop_owner(lib);
 	return real(lib);
 }
 
 CUresult shim_hook_cuKernelGetFunction(CUfunction *fn, CUkernel kernel)
 {
+	CUresult rc;
 	SHIM_REAL_OR_RETURN(cuKernelGetFunction);
 	SHIM_TRACE(cuKernelGetFunction);
-	return real(fn, kernel);
+	rc = real(fn, kernel);
+	if (rc == CUDA_SUCCESS && fn && recording()) {
+		struct kernel_rec *k = shim_kernel(kernel, 1, NULL, NULL);
+
+		shim_kernel(*fn, 0, k ? k->name : NULL, k ? k->owner : NULL);
+	}
+	return rc;
 }

@@ -1,9 +1,9 @@
 #!/bin/sh
 # test_intercept.sh - the shim under processes that reach a (fake) driver
-# every way a real one does.  Each program runs without and with the shim:
-# the driver must record exactly the same calls (pass-through is exact,
-# _ptsz twins included), and the shim's trace must show it saw every launch
-# on the same entry point.  Prints "ok - ..." / "not ok - ...".
+# every way a real one does.  Each program runs without and with the shim
+# in mode off: the driver must record exactly the same calls (pass-through
+# is exact, _ptsz twins included), and the shim's trace must show it saw
+# every launch on the same entry point.  Prints "ok - ..." / "not ok - ...".
 set -u
 B=${SM120_BUILD:-build}
 T=$B/test
@@ -21,7 +21,7 @@ run() {
 	shift
 	FAKECUDA_LOG=$work/$name.plain.drv "$@" >"$work/$name.plain.out" 2>"$work/$name.plain.err"
 	echo $? >"$work/$name.plain.rc"
-	FAKECUDA_LOG=$work/$name.shim.drv LD_PRELOAD=$SHIM SM120SHIM_TRACE=1 "$@" \
+	FAKECUDA_LOG=$work/$name.shim.drv LD_PRELOAD=$SHIM SM120SHIM_MODE=off SM120SHIM_TRACE=1 "$@" \
 		>"$work/$name.shim.out" 2>"$work/$name.shim.err"
 	echo $? >"$work/$name.shim.rc"
 }

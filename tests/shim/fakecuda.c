@@ -126,6 +126,25 @@ EXPORT CUresult cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int v)
 	return CUDA_SUCCESS;
 }
 
+/* Static smem of every function: $FAKECUDA_STATIC (default 0). */
+EXPORT CUresult cuFuncGetAttribute(int *v, CUfunction_attribute a, CUfunction f)
+{
+	const char *st = getenv("FAKECUDA_STATIC");
+
+	(void)f;
+	record("cuFuncGetAttribute");
+	*v = a == CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES && st ? atoi(st) : 0;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuFuncGetName(const char **name, CUfunction f)
+{
+	(void)f;
+	record("cuFuncGetName");
+	*name = "fake_kernel";
+	return CUDA_SUCCESS;
+}
+
 /* The symbols cuGetProcAddress can hand out. */
 static const struct {
 	const char *name;
@@ -143,6 +162,8 @@ static const struct {
 	{ "cuLibraryLoadData", (void *)cuLibraryLoadData },
 	{ "cuLibraryGetKernel", (void *)cuLibraryGetKernel },
 	{ "cuFuncSetAttribute", (void *)cuFuncSetAttribute },
+	{ "cuFuncGetAttribute", (void *)cuFuncGetAttribute },
+	{ "cuFuncGetName", (void *)cuFuncGetName },
 	{ "cuGetProcAddress", NULL }, /* filled below: defined after the table */
 	{ "cuGetProcAddress_v2", NULL },
 };
