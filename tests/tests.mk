@@ -102,17 +102,18 @@ include tests/fuzz/fuzz.mk
 
 # ------------------------------------------------------------------ GPU
 GPU_TESTS := $(T)/gpu_decode_merge
+GPU_BENCH := $(T)/gpu_bench_launch
 $(T)/gpu_%: tests/gpu/%.c $(B)/libcore.a $(SHIM_OBJS) $(B)/.deps-ok
 	$(msg) CC $@
 	$(Q)mkdir -p $(T) && $(CC) $(filter-out -fvisibility=hidden,$(CFLAGS)) -I$(CUDA_HOME)/include \
 	  -o $@ $< $(B)/obj/shim/reroute/bundle.o $(B)/obj/shim/reroute/bundle_S.o \
 	  $(B)/libcore.a -L$(CUDA_HOME)/lib64/stubs -lcuda -lm
 
-gpu-build: all $(GPU_TESTS)
+gpu-build: all $(GPU_TESTS) $(GPU_BENCH)
 .PHONY: gpu-build
 
 test-gpu: gpu-build
 	$(Q)SM120_BUILD=$(B) sh tests/gpu/run.sh $(GPU_TESTS)
 
-bench-gpu: all
-	@echo "bench-gpu: no benchmark yet (the shim intercepts nothing so far)"
+bench-gpu: gpu-build
+	$(Q)SM120_BUILD=$(B) sh tests/gpu/bench.sh

@@ -17,6 +17,8 @@ for t in "$@"; do
 done
 sh tests/gpu/scan_gpu.sh >"$log" 2>&1
 count
+sh tests/gpu/shim_gpu.sh >"$log" 2>&1
+count
 echo
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
