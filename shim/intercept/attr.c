@@ -24,6 +24,17 @@ static uint32_t static_of(CUfunction fn)
 	return r ? r->static_smem : 0;
 }
 
+/* clamp_blocks - the occupancy answer @rc/@blocks, as the target would give it. */
+static CUresult clamp_blocks(CUresult rc, int *blocks, CUfunction fn, size_t dynamic_smem)
+{
+	const struct target_limits *t;
+
+	if (rc == CUDA_SUCCESS && blocks && (t = emulated()))
+		*blocks = route_occupancy_blocks(*blocks, static_of(fn), dynamic_smem, t,
+						 shim_config()->mode);
+	return rc;
+}
+
 CUresult shim_hook_cuFuncSetAttribute(CUfunction fn, CUfunction_attribute attr, int value)
 {
 	int g = 0;
@@ -77,28 +88,16 @@ CUresult shim_hook_cuDeviceGetAttribute(int *value, CUdevice_attribute attr, CUd
 
 CUresult shim_hook_cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, CUfunction fn, int block_size, size_t dynamic_smem)
 {
-	const struct target_limits *t;
-	CUresult rc;
 	SHIM_REAL_OR_RETURN(cuOccupancyMaxActiveBlocksPerMultiprocessor);
 	SHIM_TRACE(cuOccupancyMaxActiveBlocksPerMultiprocessor);
-	rc = real(blocks, fn, block_size, dynamic_smem);
-	if (rc == CUDA_SUCCESS && blocks && (t = emulated()))
-		*blocks = route_occupancy_blocks(*blocks, static_of(fn), dynamic_smem, t,
-						 shim_config()->mode);
-	return rc;
+	return clamp_blocks(real(blocks, fn, block_size, dynamic_smem), blocks, fn, dynamic_smem);
 }
 
 CUresult shim_hook_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *blocks, CUfunction fn, int block_size, size_t dynamic_smem, unsigned int flags)
 {
-	const struct target_limits *t;
-	CUresult rc;
 	SHIM_REAL_OR_RETURN(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags);
 	SHIM_TRACE(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags);
-	rc = real(blocks, fn, block_size, dynamic_smem, flags);
-	if (rc == CUDA_SUCCESS && blocks && (t = emulated()))
-		*blocks = route_occupancy_blocks(*blocks, static_of(fn), dynamic_smem, t,
-						 shim_config()->mode);
-	return rc;
+	return clamp_blocks(real(blocks, fn, block_size, dynamic_smem, flags), blocks, fn, dynamic_smem);
 }
 
 CUresult shim_hook_cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamic_smem, CUfunction fn, int blocks, int block_size)

@@ -35,45 +35,22 @@ else
 	echo "not ok - no libtorch_cuda.so found through python3 -c 'import torch'"
 fi
 
-# A real Triton cache: a matmul whose tiles need 131072 B of shared memory.
-# (@triton.jit needs its source in a file.)
-cat >"$work/mm_big.py" <<'PY'
-import torch, triton, triton.language as tl
-
-@triton.jit
-def mm_big(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    pm, pn = tl.program_id(0), tl.program_id(1)
-    rm = pm * BM + tl.arange(0, BM)
-    rn = pn * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, K, BK):
-        x = tl.load(a + rm[:, None] * K + (k + rk)[None, :])
-        y = tl.load(b + (k + rk)[:, None] * N + rn[None, :])
-        acc += tl.dot(x, y)
-    tl.store(c + rm[:, None] * N + rn[None, :], acc.to(tl.bfloat16))
-
-a = torch.randn(256, 256, device="cuda", dtype=torch.bfloat16)
-b = torch.randn(256, 256, device="cuda", dtype=torch.bfloat16)
-c = torch.empty(256, 256, device="cuda", dtype=torch.bfloat16)
-k = mm_big[(2, 2)](a, b, c, 256, 256, 256, BM=128, BN=128, BK=64, num_warps=8, num_stages=4)
-print("# triton shared =", k.metadata.shared)
-torch.testing.assert_close(c.float(), (a.float() @ b.float()).bfloat16().float(), rtol=2e-2, atol=1e-1)
-PY
-if TRITON_CACHE_DIR=$work/cache python3 "$work/mm_big.py"; then
-	want=$(python3 -c "import json,glob; print(json.load(open(glob.glob('$work/cache/*/mm_big.json')[0]))['shared'])")
+# A real Triton cache: tests/gpu/shim_torch.py's matmul with tiles that need
+# 131072 B of shared memory, compiled and run by Triton itself.
+if TRITON_CACHE_DIR=$work/cache python3 tests/gpu/shim_torch.py big | grep -qx OK; then
+	want=$(python3 -c "import json,glob; print(json.load(open(glob.glob('$work/cache/*/mm.json')[0]))['shared'])")
 	"$sm120" scan --target sm120 "$work/cache" >"$out" 2>&1
 	rc=$?
 	cat "$out"
-	if [ "$want" -gt 101376 ] && [ "$rc" -eq 1 ] && grep -q "^NO .* $want .*mm_big" "$out"; then
-		echo "ok - real Triton cache: mm_big needs $want B, does not fit sm120"
+	if [ "$want" -gt 101376 ] && [ "$rc" -eq 1 ] && grep -q "^NO .* $want .*mm " "$out"; then
+		echo "ok - real Triton cache: mm needs $want B, does not fit sm120"
 	else echo "not ok - real Triton cache vs sm120 (exit $rc, shared $want)"; fi
-	"$sm120" scan --target auto "$work/cache" >"$out" 2>&1 && grep -q "^yes .*mm_big" "$out" &&
+	"$sm120" scan --target auto "$work/cache" >"$out" 2>&1 && grep -q "^yes .*mm " "$out" &&
 		echo "ok - the same kernel fits the H200 it was compiled on (--target auto)" ||
 		{ echo "not ok - --target auto on the Triton cache"; cat "$out"; }
 	if [ -n "${OUT:-}" ]; then
-		d=$(dirname "$(ls "$work"/cache/*/mm_big.cubin)")
-		cp "$d/mm_big.cubin" "$d/mm_big.json" "$OUT/" 2>/dev/null
+		d=$(dirname "$(ls "$work"/cache/*/mm.cubin)")
+		cp "$d/mm.cubin" "$d/mm.json" "$OUT/" 2>/dev/null
 	fi
 else
 	echo "not ok - Triton could not compile and run the matmul"
