@@ -8,7 +8,8 @@
 T := $(B)/test
 FX := $(T)/fixtures
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
-TEST_CFLAGS := $(filter-out -fvisibility=hidden,$(CFLAGS)) $(SAN) -Wno-unused-parameter
+PLAIN_CFLAGS := $(filter-out -fvisibility=hidden,$(CFLAGS))
+TEST_CFLAGS := $(PLAIN_CFLAGS) $(SAN) -Wno-unused-parameter
 NVFX := $(NVCC) -Ikernels -Xcudafe --diag_suppress=177
 
 FIXTURES := $(FX)/params.sm_90.cubin $(FX)/params.sm_90a.cubin $(FX)/params.sm_120.cubin \
@@ -62,8 +63,6 @@ $(T)/test_%: tests/unit/test_%.c tests/unit/fixture.h $(CORE_SRCS) $(B)/.deps-ok
 FAKE_DIR := $(T)/fakecuda
 SHIM_TEST_BINS := $(FAKE_DIR)/libcuda.so.1 $(T)/shim_paths $(T)/shim_ctor $(T)/shim_next \
 	$(T)/shim_limits
-PLAIN_CFLAGS := $(filter-out -fvisibility=hidden,$(CFLAGS))
-
 $(FAKE_DIR)/libcuda.so.1: tests/shim/fakecuda.c $(B)/.deps-ok
 	$(msg) CC $@
 	$(Q)mkdir -p $(FAKE_DIR) && $(CC) $(CFLAGS) -I$(CUDA_HOME)/include -shared \
@@ -105,7 +104,7 @@ GPU_TESTS := $(T)/gpu_decode_merge
 GPU_BENCH := $(T)/gpu_bench_launch
 $(T)/gpu_%: tests/gpu/%.c $(B)/libcore.a $(SHIM_OBJS) $(B)/.deps-ok
 	$(msg) CC $@
-	$(Q)mkdir -p $(T) && $(CC) $(filter-out -fvisibility=hidden,$(CFLAGS)) -I$(CUDA_HOME)/include \
+	$(Q)mkdir -p $(T) && $(CC) $(PLAIN_CFLAGS) -I$(CUDA_HOME)/include \
 	  -o $@ $< $(B)/obj/shim/reroute/bundle.o $(B)/obj/shim/reroute/bundle_S.o \
 	  $(B)/libcore.a -L$(CUDA_HOME)/lib64/stubs -lcuda -lm
 

@@ -22,11 +22,12 @@ static int kernel_static(CUkernel k, int *value)
 struct kernel_rec *shim_kernel(void *handle, int is_kernel, const char *name, void *owner)
 {
 	struct kernel_rec *r = handles_get(handle);
-	shim_fn_cuFuncGetAttribute *fget = shim_real(SHIM_HOOK_cuFuncGetAttribute);
+	shim_fn_cuFuncGetAttribute *fget;
 	int value = 0, known = 0;
 
 	if (r && (!name || r->owner == owner))
 		return r;
+	fget = shim_real(SHIM_HOOK_cuFuncGetAttribute);
 	if (!is_kernel && fget &&
 	    fget(&value, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, (CUfunction)handle) == CUDA_SUCCESS) {
 		known = 1;

@@ -44,12 +44,6 @@ static void report(struct scan *s, const struct sm_err *err)
 		s->v->on_error(s->v->user, err);
 }
 
-static void report_rc(struct scan *s, int rc, const struct sm_err *err)
-{
-	if (rc < 0)
-		report(s, err);
-}
-
 const char *img_kind_name(enum img_kind k)
 {
 	switch (k) {
@@ -161,7 +155,8 @@ static void scan_fatbins(struct scan *s, const void *buf, size_t len, const char
 		visit_cubin(s, &where, img, img_len, label, -1, NULL);
 		free(img);
 	}
-	report_rc(s, rc, &err);
+	if (rc < 0)
+		report(s, &err);
 }
 
 /* scan_host_elf - the fatbin sections of a host ELF handle. */
