@@ -24,6 +24,9 @@ NVCCFLAGS := -O3 -std=c++17 -Xptxas -warn-spills -Werror all-warnings
 # that lack these packages (cJSON has no archive and stays dynamic for now).
 STATIC_LIBS := -Wl,-Bstatic -lelf -lzstd -llz4 -lz -Wl,-Bdynamic
 TOOL_LIBS := $(STATIC_LIBS) -lcjson -ldl -lpthread
+# The shim is a shared object: its libelf is the archive with one object
+# swapped (tools/build/elf_error_pic.c says why).
+SHIM_LIBS := $(B)/libelf_pic.a -Wl,-Bstatic -lzstd -llz4 -lz -Wl,-Bdynamic -ldl -lpthread
 
 ifeq ($(V),1)
 Q :=
@@ -79,10 +82,17 @@ $(B)/obj/shim/reroute/bundle_S.o: shim/reroute/bundle.S $(BUNDLE)
 	$(msg) AS $<
 	$(Q)mkdir -p $(dir $@) && $(CC) -c -DBUNDLE_FATBIN='"$(BUNDLE)"' $< -o $@
 
-$(B)/libsm120shim.so: $(SHIM_OBJS) $(B)/libcore.a shim/shim.map
+$(B)/libelf_pic.a: tools/build/elf_error_pic.c $(B)/.deps-ok
+	$(msg) AR $@
+	$(Q)rm -rf $(B)/libelf_pic && mkdir -p $(B)/libelf_pic && cd $(B)/libelf_pic && \
+	  ar x "$$($(CC) -print-file-name=libelf.a)" && rm elf_error.o && \
+	  $(CC) $(CFLAGS) -c $(CURDIR)/tools/build/elf_error_pic.c -o elf_error_pic.o && \
+	  ar rcs ../libelf_pic.a *.o
+
+$(B)/libsm120shim.so: $(SHIM_OBJS) $(B)/libcore.a $(B)/libelf_pic.a shim/shim.map
 	$(msg) LD $@
 	$(Q)$(CC) -shared -Wl,--version-script=shim/shim.map -Wl,--exclude-libs,ALL -Wl,-z,defs \
-	  -o $@ $(SHIM_OBJS) $(B)/libcore.a $(STATIC_LIBS) -ldl -lpthread
+	  -o $@ $(SHIM_OBJS) $(B)/libcore.a $(SHIM_LIBS)
 
 $(B)/sm120: $(TOOL_OBJS) $(B)/libcore.a
 	$(msg) LD $@

@@ -8,12 +8,22 @@
 #include "hooks.h"
 #include "trace.h"
 
-/* emulated - the limits to emulate, or NULL when calls pass unchanged. */
-static const struct target_limits *emulated(void)
+/*
+ * emulated_on - the limits to emulate on @dev, or NULL when calls pass
+ * unchanged (modes off and diagnose).  With target auto they are the device's
+ * own, which changes nothing but what reroute advertises.
+ */
+static const struct target_limits *emulated_on(CUdevice dev)
 {
 	enum shim_mode m = shim_config()->mode;
 
-	return m == SHIM_MODE_ENFORCE || m == SHIM_MODE_REROUTE ? shim_limits() : NULL;
+	return m == SHIM_MODE_ENFORCE || m == SHIM_MODE_REROUTE ? shim_limits_of(dev) : NULL;
+}
+
+/* emulated - emulated_on the current device. */
+static const struct target_limits *emulated(void)
+{
+	return emulated_on(shim_current_device());
 }
 
 /* static_of - declared static smem of @fn (0 if the driver does not say). */
@@ -80,7 +90,7 @@ CUresult shim_hook_cuDeviceGetAttribute(int *value, CUdevice_attribute attr, CUd
 	SHIM_REAL_OR_RETURN(cuDeviceGetAttribute);
 	SHIM_TRACE(cuDeviceGetAttribute);
 	rc = real(value, attr, dev);
-	if (rc == CUDA_SUCCESS && value && (t = emulated()))
+	if (rc == CUDA_SUCCESS && value && (t = emulated_on(dev)))
 		*value = route_device_attr((int)attr, *value, t, shim_config()->mode,
 					   shim_config()->advertise);
 	return rc;
@@ -113,16 +123,81 @@ CUresult shim_hook_cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamic_smem,
 	return rc;
 }
 
+/* A cuOccupancyMaxPotentialBlockSize question, for the probes. */
+struct potential_query {
+	CUfunction fn;
+	CUoccupancyB2DSize smem_of_block;   /* dynamic bytes per block size, or NULL */
+	size_t dynamic_smem;                /* used when smem_of_block is NULL */
+	unsigned int flags;
+};
+
+static struct route_block_probe probe(void *ctx, int block_size)
+{
+	const struct potential_query *q = ctx;
+	shim_fn_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags *blocks_of =
+		shim_real(SHIM_HOOK_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags);
+	struct route_block_probe p = { -1, q->smem_of_block ? q->smem_of_block(block_size) :
+							      q->dynamic_smem };
+
+	if (!blocks_of || blocks_of(&p.blocks, q->fn, block_size, p.dynamic_smem, q->flags))
+		p.blocks = -1;
+	return p;
+}
+
+/*
+ * potential_on_target - the driver's cuOccupancyMaxPotentialBlockSize answer
+ * (@rc, *@min_grid, *@block_size) as the target would give it.  The driver's
+ * answer stands when its block size is not limited by the target's shared
+ * memory (then no other size does better on the target either); otherwise
+ * every size is probed and clamped (route_potential_block).
+ */
+static CUresult potential_on_target(CUresult rc, int *min_grid, int *block_size,
+				    const struct potential_query *q, int block_limit)
+{
+	shim_fn_cuDeviceGetAttribute *dev_attr = shim_real(SHIM_HOOK_cuDeviceGetAttribute);
+	shim_fn_cuFuncGetAttribute *fget = shim_real(SHIM_HOOK_cuFuncGetAttribute);
+	const struct target_limits *t = emulated();
+	struct route_block_probe at;
+	uint32_t st;
+	int max_threads = 0, sms = 0, size, blocks;
+
+	if (rc != CUDA_SUCCESS || !min_grid || !block_size || !t || *block_size <= 0)
+		return rc;
+	st = static_of(q->fn);
+	at = probe((void *)q, *block_size);
+	if (at.blocks >= 0 && route_occupancy_blocks(at.blocks, st, at.dynamic_smem, t,
+						     shim_config()->mode) == at.blocks)
+		return rc;
+	if (!fget || fget(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, q->fn) ||
+	    !dev_attr || dev_attr(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+							   shim_current_device()))
+		return rc;
+	if (block_limit > 0 && block_limit < max_threads)
+		max_threads = block_limit;
+	if (route_potential_block(max_threads, 32, st, probe, (void *)q, t, shim_config()->mode,
+				  &size, &blocks))
+		return rc;
+	*block_size = size;
+	*min_grid = blocks * sms;
+	return rc;
+}
+
 CUresult shim_hook_cuOccupancyMaxPotentialBlockSize(int *min_grid, int *block_size, CUfunction fn, CUoccupancyB2DSize smem_of_block, size_t dynamic_smem, int block_limit)
 {
+	const struct potential_query q = { fn, smem_of_block, dynamic_smem, 0 };
 	SHIM_REAL_OR_RETURN(cuOccupancyMaxPotentialBlockSize);
 	SHIM_TRACE(cuOccupancyMaxPotentialBlockSize);
-	return real(min_grid, block_size, fn, smem_of_block, dynamic_smem, block_limit);
+	return potential_on_target(real(min_grid, block_size, fn, smem_of_block, dynamic_smem,
+					 block_limit),
+				   min_grid, block_size, &q, block_limit);
 }
 
 CUresult shim_hook_cuOccupancyMaxPotentialBlockSizeWithFlags(int *min_grid, int *block_size, CUfunction fn, CUoccupancyB2DSize smem_of_block, size_t dynamic_smem, int block_limit, unsigned int flags)
 {
+	const struct potential_query q = { fn, smem_of_block, dynamic_smem, flags };
 	SHIM_REAL_OR_RETURN(cuOccupancyMaxPotentialBlockSizeWithFlags);
 	SHIM_TRACE(cuOccupancyMaxPotentialBlockSizeWithFlags);
-	return real(min_grid, block_size, fn, smem_of_block, dynamic_smem, block_limit, flags);
+	return potential_on_target(real(min_grid, block_size, fn, smem_of_block, dynamic_smem,
+					 block_limit, flags),
+				   min_grid, block_size, &q, block_limit);
 }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "../log/log.h"
+#include "facts.h"
 #include "hooks.h"
 
 static struct shim_config cfg;
@@ -73,34 +74,85 @@ const struct shim_config *shim_config(void)
 	return &cfg;
 }
 
-/* Device 0's limits for target auto, read once the driver can answer. */
-static struct target_limits device_limits;
+/* Target auto: every device's limits, read once the driver can answer. */
+#define MAX_DEVICES 64
+static struct target_limits device_limits[MAX_DEVICES];
+static struct target_limits device_floor; /* the device with the least opt-in bytes */
+static int n_devices;
 static atomic_int device_state; /* 0 unread, 1 read, -1 being read */
+
+typedef CUresult device_count_fn(int *);
+
+struct device_query {
+	shim_fn_cuDeviceGetAttribute *get;
+	CUdevice dev;
+};
 
 static int device_attr(void *ctx, int attr, int *value)
 {
-	shim_fn_cuDeviceGetAttribute *get = ctx;
+	const struct device_query *q = ctx;
 
-	return get(value, (CUdevice_attribute)attr, 0) != CUDA_SUCCESS;
+	return q->get(value, (CUdevice_attribute)attr, q->dev) != CUDA_SUCCESS;
+}
+
+/* read_devices - fill the table; 0, or -1 if the driver cannot answer yet (before cuInit). */
+static int read_devices(void)
+{
+	device_count_fn *count = shim_call(SHIM_CALL_cuDeviceGetCount);
+	struct device_query q = { shim_real(SHIM_HOOK_cuDeviceGetAttribute), 0 };
+	int n = 1, d;
+
+	if (!q.get || (count && (count(&n) != CUDA_SUCCESS || n < 1)))
+		return -1;
+	n = n < MAX_DEVICES ? n : MAX_DEVICES;
+	for (d = 0; d < n; d++) {
+		q.dev = d;
+		if (target_from_device(device_attr, &q, &device_limits[d], NULL) != 0)
+			return -1;
+		if (d == 0 || device_limits[d].optin_per_block < device_floor.optin_per_block)
+			device_floor = device_limits[d];
+	}
+	n_devices = n;
+	return 0;
+}
+
+/* devices_ready - the table is filled (reading it now if nobody else is). */
+static int devices_ready(void)
+{
+	int expected = 0;
+
+	if (atomic_load_explicit(&device_state, memory_order_acquire) == 1)
+		return 1;
+	if (!atomic_compare_exchange_strong(&device_state, &expected, -1))
+		return 0; /* another thread is reading it: pass this call through */
+	expected = read_devices() == 0;
+	atomic_store_explicit(&device_state, expected ? 1 : 0, memory_order_release);
+	return expected;
+}
+
+const struct target_limits *shim_limits_floor(void)
+{
+	const struct shim_config *c = shim_config();
+
+	if (!c->target_auto)
+		return &c->target;
+	return devices_ready() ? &device_floor : NULL;
+}
+
+const struct target_limits *shim_limits_of(CUdevice dev)
+{
+	const struct shim_config *c = shim_config();
+
+	if (!c->target_auto)
+		return &c->target;
+	if (!devices_ready())
+		return NULL;
+	return dev >= 0 && dev < n_devices ? &device_limits[dev] : &device_floor;
 }
 
 const struct target_limits *shim_limits(void)
 {
 	const struct shim_config *c = shim_config();
-	shim_fn_cuDeviceGetAttribute *get;
-	int expected = 0;
 
-	if (!c->target_auto)
-		return &c->target;
-	if (atomic_load_explicit(&device_state, memory_order_acquire) == 1)
-		return &device_limits;
-	if (!atomic_compare_exchange_strong(&device_state, &expected, -1))
-		return NULL; /* another thread is reading it: pass this call through */
-	get = (shim_fn_cuDeviceGetAttribute *)shim_real(SHIM_HOOK_cuDeviceGetAttribute);
-	if (get && target_from_device(device_attr, (void *)get, &device_limits, NULL) == 0) {
-		atomic_store_explicit(&device_state, 1, memory_order_release);
-		return &device_limits;
-	}
-	atomic_store_explicit(&device_state, 0, memory_order_release);
-	return NULL;
+	return c->target_auto ? shim_limits_of(shim_current_device()) : &c->target;
 }

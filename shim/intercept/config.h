@@ -17,6 +17,7 @@
 #ifndef SM120_INTERCEPT_CONFIG_H
 #define SM120_INTERCEPT_CONFIG_H
 
+#include <cuda.h>
 #include <stdint.h>
 
 #include "../route/route.h"
@@ -34,10 +35,20 @@ const struct shim_config *shim_config(void);
 
 /*
  * shim_limits - the limits launches are judged against: the emulated profile,
- * or for auto the real device's (device 0, read once through the driver; a
- * server's GPUs are assumed alike).  NULL if auto and the device cannot be
- * read yet (before cuInit): callers then pass the call through.
+ * or for auto the current device's own (every device is read once through
+ * the driver).  NULL if auto and the driver cannot answer yet (before
+ * cuInit): callers then pass the call through.
  */
 const struct target_limits *shim_limits(void);
+
+/* shim_limits_of - as shim_limits, for device @dev rather than the current one. */
+const struct target_limits *shim_limits_of(CUdevice dev);
+
+/*
+ * shim_limits_floor - limits no device is below: the emulated profile, or for
+ * auto the device with the least opt-in bytes.  For the launch fast path,
+ * which must not ask the driver for the current device.
+ */
+const struct target_limits *shim_limits_floor(void);
 
 #endif

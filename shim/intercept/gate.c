@@ -17,25 +17,34 @@ static void report(struct kernel_rec *r, const char *event, const char *action,
 		   const unsigned int block[3])
 {
 	const struct shim_config *c = shim_config();
+	const struct kernel_rec *k = shim_kernel_facts(r);
 	const char *name = r ? r->name : "?";
 	int refused = strcmp(action, "refuse") == 0;
 	struct shim_event e = {
 		.event = event, .action = action, .kernel = name, .via = shim_hook_table[via].name,
 		.target = t->name, .mode = route_mode_name(c->mode), .static_smem = static_smem,
-		.dynamic_smem = (int64_t)dynamic, .limit = t->optin_per_block,
+		.dynamic_smem = (int64_t)dynamic, .limit = t->optin_per_block, .kernels = -1,
+		.regs = -1, .param_bytes = -1,
 	};
 
+	if (k) {
+		e.origin = k->origin;
+		e.regs = k->facts.regs;
+		e.param_bytes = k->facts.n_params ? (int64_t)k->facts.param_bytes : -1;
+		e.n_params = k->facts.n_params;
+		e.params = k->facts.params;
+	}
 	if (grid) {
 		memcpy(e.grid, grid, sizeof(e.grid));
 		memcpy(e.block, block, sizeof(e.block));
 	}
 	shim_log_event(&e);
 	shim_log_count(refused);
-	if (r && atomic_exchange(&r->reported, 1))
+	if (!shim_log_first(name))
 		return;
-	shim_log_warn("kernel %s: %s %llu B of shared memory per block (%u static + %llu dynamic, "
-		      "through %s); %s allows %u B: %s. %s",
-		      name, grid ? "a launch needs" : "asks to be allowed",
+	shim_log_warn("kernel %s (from %s): %s %llu B of shared memory per block (%u static + "
+		      "%llu dynamic, through %s); %s allows %u B: %s. %s",
+		      name, k ? k->origin : "?", grid ? "a launch needs" : "asks to be allowed",
 		      (unsigned long long)(static_smem + dynamic), static_smem,
 		      (unsigned long long)dynamic, shim_hook_table[via].name, t->name,
 		      t->optin_per_block,
@@ -58,8 +67,8 @@ CUresult shim_launch_gate(enum shim_hook_id via, CUfunction f, unsigned int smem
 
 	if (c->mode == SHIM_MODE_OFF)
 		return CUDA_SUCCESS;
-	t = shim_limits();
-	if (!t || (uint64_t)smem + MAX_STATIC_SMEM <= t->optin_per_block)
+	t = shim_limits_floor();
+	if (!t || (uint64_t)smem + MAX_STATIC_SMEM <= t->optin_per_block || !(t = shim_limits()))
 		return CUDA_SUCCESS;
 	r = shim_kernel(f, 0, NULL, NULL);
 	l.static_smem = r ? r->static_smem : 0;

@@ -104,7 +104,9 @@ void *shim_real(enum shim_hook_id id);
 void *shim_hook_for(void *p);
 
 /* Driver functions the shim calls but does not hook. */
-#define SHIM_CALLS(X) X(cuFuncGetName) X(cuKernelGetName) X(cuCtxGetDevice)
+#define SHIM_CALLS(X)                                                                     \
+	X(cuFuncGetName) X(cuKernelGetName) X(cuCtxGetDevice) X(cuFuncGetParamInfo)         \
+	X(cuKernelGetParamInfo) X(cuDeviceGetCount)
 
 enum shim_call_id {
 #define SHIM_CALL_ENUM(sym) SHIM_CALL_##sym,

@@ -1,11 +1,23 @@
 /*
- * module.c - the load hooks: modules and libraries, and the handles they
- * hand out (CUmodule, CUlibrary, CUfunction, CUkernel).
+ * module.c - the load hooks: modules and libraries (their images are recorded
+ * once the driver accepted them), and the handles they hand out (CUmodule,
+ * CUlibrary, CUfunction, CUkernel).
  */
 #include "config.h"
 #include "facts.h"
 #include "hooks.h"
 #include "trace.h"
+
+/* preserved - did cuLibraryLoadData's caller promise to keep the image bytes? */
+static int preserved(const CUlibraryOption *opts, void **values, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; opts && values && i < n; i++)
+		if (opts[i] == CU_LIBRARY_BINARY_IS_PRESERVED)
+			return values[i] != NULL;
+	return 0;
+}
 
 /* Handles are recorded only when the shim does anything with them. */
 static int recording(void)
@@ -15,30 +27,46 @@ static int recording(void)
 
 CUresult shim_hook_cuModuleLoad(CUmodule *module, const char *fname)
 {
+	CUresult rc;
 	SHIM_REAL_OR_RETURN(cuModuleLoad);
 	SHIM_TRACE(cuModuleLoad);
-	return real(module, fname);
+	rc = real(module, fname);
+	if (rc == CUDA_SUCCESS && module)
+		shim_image_loaded(*module, SHIM_HOOK_cuModuleLoad, NULL, fname, 0);
+	return rc;
 }
 
 CUresult shim_hook_cuModuleLoadData(CUmodule *module, const void *image)
 {
+	CUresult rc;
 	SHIM_REAL_OR_RETURN(cuModuleLoadData);
 	SHIM_TRACE(cuModuleLoadData);
-	return real(module, image);
+	rc = real(module, image);
+	if (rc == CUDA_SUCCESS && module)
+		shim_image_loaded(*module, SHIM_HOOK_cuModuleLoadData, image, NULL, 0);
+	return rc;
 }
 
 CUresult shim_hook_cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int n, CUjit_option *options, void **values)
 {
+	CUresult rc;
 	SHIM_REAL_OR_RETURN(cuModuleLoadDataEx);
 	SHIM_TRACE(cuModuleLoadDataEx);
-	return real(module, image, n, options, values);
+	rc = real(module, image, n, options, values);
+	if (rc == CUDA_SUCCESS && module)
+		shim_image_loaded(*module, SHIM_HOOK_cuModuleLoadDataEx, image, NULL, 0);
+	return rc;
 }
 
 CUresult shim_hook_cuModuleLoadFatBinary(CUmodule *module, const void *fatbin)
 {
+	CUresult rc;
 	SHIM_REAL_OR_RETURN(cuModuleLoadFatBinary);
 	SHIM_TRACE(cuModuleLoadFatBinary);
-	return real(module, fatbin);
+	rc = real(module, fatbin);
+	if (rc == CUDA_SUCCESS && module)
+		shim_image_loaded(*module, SHIM_HOOK_cuModuleLoadFatBinary, fatbin, NULL, 0);
+	return rc;
 }
 
 CUresult shim_hook_cuModuleGetFunction(CUfunction *fn, CUmodule module, const char *name)
@@ -56,22 +84,31 @@ CUresult shim_hook_cuModuleUnload(CUmodule module)
 {
 	SHIM_REAL_OR_RETURN(cuModuleUnload);
 	SHIM_TRACE(cuModuleUnload);
-	handles_drop_owner(module);
+	shim_image_unloaded(module);
 	return real(module);
 }
 
 CUresult shim_hook_cuLibraryLoadData(CUlibrary *lib, const void *code, CUjit_option *jit_options, void **jit_values, unsigned int n_jit, CUlibraryOption *lib_options, void **lib_values, unsigned int n_lib)
 {
+	CUresult rc;
 	SHIM_REAL_OR_RETURN(cuLibraryLoadData);
 	SHIM_TRACE(cuLibraryLoadData);
-	return real(lib, code, jit_options, jit_values, n_jit, lib_options, lib_values, n_lib);
+	rc = real(lib, code, jit_options, jit_values, n_jit, lib_options, lib_values, n_lib);
+	if (rc == CUDA_SUCCESS && lib)
+		shim_image_loaded(*lib, SHIM_HOOK_cuLibraryLoadData, code, NULL,
+				  preserved(lib_options, lib_values, n_lib));
+	return rc;
 }
 
 CUresult shim_hook_cuLibraryLoadFromFile(CUlibrary *lib, const char *path, CUjit_option *jit_options, void **jit_values, unsigned int n_jit, CUlibraryOption *lib_options, void **lib_values, unsigned int n_lib)
 {
+	CUresult rc;
 	SHIM_REAL_OR_RETURN(cuLibraryLoadFromFile);
 	SHIM_TRACE(cuLibraryLoadFromFile);
-	return real(lib, path, jit_options, jit_values, n_jit, lib_options, lib_values, n_lib);
+	rc = real(lib, path, jit_options, jit_values, n_jit, lib_options, lib_values, n_lib);
+	if (rc == CUDA_SUCCESS && lib)
+		shim_image_loaded(*lib, SHIM_HOOK_cuLibraryLoadFromFile, NULL, path, 0);
+	return rc;
 }
 
 CUresult shim_hook_cuLibraryGetKernel(CUkernel *kernel, CUlibrary lib, const char *name)
@@ -89,7 +126,7 @@ CUresult shim_hook_cuLibraryUnload(CUlibrary lib)
 {
 	SHIM_REAL_OR_RETURN(cuLibraryUnload);
 	SHIM_TRACE(cuLibraryUnload);
-	handles_drop_owner(lib);
+	shim_image_unloaded(lib);
 	return real(lib);
 }
 

@@ -60,6 +60,29 @@ static void log_open(void)
 			      c->log_path, strerror(errno));
 }
 
+#define SEEN_SLOTS 4096u
+static _Atomic uint64_t seen[SEEN_SLOTS];
+
+int shim_log_first(const char *key)
+{
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a; 0 marks a free slot */
+	unsigned int i, n;
+
+	for (; key && *key; key++)
+		h = (h ^ (unsigned char)*key) * 0x100000001b3ull;
+	h |= 1;
+	for (n = 0, i = (unsigned int)(h >> 52) % SEEN_SLOTS; n < SEEN_SLOTS;
+	     n++, i = (i + 1) % SEEN_SLOTS) {
+		uint64_t cur = 0;
+
+		if (atomic_compare_exchange_strong(&seen[i], &cur, h))
+			return 1;
+		if (cur == h)
+			return 0;
+	}
+	return 1;
+}
+
 void shim_log_count(int refused)
 {
 	pthread_once(&log_once, log_open);
@@ -109,8 +132,9 @@ static size_t add_num(char *buf, size_t o, size_t n, const char *key, int64_t va
 
 void shim_log_event(const struct shim_event *e)
 {
-	char buf[2048];
+	char buf[8192];
 	size_t n = sizeof(buf) - 2, o;
+	uint32_t i;
 
 	pthread_once(&log_once, log_open);
 	if (log_fd < 0)
@@ -122,9 +146,21 @@ void shim_log_event(const struct shim_event *e)
 	o = add_str(buf, o, n, "via", e->via);
 	o = add_str(buf, o, n, "target", e->target);
 	o = add_str(buf, o, n, "mode", e->mode);
+	o = add_str(buf, o, n, "origin", e->origin);
+	o = add_str(buf, o, n, "image", e->image);
+	o = add_str(buf, o, n, "arch", e->arch);
+	o = add_str(buf, o, n, "error", e->error);
 	o = add_num(buf, o, n, "static_smem", e->static_smem);
 	o = add_num(buf, o, n, "dynamic_smem", e->dynamic_smem);
 	o = add_num(buf, o, n, "limit", e->limit);
+	o = add_num(buf, o, n, "kernels", e->kernels);
+	o = add_num(buf, o, n, "regs", e->regs);
+	o = add_num(buf, o, n, "param_bytes", e->param_bytes);
+	for (i = 0; i < e->n_params && o + 24 < n; i++)
+		o += (size_t)snprintf(buf + o, n - o, "%s%u", i ? "," : ",\"param_sizes\":[",
+				      e->params[i].size);
+	if (i)
+		buf[o++] = ']';
 	if (e->grid[0] && o < n)
 		o += (size_t)snprintf(buf + o, n - o, ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u]",
 				      e->grid[0], e->grid[1], e->grid[2], e->block[0], e->block[1],

@@ -19,17 +19,33 @@
 /* shim_log_warn - "sm120shim: <message>" on stderr, always. */
 void shim_log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* One event for the JSON log.  Strings may be NULL; numbers < 0 are omitted. */
+#include "../registry/image.h"
+
+/*
+ * One event for the JSON log.  Strings may be NULL and numbers < 0: those
+ * keys are omitted.  A zero-initialised event is empty, so set the numbers
+ * that do not apply to -1.
+ */
 struct shim_event {
 	const char *event;       /* "launch", "set_attribute", "load" */
-	const char *action;      /* "log", "refuse", "pass", "accept" */
-	const char *kernel;      /* kernel name, or NULL */
+	const char *action;      /* "log", "refuse", "accept"; loads: "parsed", "deferred",
+				    "unreadable" */
+	const char *kernel;      /* kernel name */
 	const char *via;         /* the entry point: "cuLaunchKernelEx_ptsz" */
 	const char *target;      /* "sm120" */
 	const char *mode;        /* "enforce" */
+	const char *origin;      /* the image: "libtorch_cuda.so+0x4a2000", a path, "driver" */
+	const char *image;       /* loads: "cubin", "fatbin", "PTX", ... */
+	const char *arch;        /* the cubin the device runs: "sm_90a" */
+	const char *error;       /* loads: why the image could not be read */
 	int64_t static_smem;
 	int64_t dynamic_smem;
 	int64_t limit;           /* the target's opt-in bytes per block */
+	int64_t kernels;         /* loads: kernels in the image */
+	int64_t regs;
+	int64_t param_bytes;
+	uint32_t n_params;       /* "param_sizes" when non-zero */
+	const struct img_param *params;
 	unsigned int grid[3];
 	unsigned int block[3];
 };
@@ -42,6 +58,14 @@ void shim_log_event(const struct shim_event *e);
  * into @out of @n bytes; returns the length written, truncating safely.
  */
 size_t shim_log_json_string(char *out, size_t n, const char *s);
+
+/*
+ * shim_log_first - 1 the first time @key (a kernel name) is seen in this
+ * process, 0 afterwards: the stderr line of a problem is written once, however
+ * many handles, modules or launches the kernel has.  Lock-free; when its table
+ * is full it answers 1 (repeating a line rather than losing one).
+ */
+int shim_log_first(const char *key);
 
 /* shim_log_count - count one over-limit event for the exit summary. */
 void shim_log_count(int refused);

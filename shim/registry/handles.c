@@ -1,9 +1,10 @@
 /* handles.c - see handles.h. */
 #include "handles.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "../common/forklock.h"
 
 #define SLOTS_LOG2 16
 #define SLOTS (1u << SLOTS_LOG2)
@@ -13,16 +14,7 @@ static _Atomic(struct kernel_rec *) slots[SLOTS];
 static unsigned int filled;
 /* Replaced records: never freed, a lock-free reader may still be reading one. */
 static struct kernel_rec *retired;
-static pthread_mutex_t put_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
-
-static void lock_before_fork(void) { pthread_mutex_lock(&put_lock); }
-static void unlock_after_fork(void) { pthread_mutex_unlock(&put_lock); }
-
-static void fork_init(void)
-{
-	pthread_atfork(lock_before_fork, unlock_after_fork, unlock_after_fork);
-}
+FORK_SAFE_MUTEX(put)
 
 static unsigned int slot_of(const void *handle)
 {
@@ -59,8 +51,7 @@ struct kernel_rec *handles_put(void *handle, void *owner, int is_kernel, const c
 	r->static_smem = static_smem;
 	strncpy(r->name, name ? name : "?", sizeof(r->name) - 1);
 	atomic_store(&r->handle, handle);
-	pthread_once(&fork_once, fork_init);
-	pthread_mutex_lock(&put_lock);
+	put_lock();
 	for (n = 0; n < SLOTS; n++, i = (i + 1) & (SLOTS - 1)) {
 		old = atomic_load(&slots[i]);
 		if (!old || atomic_load(&old->handle) == HANDLES_DEAD) {
@@ -76,12 +67,12 @@ struct kernel_rec *handles_put(void *handle, void *owner, int is_kernel, const c
 			atomic_store(&old->handle, HANDLES_DEAD);
 			old->retired = retired;
 			retired = old;
-			pthread_mutex_unlock(&put_lock);
+			put_unlock();
 			return r;
 		}
 	}
 	if (free_slot == SLOTS || (!atomic_load(&slots[free_slot]) && filled >= MAX_FILL)) {
-		pthread_mutex_unlock(&put_lock);
+		put_unlock();
 		free(r);
 		return NULL;
 	}
@@ -93,7 +84,7 @@ struct kernel_rec *handles_put(void *handle, void *owner, int is_kernel, const c
 		retired = old;
 	}
 	atomic_store_explicit(&slots[free_slot], r, memory_order_release);
-	pthread_mutex_unlock(&put_lock);
+	put_unlock();
 	return r;
 }
 
@@ -103,12 +94,12 @@ void handles_drop_owner(const void *owner)
 
 	if (!owner)
 		return;
-	pthread_mutex_lock(&put_lock);
+	put_lock();
 	for (i = 0; i < SLOTS; i++) {
 		struct kernel_rec *r = atomic_load(&slots[i]);
 
 		if (r && r->owner == owner)
 			atomic_store(&r->handle, HANDLES_DEAD);
 	}
-	pthread_mutex_unlock(&put_lock);
+	put_unlock();
 }

@@ -15,14 +15,19 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "loaded.h"
+
 struct kernel_rec {
 	_Atomic(void *) handle;  /* the handle, or HANDLES_DEAD once its owner is unloaded */
 	void *owner;             /* CUmodule / CUlibrary, NULL if unknown */
 	int is_kernel;           /* a CUkernel handle */
 	uint32_t static_smem;    /* declared __shared__ bytes */
-	atomic_int reported;     /* its stderr line has been written */
 	struct kernel_rec *retired; /* next replaced record (kept: readers may hold it) */
 	char name[256];
+	/* Filled on first need, off the launch fast path (intercept/facts.c): */
+	atomic_int facts_ready;  /* facts and origin below are valid */
+	struct loaded_facts facts; /* from the loaded image, else from the driver */
+	char origin[192];        /* the image it came from, or "driver" */
 };
 
 #define HANDLES_DEAD ((void *)1)

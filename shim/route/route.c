@@ -135,3 +135,30 @@ uint64_t route_occupancy_dynamic(uint64_t real, int blocks, uint32_t static_smem
 		cap = optin_cap;
 	return real < cap ? real : cap;
 }
+
+int route_potential_block(int max_block, int warp, uint32_t static_smem,
+			  struct route_block_probe (*probe)(void *ctx, int block_size), void *ctx,
+			  const struct target_limits *t, enum shim_mode mode, int *block_size,
+			  int *blocks)
+{
+	int size, best_threads = 0;
+
+	*block_size = 0;
+	*blocks = 0;
+	if (warp <= 0)
+		return -1;
+	for (size = max_block / warp * warp; size > 0; size -= warp) {
+		struct route_block_probe p = probe(ctx, size);
+		int b;
+
+		if (p.blocks < 0)
+			return -1;
+		b = route_occupancy_blocks(p.blocks, static_smem, p.dynamic_smem, t, mode);
+		if ((int64_t)b * size > best_threads) {
+			best_threads = b * size;
+			*block_size = size;
+			*blocks = b;
+		}
+	}
+	return 0;
+}

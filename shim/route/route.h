@@ -94,4 +94,23 @@ int route_occupancy_blocks(int real, uint32_t static_smem, uint64_t dynamic_smem
 uint64_t route_occupancy_dynamic(uint64_t real, int blocks, uint32_t static_smem,
 				 const struct target_limits *t, enum shim_mode mode);
 
+/* What the driver says about one block size, for route_potential_block. */
+struct route_block_probe {
+	int blocks;              /* active blocks per SM on the real device (<0: error) */
+	uint64_t dynamic_smem;   /* dynamic bytes a block of this size uses */
+};
+
+/*
+ * route_potential_block - cuOccupancyMaxPotentialBlockSize on the target: the
+ * block size, a multiple of @warp up to @max_block, with the most threads
+ * resident per SM once each size's real answer is clamped by
+ * route_occupancy_blocks (on ties the larger block).  @probe(ctx, size)
+ * asks the real driver.  Stores the size and its blocks per SM; both 0 when
+ * no size fits.  Returns 0, or -1 if a probe failed.
+ */
+int route_potential_block(int max_block, int warp, uint32_t static_smem,
+			  struct route_block_probe (*probe)(void *ctx, int block_size), void *ctx,
+			  const struct target_limits *t, enum shim_mode mode, int *block_size,
+			  int *blocks);
+
 #endif

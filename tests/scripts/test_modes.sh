@@ -35,35 +35,53 @@ launches() { grep -c '^cuLaunch' "$work/$1.drv"; }
 
 run enforce SM120SHIM_MODE=enforce SM120SHIM_TARGET=sm120
 expect enforce "enforce sm120 on an H200 reports SM120's limits, other attributes unchanged" \
-	"optin 101376" "per_sm 102400" "other 1"
+	"optin 101376" "per_sm 102400" "other 132"
 expect enforce "enforce refuses what SM120 refuses, with the driver's error, and passes the rest" \
 	"set 232448 -> 1" "set 101376 -> 0" "launch 106496 -> 1" "launch 101376 -> 0" \
 	"launchex 106496 -> 1" "launchex 4096 -> 0"
+expect enforce "enforce: occupancy answers are the target's (blocks per SM, dynamic bytes, potential block size)" \
+	"occupancy 256 threads 51200 B -> 1 blocks" "occupancy flags 256 threads 51200 B -> 1 blocks" \
+	"available dynamic at 2 blocks -> 50176" "potential 200 B per thread -> block 480 grid 132" \
+	"potential 60000 B -> block 1024 grid 132"
+expect enforce "enforce: a CUkernel (cudart's handle) is refused like a CUfunction" \
+	"kernel set 232448 -> 1" "kernel launch 106496 -> 1"
 [ "$(launches enforce)" = 2 ] && echo "ok - refused launches never reach the driver" ||
 	{ echo "not ok - enforce: $(launches enforce) launches reached the driver"; cat "$work/enforce.drv"; }
-n=$(grep -c "kernel _fwd_kernel: " "$work/enforce.err")
+n=$(grep -c "kernel _fwd_kernel (from memory 0x" "$work/enforce.err")
 [ "$n" = 1 ] && grep -q "asks to be allowed 232448 B .*through cuFuncSetAttribute); sm120 allows 101376 B: refused" "$work/enforce.err" &&
-	echo "ok - one stderr line per problem kernel (not per launch), naming kernel, bytes and limit" ||
+	echo "ok - one stderr line per problem kernel (not per launch), naming kernel, image, bytes and limit" ||
 	{ echo "not ok - enforce stderr ($n lines)"; sed 's/^/#   /' "$work/enforce.err"; }
-grep -q "summary: 3 launches or attribute sets over the sm120" "$work/enforce.err" &&
+grep -q "summary: 5 launches or attribute sets over the sm120" "$work/enforce.err" &&
 	echo "ok - a summary at exit" || { echo "not ok - summary"; sed 's/^/#   /' "$work/enforce.err"; }
 if python3 - "$work"/enforce.*.jsonl <<'PY'
 import json, sys
 ev = [json.loads(l) for l in open(sys.argv[1])]
+load = [e for e in ev if e["event"] == "load"]
+assert [e["via"] for e in load] == ["cuModuleLoadData", "cuLibraryLoadData"], load
+for e in load:
+    assert (e["action"], e["image"], e["arch"], e["kernels"]) == ("parsed", "cubin", "sm_90a", 1), e
+ev = [e for e in ev if e["event"] != "load"]
 kinds = sorted((e["event"], e["action"], e["via"]) for e in ev)
-assert kinds == [("launch", "refuse", "cuLaunchKernel"), ("launch", "refuse", "cuLaunchKernelEx"),
-                 ("set_attribute", "refuse", "cuFuncSetAttribute")], kinds
+assert kinds == [("launch", "refuse", "cuLaunchKernel"), ("launch", "refuse", "cuLaunchKernel"),
+                 ("launch", "refuse", "cuLaunchKernelEx"),
+                 ("set_attribute", "refuse", "cuFuncSetAttribute"),
+                 ("set_attribute", "refuse", "cuKernelSetAttribute")], kinds
 l = [e for e in ev if e["via"] == "cuLaunchKernelEx"][0]
 assert l["kernel"] == "_fwd_kernel" and l["dynamic_smem"] == 106496 and l["limit"] == 101376
 assert l["grid"] == [3, 8, 1] and l["block"] == [256, 1, 1] and l["target"] == "sm120", l
+# The facts come from the cubin the process loaded, copied before it freed it.
+assert l["origin"] == load[0]["origin"] and l["origin"].startswith("memory 0x"), l
+assert l["param_sizes"] == [8, 8, 4, 8, 8] and l["param_bytes"] == 40, l
 PY
-then echo "ok - the JSON log has one event per refusal with kernel, entry point, grid and bytes"
+then echo "ok - the JSON log: the load, and one event per refusal with kernel, image, parameters, grid and bytes"
 else echo "not ok - JSON log"; cat "$work"/enforce.*.jsonl; fi
 
 run diagnose SM120SHIM_MODE=diagnose SM120SHIM_TARGET=sm120
 expect diagnose "diagnose changes nothing the process sees" "optin 232448" "set 232448 -> 0" \
-	"launch 106496 -> 0" "launchex 106496 -> 0"
-[ "$(launches diagnose)" = 4 ] && grep -q "that GPU would refuse it (launched unchanged: diagnose)" \
+	"launch 106496 -> 0" "launchex 106496 -> 0" "occupancy 256 threads 51200 B -> 4 blocks" \
+	"available dynamic at 2 blocks -> 115712" "potential 200 B per thread -> block 576 grid 264" \
+	"potential 60000 B -> block 1024 grid 264" "kernel set 232448 -> 0" "kernel launch 106496 -> 0"
+[ "$(launches diagnose)" = 5 ] && grep -q "that GPU would refuse it (launched unchanged: diagnose)" \
 	"$work/diagnose.err" && echo "ok - diagnose launches everything and says what sm120 would refuse" ||
 	{ echo "not ok - diagnose"; sed 's/^/#   /' "$work/diagnose.err"; }
 
@@ -78,9 +96,28 @@ expect off "mode off: nothing emulated, nothing refused" "optin 232448" "launch 
 run auto SM120SHIM_MODE=enforce
 expect auto "target auto on the H200: its own limits, 106496 B passes" "optin 232448" "launch 106496 -> 0"
 
+# Target auto with two different GPUs: each launch is judged by its own device.
+run mixed0 SM120SHIM_MODE=diagnose FAKECUDA_DEVICES=2 FAKECUDA_OPTIN_1=101376 FAKECUDA_CURRENT=0
+run mixed1 SM120SHIM_MODE=diagnose FAKECUDA_DEVICES=2 FAKECUDA_OPTIN_1=101376 FAKECUDA_CURRENT=1
+! grep -q '"event":"launch"' "$work"/mixed0.*.jsonl &&
+	[ "$(grep -c '"event":"launch".*"limit":101376' "$work"/mixed1.*.jsonl)" = 3 ] &&
+	echo "ok - target auto on two GPUs: launches are judged by the current device's limits" ||
+	{ echo "not ok - mixed devices"; cat "$work"/mixed*.jsonl; }
+
 run default SM120SHIM_TARGET=sm120
 expect default "the default mode (reroute) with no rule refuses like enforce, advertises nothing" \
 	"optin 101376" "launch 106496 -> 1"
+
+run advertise SM120SHIM_MODE=reroute SM120SHIM_TARGET=sm120 SM120SHIM_ADVERTISE=232448
+expect advertise "reroute with SM120SHIM_ADVERTISE: the advertised opt-in, the over-limit set accepted" \
+	"optin 232448" "per_sm 102400" "set 232448 -> 0" "kernel set 232448 -> 0"
+expect advertise "... and, with no rule to reroute them, over-limit launches refused" \
+	"launch 106496 -> 1" "launchex 106496 -> 1" "kernel launch 106496 -> 1"
+[ "$(grep -c '^cuFuncSetAttribute' "$work/advertise.drv")" = 1 ] &&
+	[ "$(grep -c '^cuKernelSetAttribute' "$work/advertise.drv")" = 0 ] &&
+	grep -q '"event":"set_attribute","action":"accept"' "$work"/advertise.*.jsonl &&
+	echo "ok - an accepted attribute is recorded, never set on the driver (it would refuse nothing, but the launch must not run)" ||
+	{ echo "not ok - advertise: what reached the driver"; cat "$work/advertise.drv"; }
 
 run badmode SM120SHIM_MODE=enforcee SM120SHIM_TARGET=sm99
 expect badmode "a bad mode falls back to diagnose (changes nothing)" "optin 232448" "launch 106496 -> 0"

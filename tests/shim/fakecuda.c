@@ -5,6 +5,9 @@
  * cuGetProcAddress ABIs) plus cuInit/cuDeviceGet/cuGetErrorString, records
  * every call as one line "<exact symbol>" in $FAKECUDA_LOG, and reports the
  * device limits it is given ($FAKECUDA_OPTIN, default the H200's 232448).
+ * Occupancy is computed like an H200 (2048 threads, 32 blocks and the
+ * opt-in + 1 KiB of shared memory per SM, 1 KiB reserved per block, 132 SMs)
+ * for kernels of $FAKECUDA_STATIC static bytes and at most 1024 threads.
  * cuGetProcAddress answers as the 580 driver was measured to: a version
  * newer than 13000 is CUDA_ERROR_INVALID_VALUE, an unknown or empty name is
  * success with NULL and status 1, flag 2 selects the _ptsz twin, and
@@ -43,18 +46,48 @@ EXPORT CUresult cuInit(unsigned int flags) { (void)flags; record("cuInit"); retu
 EXPORT CUresult cuDeviceGet(CUdevice *d, int ordinal) { record("cuDeviceGet"); *d = ordinal; return CUDA_SUCCESS; }
 EXPORT CUresult cuGetErrorString(CUresult e, const char **s) { (void)e; *s = "fake error"; return CUDA_SUCCESS; }
 
+/* $FAKECUDA_DEVICES devices (default 1); the current one is $FAKECUDA_CURRENT (default 0). */
+EXPORT CUresult cuDeviceGetCount(int *n)
+{
+	const char *env = getenv("FAKECUDA_DEVICES");
+
+	record("cuDeviceGetCount");
+	*n = env ? atoi(env) : 1;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxGetDevice(CUdevice *d)
+{
+	const char *env = getenv("FAKECUDA_CURRENT");
+
+	*d = env ? atoi(env) : 0;
+	return CUDA_SUCCESS;
+}
+
+/* Opt-in bytes of device @d: $FAKECUDA_OPTIN_<d>, else $FAKECUDA_OPTIN, else the H200's. */
+static int device_optin(CUdevice d)
+{
+	char name[32];
+	const char *optin;
+
+	snprintf(name, sizeof(name), "FAKECUDA_OPTIN_%d", (int)d);
+	optin = getenv(name);
+	if (!optin)
+		optin = getenv("FAKECUDA_OPTIN");
+	return optin ? atoi(optin) : 232448;
+}
+
 EXPORT CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d)
 {
-	const char *optin = getenv("FAKECUDA_OPTIN");
-	int o = optin ? atoi(optin) : 232448;
+	int o = device_optin(d);
 
-	(void)d;
 	record("cuDeviceGetAttribute");
 	switch ((int)a) {
 	case 97: *v = o; break;
 	case 81: *v = o + 1024; break;
 	case 111: *v = 1024; break;
 	case 8: *v = 49152; break;
+	case 16: *v = 132; break;
 	case 75: *v = 9; break;
 	case 76: *v = 0; break;
 	default: *v = 1; break;
@@ -126,14 +159,20 @@ EXPORT CUresult cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int v)
 	return CUDA_SUCCESS;
 }
 
-/* Static smem of every function: $FAKECUDA_STATIC (default 0). */
-EXPORT CUresult cuFuncGetAttribute(int *v, CUfunction_attribute a, CUfunction f)
+/* Static smem of every kernel: $FAKECUDA_STATIC (default 0); 1024 threads at most. */
+static int func_attr(CUfunction_attribute a)
 {
 	const char *st = getenv("FAKECUDA_STATIC");
 
+	return a == CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES && st ? atoi(st) :
+	       a == CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK ? 1024 : 0;
+}
+
+EXPORT CUresult cuFuncGetAttribute(int *v, CUfunction_attribute a, CUfunction f)
+{
 	(void)f;
 	record("cuFuncGetAttribute");
-	*v = a == CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES && st ? atoi(st) : 0;
+	*v = func_attr(a);
 	return CUDA_SUCCESS;
 }
 
@@ -143,6 +182,109 @@ EXPORT CUresult cuFuncGetName(const char **name, CUfunction f)
 	record("cuFuncGetName");
 	*name = "fake_kernel";
 	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuKernelSetAttribute(CUfunction_attribute a, int v, CUkernel k, CUdevice d)
+{
+	(void)a; (void)v; (void)k; (void)d;
+	record("cuKernelSetAttribute");
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuKernelGetAttribute(int *v, CUfunction_attribute a, CUkernel k, CUdevice d)
+{
+	(void)k; (void)d;
+	record("cuKernelGetAttribute");
+	*v = func_attr(a);
+	return CUDA_SUCCESS;
+}
+
+/* Three parameters: a pointer, an int, a pointer (as CUDA >= 12.4 reports them). */
+EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t i, size_t *off, size_t *size)
+{
+	static const size_t offs[] = { 0, 8, 16 }, sizes[] = { 8, 4, 8 };
+
+	(void)f;
+	record("cuFuncGetParamInfo");
+	if (i >= 3)
+		return CUDA_ERROR_INVALID_VALUE;
+	*off = offs[i];
+	*size = sizes[i];
+	return CUDA_SUCCESS;
+}
+
+static int static_smem(void)
+{
+	return func_attr(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES);
+}
+
+/* h200_blocks - resident blocks per SM of @size threads using @dyn dynamic bytes. */
+static int h200_blocks(int size, size_t dyn)
+{
+	const char *optin = getenv("FAKECUDA_OPTIN");
+	size_t per_sm = (size_t)(optin ? atoi(optin) : 232448) + 1024;
+	size_t smem = dyn + (size_t)static_smem() + 1024;
+	int by_threads = size > 0 && size <= 1024 ? 2048 / size : 0;
+	int by_smem = (int)(per_sm / smem);
+
+	by_threads = by_threads < 32 ? by_threads : 32;
+	return by_threads < by_smem ? by_threads : by_smem;
+}
+
+EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f, int size, size_t dyn)
+{
+	(void)f;
+	record("cuOccupancyMaxActiveBlocksPerMultiprocessor");
+	*n = h200_blocks(size, dyn);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *n, CUfunction f, int size, size_t dyn, unsigned int flags)
+{
+	(void)f; (void)flags;
+	record("cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags");
+	*n = h200_blocks(size, dyn);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *dyn, CUfunction f, int blocks, int size)
+{
+	const char *optin = getenv("FAKECUDA_OPTIN");
+	size_t per_sm = (size_t)(optin ? atoi(optin) : 232448) + 1024;
+	size_t per_block = per_sm / (size_t)(blocks > 0 ? blocks : 1) - 1024 - (size_t)static_smem();
+
+	(void)f; (void)size;
+	record("cuOccupancyAvailableDynamicSMemPerBlock");
+	*dyn = per_block < per_sm - 2048 ? per_block : per_sm - 2048;
+	return CUDA_SUCCESS;
+}
+
+/* The most resident threads per SM over block sizes 32..1024 (ties: the larger). */
+EXPORT CUresult cuOccupancyMaxPotentialBlockSize(int *grid, int *size, CUfunction f, CUoccupancyB2DSize smem_of, size_t dyn, int limit)
+{
+	int s, best = 0;
+
+	(void)f;
+	record("cuOccupancyMaxPotentialBlockSize");
+	*size = 0;
+	*grid = 0;
+	for (s = (limit > 0 && limit < 1024 ? limit : 1024) / 32 * 32; s > 0; s -= 32) {
+		int b = h200_blocks(s, smem_of ? smem_of(s) : dyn);
+
+		if (b * s > best) {
+			best = b * s;
+			*size = s;
+			*grid = b * 132;
+		}
+	}
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuOccupancyMaxPotentialBlockSizeWithFlags(int *grid, int *size, CUfunction f, CUoccupancyB2DSize smem_of, size_t dyn, int limit, unsigned int flags)
+{
+	(void)flags;
+	record("cuOccupancyMaxPotentialBlockSizeWithFlags");
+	return cuOccupancyMaxPotentialBlockSize(grid, size, f, smem_of, dyn, limit);
 }
 
 /* The symbols cuGetProcAddress can hand out. */

@@ -106,6 +106,51 @@ static void test_occupancy(void **state)
 	assert_int_equal(route_occupancy_dynamic(232448, 1, 0, &sm120, SHIM_MODE_DIAGNOSE), 232448);
 }
 
+/* An H200 answering for a kernel that uses 200 B of dynamic smem per thread. */
+static struct route_block_probe h200_probe(void *ctx, int size)
+{
+	uint64_t smem = (uint64_t)size * 200;
+	int by_threads = 2048 / size, by_smem = (int)(233472 / (smem + 1024));
+
+	(void)ctx;
+	return (struct route_block_probe){ by_threads < by_smem ? by_threads : by_smem, smem };
+}
+
+static struct route_block_probe failing_probe(void *ctx, int size)
+{
+	(void)ctx;
+	return (struct route_block_probe){ size > 512 ? 1 : -1, 0 };
+}
+
+static void test_potential_block(void **state)
+{
+	int size, blocks;
+
+	(void)state;
+	/* sm120: 512 threads would need 102400 B; the largest that fits is 480 (96000 B) */
+	assert_int_equal(route_potential_block(1024, 32, 0, h200_probe, NULL, &sm120,
+					       SHIM_MODE_ENFORCE, &size, &blocks), 0);
+	assert_int_equal(size, 480);
+	assert_int_equal(blocks, 1);
+	/* 8000 B static as well: 448 threads x 200 + 8000 = 97600 fits once (448 threads);
+	   smaller blocks fit more often but hold fewer threads (96: 3 blocks = 288) */
+	assert_int_equal(route_potential_block(1024, 32, 8000, h200_probe, NULL, &sm120,
+					       SHIM_MODE_ENFORCE, &size, &blocks), 0);
+	assert_int_equal(size, 448);
+	/* @max_block bounds the search; a size that is no multiple of the warp rounds down */
+	assert_int_equal(route_potential_block(200, 32, 0, h200_probe, NULL, &sm120,
+					       SHIM_MODE_ENFORCE, &size, &blocks), 0);
+	assert_int_equal(size % 32, 0);
+	assert_true(size <= 200 && blocks * size >= 160);
+	/* nothing fits: 0 and 0 */
+	assert_int_equal(route_potential_block(1024, 32, 101376, h200_probe, NULL, &sm120,
+					       SHIM_MODE_ENFORCE, &size, &blocks), 0);
+	assert_int_equal(size, 0);
+	assert_int_equal(blocks, 0);
+	assert_int_equal(route_potential_block(1024, 32, 0, failing_probe, NULL, &sm120,
+					       SHIM_MODE_ENFORCE, &size, &blocks), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -114,6 +159,7 @@ int main(void)
 		cmocka_unit_test(test_device_attr),
 		cmocka_unit_test(test_set_max_dynamic),
 		cmocka_unit_test(test_occupancy),
+		cmocka_unit_test(test_potential_block),
 	};
 
 	return cmocka_run_group_tests_name("route", tests, setup, NULL);
