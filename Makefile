@@ -21,7 +21,9 @@ CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -fPIC -fvisibility=hidden \
 	  -D_GNU_SOURCE $(EXTRA_CFLAGS)
 NVCCFLAGS := -O3 -std=c++17 -Xptxas -warn-spills -Werror all-warnings
 # Static where Debian ships an archive: the binaries then run on GPU servers
-# that lack these packages (cJSON has no archive and stays dynamic for now).
+# that lack these packages.  cJSON has no archive: the tool finds a copy of
+# libcjson.so.1 beside itself (rpath $ORIGIN), so build/ can be copied to a
+# GPU server as it is.  The shim needs no cJSON.
 STATIC_LIBS := -Wl,-Bstatic -lelf -lzstd -llz4 -lz -Wl,-Bdynamic
 TOOL_LIBS := $(STATIC_LIBS) -lcjson -ldl -lpthread
 # The shim is a shared object: its libelf is the archive with one object
@@ -94,9 +96,12 @@ $(B)/libsm120shim.so: $(SHIM_OBJS) $(B)/libcore.a $(B)/libelf_pic.a shim/shim.ma
 	$(Q)$(CC) -shared -Wl,--version-script=shim/shim.map -Wl,--exclude-libs,ALL -Wl,-z,defs \
 	  -o $@ $(SHIM_OBJS) $(B)/libcore.a $(SHIM_LIBS)
 
-$(B)/sm120: $(TOOL_OBJS) $(B)/libcore.a
+$(B)/libcjson.so.1: $(B)/.deps-ok
+	$(Q)cp -L "$$($(CC) -print-file-name=libcjson.so.1)" $@
+
+$(B)/sm120: $(TOOL_OBJS) $(B)/libcore.a $(B)/libcjson.so.1
 	$(msg) LD $@
-	$(Q)$(CC) -o $@ $(TOOL_OBJS) $(B)/libcore.a $(TOOL_LIBS)
+	$(Q)$(CC) -o $@ $(TOOL_OBJS) $(B)/libcore.a $(TOOL_LIBS) -Wl,-rpath,'$$ORIGIN'
 
 run: all
 	$(B)/sm120 scan --target sm120 $(B)/libsm120shim.so

@@ -1,62 +1,20 @@
 /*
- * hooks.h - the one table of hooked driver entry points.
- *
- * Each row is X(symbol, api, since): the exact exported libcuda symbol, the
- * cuda.h function (or shim typedef) whose type it has, and the CUDA version
- * that introduced it.  Everything else is generated from the rows:
+ * hooks.h - everything generated from the one table of hooked driver entry
+ * points (hook_table.h):
  *   - the slot enum SHIM_HOOK_<symbol> and SHIM_NHOOKS;
  *   - the typed declaration of each hook, exported under the exact symbol
  *     name through an asm label (so cuda.h's #define cuGetProcAddress
  *     cuGetProcAddress_v2 cannot rename it, and _ptsz variants stay
  *     distinct);
  *   - the name table dlsym and cuGetProcAddress answer from (driver.c).
- * Adding an entry point is one row here plus its hook function.
- * The symbol column is only ever used with # or ##, so it is never
- * macro-expanded.
+ * Adding an entry point is one row in hook_table.h plus its hook function.
  */
 #ifndef SM120_INTERCEPT_HOOKS_H
 #define SM120_INTERCEPT_HOOKS_H
 
 #include <cuda.h>
 
-/* cuGetProcAddress as exported since CUDA 11.3 (cuda.h maps the name to _v2). */
-typedef CUresult shim_gpa_v1_fn(const char *symbol, void **pfn, int cuda_version,
-				cuuint64_t flags);
-
-#define SHIM_HOOKS(X)                                                                     \
-	X(cuGetProcAddress, shim_gpa_v1_fn, 11030)                                        \
-	X(cuGetProcAddress_v2, cuGetProcAddress_v2, 12000)                                \
-	X(cuLaunchKernel, cuLaunchKernel, 4000)                                           \
-	X(cuLaunchKernel_ptsz, cuLaunchKernel, 7000)                                      \
-	X(cuLaunchKernelEx, cuLaunchKernelEx, 11060)                                      \
-	X(cuLaunchKernelEx_ptsz, cuLaunchKernelEx, 11060)                                 \
-	X(cuLaunchCooperativeKernel, cuLaunchCooperativeKernel, 9000)                     \
-	X(cuLaunchCooperativeKernel_ptsz, cuLaunchCooperativeKernel, 9000)                \
-	X(cuModuleLoad, cuModuleLoad, 2000)                                               \
-	X(cuModuleLoadData, cuModuleLoadData, 2000)                                       \
-	X(cuModuleLoadDataEx, cuModuleLoadDataEx, 2010)                                   \
-	X(cuModuleLoadFatBinary, cuModuleLoadFatBinary, 2000)                             \
-	X(cuModuleGetFunction, cuModuleGetFunction, 2000)                                 \
-	X(cuModuleUnload, cuModuleUnload, 2000)                                           \
-	X(cuLibraryLoadData, cuLibraryLoadData, 12000)                                    \
-	X(cuLibraryLoadFromFile, cuLibraryLoadFromFile, 12000)                            \
-	X(cuLibraryGetKernel, cuLibraryGetKernel, 12000)                                  \
-	X(cuLibraryUnload, cuLibraryUnload, 12000)                                        \
-	X(cuKernelGetFunction, cuKernelGetFunction, 12000)                                \
-	X(cuFuncSetAttribute, cuFuncSetAttribute, 9000)                                   \
-	X(cuFuncGetAttribute, cuFuncGetAttribute, 2020)                                   \
-	X(cuKernelSetAttribute, cuKernelSetAttribute, 12000)                              \
-	X(cuKernelGetAttribute, cuKernelGetAttribute, 12000)                              \
-	X(cuDeviceGetAttribute, cuDeviceGetAttribute, 2000)                               \
-	X(cuOccupancyMaxActiveBlocksPerMultiprocessor,                                    \
-	  cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050)                              \
-	X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags,                           \
-	  cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, 7000)                     \
-	X(cuOccupancyAvailableDynamicSMemPerBlock, cuOccupancyAvailableDynamicSMemPerBlock, \
-	  11000)                                                                          \
-	X(cuOccupancyMaxPotentialBlockSize, cuOccupancyMaxPotentialBlockSize, 6050)       \
-	X(cuOccupancyMaxPotentialBlockSizeWithFlags, cuOccupancyMaxPotentialBlockSizeWithFlags, \
-	  7000)
+#include "hook_table.h"
 
 enum shim_hook_id {
 #define SHIM_HOOK_ENUM(sym, api, since) SHIM_HOOK_##sym,

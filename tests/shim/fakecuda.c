@@ -46,6 +46,14 @@ EXPORT CUresult cuInit(unsigned int flags) { (void)flags; record("cuInit"); retu
 EXPORT CUresult cuDeviceGet(CUdevice *d, int ordinal) { record("cuDeviceGet"); *d = ordinal; return CUDA_SUCCESS; }
 EXPORT CUresult cuGetErrorString(CUresult e, const char **s) { (void)e; *s = "fake error"; return CUDA_SUCCESS; }
 
+EXPORT CUresult cuDriverGetVersion(int *v) { *v = 13000; return CUDA_SUCCESS; }
+
+EXPORT CUresult cuDeviceGetName(char *name, int n, CUdevice d)
+{
+	snprintf(name, (size_t)n, "Fake H200 %d", (int)d);
+	return CUDA_SUCCESS;
+}
+
 /* $FAKECUDA_DEVICES devices (default 1); the current one is $FAKECUDA_CURRENT (default 0). */
 EXPORT CUresult cuDeviceGetCount(int *n)
 {

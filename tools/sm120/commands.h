@@ -13,6 +13,29 @@
 /* cmd_scan - `sm120 scan`: exit 0 all fit, 1 some do not, 2 on error. */
 int cmd_scan(int argc, char **argv);
 
+/* cmd_report - `sm120 report`: exit 0 nothing over a limit, 1 something is, 2 bad input. */
+int cmd_report(int argc, char **argv);
+
+/* cmd_run - `sm120 run`: execs the command (its status); 2 usage, 127 cannot run it. */
+int cmd_run(int argc, char **argv);
+
+/* cmd_doctor - `sm120 doctor`: exit 0 driver, device and shim usable, 1 otherwise. */
+int cmd_doctor(int argc, char **argv);
+
+/*
+ * tool_find_shim - the shim's absolute path in @out (PATH_MAX bytes):
+ * $SM120SHIM_LIB, else libsm120shim.so in the directory of the running sm120
+ * program.  Returns 0, or -errno with @err saying where it looked and how to
+ * fix it.
+ */
+int tool_find_shim(char *out, struct sm_err *err);
+
+/*
+ * tool_driver - libcuda.so.1, opened at run time and initialised (cuInit),
+ * or NULL with @err saying what is missing and what to do instead.
+ */
+void *tool_driver(struct sm_err *err);
+
 /*
  * tool_target - resolve a --target value: a profile name or byte count, or
  * "auto" for device 0 through the driver (libcuda.so.1, loaded at run time).

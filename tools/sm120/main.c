@@ -2,6 +2,9 @@
  * main.c - the `sm120` program: one command, one table of subcommands.
  *
  *   sm120 scan [--target T] [--json] [--arch SM] [--fails] PATH...
+ *   sm120 report [--json] LOG...
+ *   sm120 run [--mode M] [--target T] [--log PATH] [--advertise A] [--trace] -- CMD...
+ *   sm120 doctor [--target T]
  *
  * Each subcommand lives in its own file (cmd_<name>.c) and is listed once in
  * the table below; `sm120 help` prints the table.
@@ -18,6 +21,9 @@ static const struct command {
 } commands[] = {
 	{ "scan", cmd_scan, "list the kernels of cubins, fatbins, libraries or Triton caches "
 			    "and whether their shared memory fits a target" },
+	{ "report", cmd_report, "summarise shim logs: one row per kernel, worst first" },
+	{ "run", cmd_run, "run a command with the shim preloaded" },
+	{ "doctor", cmd_doctor, "check the driver, the devices, the target and the shim" },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

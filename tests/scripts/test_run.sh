@@ -1,0 +1,114 @@
+#!/bin/sh
+# test_run.sh - `sm120 run`: what the command's environment holds, bad options,
+# where the shim is found, and end to end: the limits program under
+# `sm120 run --mode enforce` behaves as under explicit LD_PRELOAD/SM120SHIM_*
+# variables, and its log feeds `sm120 report`.  Prints "ok - ..." / "not ok - ...".
+set -u
+unset LD_PRELOAD SM120SHIM_MODE SM120SHIM_TARGET SM120SHIM_LOG SM120SHIM_ADVERTISE \
+	SM120SHIM_TRACE SM120SHIM_LIB
+B=${SM120_BUILD:-build}
+T=$B/test
+sm120=$(pwd)/$B/sm120
+SHIM=$(pwd)/$B/libsm120shim.so
+work=$(mktemp -d)
+out=$work/out
+trap 'rm -rf "$work"' EXIT
+
+check() { # check DESCRIPTION EXPECTED_EXIT COMMAND...
+	desc=$1 want=$2
+	shift 2
+	"$@" >"$out" 2>&1
+	got=$?
+	if [ "$got" -eq "$want" ]; then
+		echo "ok - $desc"
+	else
+		echo "not ok - $desc (exit $got, expected $want)"
+		sed 's/^/#   /' "$out"
+	fi
+}
+expect() { # expect DESCRIPTION PATTERN: the last command's output matches
+	if grep -q -- "$2" "$out"; then echo "ok - $1"; else
+		echo "not ok - $1 (no '$2' in output)"
+		sed 's/^/#   /' "$out"
+	fi
+}
+showenv='echo "LD_PRELOAD=$LD_PRELOAD"; env | grep "^SM120SHIM_" | sort'
+
+check "the command runs with every option given" 0 "$sm120" run --mode diagnose --target sm120 \
+	--log "$work/x.%p.jsonl" --advertise 131072 --trace -- sh -c "$showenv"
+expect "LD_PRELOAD holds the shim's absolute path" "^LD_PRELOAD=$SHIM$"
+expect "SM120SHIM_MODE from --mode" "^SM120SHIM_MODE=diagnose$"
+expect "SM120SHIM_TARGET from --target" "^SM120SHIM_TARGET=sm120$"
+expect "SM120SHIM_LOG from --log, %p kept for the shim to expand" "^SM120SHIM_LOG=$work/x.%p.jsonl$"
+expect "SM120SHIM_ADVERTISE from --advertise" "^SM120SHIM_ADVERTISE=131072$"
+expect "SM120SHIM_TRACE from --trace" "^SM120SHIM_TRACE=1$"
+check "options not given set nothing" 0 "$sm120" run -- sh -c "$showenv"
+if grep -q '^SM120SHIM_' "$out"; then echo "not ok - unset options leaked"; sed 's/^/#   /' "$out"
+else echo "ok - without options only LD_PRELOAD is set"; fi
+check "an existing LD_PRELOAD is kept after the shim" 0 \
+	env LD_PRELOAD=libm.so.6 "$sm120" run --mode off -- sh -c "$showenv"
+expect "the shim comes first, then the old value" "^LD_PRELOAD=$SHIM:libm.so.6$"
+check "a relative --log is made absolute (the command may change directory)" 0 \
+	"$sm120" run --log rel.jsonl -- sh -c "$showenv"
+expect "against the current directory" "^SM120SHIM_LOG=$(pwd)/rel.jsonl$"
+check "the command's exit status is passed on" 7 "$sm120" run --mode off -- sh -c 'exit 7'
+check "options after the command are the command's" 0 "$sm120" run --mode off -- echo --mode x
+expect "echo got them" "^--mode x$"
+
+check "a bad --mode exits 2" 2 "$sm120" run --mode enforcee -- true
+expect "and names the accepted modes" \
+	"--mode takes off, diagnose, enforce or reroute, not 'enforcee'"
+check "a bad --target exits 2" 2 "$sm120" run --target sm42 -- true
+expect "and names the accepted targets" "unknown target 'sm42': use one of auto, sm120, sm121"
+check "--target auto and byte counts are accepted" 0 "$sm120" run --target auto -- \
+	"$sm120" run --target 232448 -- true
+check "a bad --advertise exits 2" 2 "$sm120" run --advertise lots -- true
+expect "and says what it takes" "--advertise takes auto, off or a byte count"
+check "no command exits 2" 2 "$sm120" run --mode enforce
+expect "and says so" "no command given"
+check "a command that does not exist exits 127" 127 "$sm120" run -- "$work/no-such-program"
+expect "and names it" "cannot run '$work/no-such-program': No such file"
+
+cp "$SHIM" "$work/libalt.so"
+check "SM120SHIM_LIB names another shim" 0 env SM120SHIM_LIB="$work/libalt.so" \
+	"$sm120" run -- sh -c "$showenv"
+expect "which is preloaded instead" "^LD_PRELOAD=$work/libalt.so$"
+check "a SM120SHIM_LIB that does not exist exits 2" 2 env SM120SHIM_LIB="$work/nope.so" \
+	"$sm120" run -- true
+expect "and names it" "SM120SHIM_LIB=$work/nope.so: No such file"
+cp "$sm120" "$work/sm120"
+check "with no shim next to the sm120 program, run exits 2" 2 "$work/sm120" run -- true
+expect "saying where it looked and how to fix it" \
+	"no shim at $work/libsm120shim.so .*set SM120SHIM_LIB=.*or build it with 'make'"
+
+# End to end: the fake driver (an H200) under enforce sm120, two ways.
+export LD_LIBRARY_PATH="$(pwd)/$T/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+env FAKECUDA_LOG="$work/plain.drv" LD_PRELOAD="$SHIM" SM120SHIM_MODE=enforce \
+	SM120SHIM_TARGET=sm120 SM120SHIM_LOG="$work/plain.jsonl" "$T/shim_limits" \
+	>"$work/plain.out" 2>"$work/plain.err"
+FAKECUDA_LOG="$work/run.drv" "$sm120" run --mode enforce --target sm120 \
+	--log "$work/run.jsonl" -- "$T/shim_limits" >"$work/run.out" 2>"$work/run.err"
+if grep -qxF "launch 106496 -> 1" "$work/run.out" && grep -qxF "optin 101376" "$work/run.out" &&
+	cmp -s "$work/plain.out" "$work/run.out" && cmp -s "$work/plain.drv" "$work/run.drv"; then
+	echo "ok - sm120 run --mode enforce refuses what sm120 refuses, as explicit variables do"
+else
+	echo "not ok - sm120 run differs from explicit LD_PRELOAD/SM120SHIM_*"
+	diff "$work/plain.out" "$work/run.out" | sed 's/^/#   /'
+	sed 's/^/#   /' "$work/run.out" "$work/run.err"
+fi
+# The same events in both logs (pids and image addresses differ), and the
+# same report of them.
+events() { sed -e 's/"pid":[0-9]*//' -e 's/"origin":"[^"]*"//' "$1"; }
+refusals=$(grep -c '"action":"refuse"' "$work/run.jsonl" 2>/dev/null)
+[ "${refusals:-0}" -ge 3 ] && [ "$(events "$work/run.jsonl")" = "$(events "$work/plain.jsonl")" ] &&
+	echo "ok - --log gets the events SM120SHIM_LOG gets, $refusals refusals" ||
+	{ echo "not ok - JSON log"; sed 's/^/#   /' "$work"/*.jsonl; }
+"$sm120" report "$work/plain.jsonl" >"$work/plain.report" 2>&1
+check "sm120 report on that log exits 1 (a kernel over the limit)" 1 \
+	"$sm120" report "$work/run.jsonl"
+cmp -s "$out" "$work/plain.report" && echo "ok - and reports what the explicit run's log reports" ||
+	{ echo "not ok - reports differ"; diff "$work/plain.report" "$out" | sed 's/^/#   /'; }
+launches=$(grep -c '"event":"launch".*"kernel":"_fwd_kernel"' "$work/run.jsonl")
+expect "one row: 232448 B asked against 101376, 131072 over, every launch counted, 1 process" \
+	"^ *232448 *101376 *131072 *$launches .* 1  sm120 *_fwd_kernel$"
+expect "and the closing line" "^1 kernel over the sm120 limit in 1 process (1 log file)$"

@@ -1,0 +1,658 @@
+/*
+ * cmd_report.c - `sm120 report`: one table from the shim's JSON-lines logs.
+ *
+ * Reads the files SM120SHIM_LOG produced (one per process, or one shared by
+ * several) and prints one row per kernel name, worst first: most bytes of
+ * shared memory, then most events.  Module loads are counted apart.  Memory
+ * grows with the number of distinct kernels and processes, never with the
+ * number of lines.  Exit status: 0 no kernel over its limit, 1 some over,
+ * 2 a file or line could not be read (reported, skipped, the rest is read).
+ */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+
+#define NAME_WIDTH 72   /* KERNEL column: head "..." tail beyond this */
+#define NAME_TAIL 19
+
+/* Per-process flags in the pid set. */
+enum { PID_SEEN = 1, PID_OVER = 2, PID_LOADED = 4 };
+
+/* An open-addressing set of non-zero 64-bit keys, each with a flag byte. */
+struct u64set {
+	uint64_t *key;
+	unsigned char *flags;
+	size_t cap, n;
+};
+
+struct kstat {
+	char *name;
+	char *origin;            /* first origin logged, or NULL */
+	int64_t bytes;           /* largest static + dynamic; -1 unknown */
+	int64_t static_smem, dynamic_smem, limit; /* of that event; -1 unknown */
+	int64_t over;            /* largest total - limit of one event; INT64_MIN none */
+	char target[32];         /* of the worst event */
+	char first_target[32];
+	char via[64];            /* of the worst event */
+	int mixed_targets;
+	unsigned long events, launches, sets, refused, logged, accepted, rerouted, passed, procs;
+};
+
+struct report {
+	int json;
+	struct kstat *k;
+	size_t nk, capk;
+	uint32_t *slot;          /* kernel index + 1; 0 empty */
+	size_t nslot;
+	struct u64set pids, pairs; /* pids; (kernel, pid) pairs */
+	char target[32];         /* the kernels' target, if only one */
+	int targets;             /* 0 none seen, 1 one, 2 several */
+	unsigned long files, loads, loaded_kernels, bad_lines, bad_files;
+};
+
+static const char *usage_text =
+	"usage: sm120 report [--json] LOG...\n"
+	"\n"
+	"LOG: a JSON-lines file written by the shim (SM120SHIM_LOG, one per process),\n"
+	"     or - for standard input.\n"
+	"One row per kernel, worst first (most bytes, then most events):\n"
+	"  BYTES     largest static + dynamic shared memory logged for it\n"
+	"  LIMIT     the target's opt-in bytes per block; OVER: bytes above it\n"
+	"  LAUNCHES  launch events; EVENTS: all of its events (attribute sets too)\n"
+	"  REFUSED, LOGGED, ACCEPTED, REROUTED: events by the shim's action\n"
+	"  PROCS     distinct processes that logged it\n"
+	"  --json    one JSON object per kernel (full names), then a summary object\n"
+	"exit: 0 no kernel over its limit, 1 some over, 2 unreadable file or line\n";
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	return x;
+}
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return h;
+}
+
+static int set_grow(struct u64set *s)
+{
+	size_t cap = s->cap ? s->cap * 2 : 64, i, j;
+	uint64_t *key = calloc(cap, sizeof(*key));
+	unsigned char *flags = calloc(cap, 1);
+
+	if (!key || !flags) {
+		free(key);
+		free(flags);
+		return -ENOMEM;
+	}
+	for (i = 0; i < s->cap; i++) {
+		if (!s->key[i])
+			continue;
+		for (j = mix64(s->key[i]) & (cap - 1); key[j]; j = (j + 1) & (cap - 1))
+			;
+		key[j] = s->key[i];
+		flags[j] = s->flags[i];
+	}
+	free(s->key);
+	free(s->flags);
+	s->key = key;
+	s->flags = flags;
+	s->cap = cap;
+	return 0;
+}
+
+/* Add @key (non-zero) with @flags OR-ed in; 1 if it was new, 0 if not, <0 no memory. */
+static int set_add(struct u64set *s, uint64_t key, unsigned char flags)
+{
+	size_t i;
+
+	if (2 * (s->n + 1) > s->cap && set_grow(s) != 0)
+		return -ENOMEM;
+	for (i = mix64(key) & (s->cap - 1); s->key[i]; i = (i + 1) & (s->cap - 1)) {
+		if (s->key[i] == key) {
+			s->flags[i] |= flags;
+			return 0;
+		}
+	}
+	s->key[i] = key;
+	s->flags[i] = flags;
+	s->n++;
+	return 1;
+}
+
+static unsigned long set_count(const struct u64set *s, unsigned char flag)
+{
+	unsigned long n = 0;
+	size_t i;
+
+	for (i = 0; i < s->cap; i++)
+		if (s->key[i] && (s->flags[i] & flag))
+			n++;
+	return n;
+}
+
+static int slots_grow(struct report *r)
+{
+	size_t cap = r->nslot ? r->nslot * 2 : 256, i, j;
+	uint32_t *slot = calloc(cap, sizeof(*slot));
+
+	if (!slot)
+		return -ENOMEM;
+	for (i = 0; i < r->nk; i++) {
+		for (j = hash_str(r->k[i].name) & (cap - 1); slot[j]; j = (j + 1) & (cap - 1))
+			;
+		slot[j] = (uint32_t)(i + 1);
+	}
+	free(r->slot);
+	r->slot = slot;
+	r->nslot = cap;
+	return 0;
+}
+
+/* The row for kernel @name, created on first sight; NULL without memory. */
+static struct kstat *kernel_row(struct report *r, const char *name)
+{
+	struct kstat *k;
+	size_t i;
+
+	if (2 * (r->nk + 1) > r->nslot && slots_grow(r) != 0)
+		return NULL;
+	for (i = hash_str(name) & (r->nslot - 1); r->slot[i]; i = (i + 1) & (r->nslot - 1))
+		if (strcmp(r->k[r->slot[i] - 1].name, name) == 0)
+			return &r->k[r->slot[i] - 1];
+	if (r->nk == r->capk) {
+		size_t cap = r->capk ? r->capk * 2 : 64;
+		struct kstat *nk = realloc(r->k, cap * sizeof(*nk));
+
+		if (!nk)
+			return NULL;
+		r->k = nk;
+		r->capk = cap;
+	}
+	k = &r->k[r->nk];
+	memset(k, 0, sizeof(*k));
+	k->name = strdup(name);
+	if (!k->name)
+		return NULL;
+	k->bytes = k->static_smem = k->dynamic_smem = k->limit = -1;
+	k->over = INT64_MIN;
+	r->slot[i] = (uint32_t)++r->nk;
+	return k;
+}
+
+/* A non-negative integer member of @j, or -1 when absent or not one. */
+static int64_t get_num(const cJSON *j, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
+
+	if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 9007199254740992.0)
+		return -1;
+	return (int64_t)v->valuedouble;
+}
+
+static const char *get_str(const cJSON *j, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static int str_is(const char *s, const char *want)
+{
+	return s && strcmp(s, want) == 0;
+}
+
+static void copy_str(char *dst, size_t n, const char *src)
+{
+	snprintf(dst, n, "%s", src ? src : "");
+}
+
+/* A pid as a set key (never 0), or 0 when the event has none. */
+static uint64_t pid_key(const cJSON *j)
+{
+	int64_t pid = get_num(j, "pid");
+
+	return pid < 0 || pid > UINT32_MAX ? 0 : (1ull << 32) | (uint64_t)pid;
+}
+
+static void note_target(struct report *r, const char *target)
+{
+	if (!target || r->targets == 2)
+		return;
+	if (r->targets == 0) {
+		copy_str(r->target, sizeof(r->target), target);
+		r->targets = 1;
+	} else if (strncmp(r->target, target, sizeof(r->target) - 1) != 0) {
+		r->targets = 2;
+	}
+}
+
+/* Fold one kernel event into its row; returns whether it was over its limit. */
+static int kernel_event(struct kstat *k, const cJSON *j, const char *event)
+{
+	const char *action = get_str(j, "action"), *target = get_str(j, "target");
+	const char *origin = get_str(j, "origin");
+	int64_t st = get_num(j, "static_smem"), dyn = get_num(j, "dynamic_smem");
+	int64_t limit = get_num(j, "limit");
+	int64_t total = st < 0 && dyn < 0 ? -1 : (st > 0 ? st : 0) + (dyn > 0 ? dyn : 0);
+
+	k->events++;
+	k->launches += str_is(event, "launch");
+	k->sets += str_is(event, "set_attribute");
+	k->refused += str_is(action, "refuse");
+	k->logged += str_is(action, "log");
+	k->accepted += str_is(action, "accept");
+	k->rerouted += str_is(action, "reroute") || str_is(event, "reroute");
+	k->passed += str_is(action, "pass");
+	if (target) {
+		if (!k->first_target[0])
+			copy_str(k->first_target, sizeof(k->first_target), target);
+		else if (strncmp(k->first_target, target, sizeof(k->first_target) - 1) != 0)
+			k->mixed_targets = 1;
+	}
+	if (origin && !k->origin)
+		k->origin = strdup(origin);
+	if (total > k->bytes || (total == k->bytes && limit >= 0 &&
+				 (k->limit < 0 || limit < k->limit))) {
+		k->bytes = total;
+		k->static_smem = st;
+		k->dynamic_smem = dyn;
+		k->limit = limit;
+		copy_str(k->target, sizeof(k->target), target);
+		copy_str(k->via, sizeof(k->via), get_str(j, "via"));
+	}
+	if (total < 0 || limit < 0)
+		return 0;
+	if (total - limit > k->over)
+		k->over = total - limit;
+	return total > limit;
+}
+
+/* Fold one parsed line into @r; -ENOMEM when out of memory. */
+static int add_event(struct report *r, const cJSON *j, const char *event)
+{
+	const char *name = get_str(j, "kernel");
+	uint64_t pid = pid_key(j);
+	struct kstat *k;
+	int over, fresh;
+
+	if (strcmp(event, "load") == 0) {
+		int64_t n = get_num(j, "kernels");
+
+		r->loads++;
+		r->loaded_kernels += n > 0 ? (unsigned long)n : 0;
+		return pid && set_add(&r->pids, pid, PID_SEEN | PID_LOADED) < 0 ? -ENOMEM : 0;
+	}
+	k = kernel_row(r, name ? name : "?");
+	if (!k)
+		return -ENOMEM;
+	note_target(r, get_str(j, "target"));
+	over = kernel_event(k, j, event);
+	if (!pid)
+		return 0;
+	if (set_add(&r->pids, pid, PID_SEEN | (over ? PID_OVER : 0)) < 0)
+		return -ENOMEM;
+	fresh = set_add(&r->pairs, ((uint64_t)(k - r->k) + 1) << 32 | (uint32_t)pid, PID_SEEN);
+	if (fresh < 0)
+		return -ENOMEM;
+	k->procs += (unsigned long)fresh;
+	return 0;
+}
+
+/*
+ * Parse @line (@len bytes, no newline) into a JSON object with an "event"
+ * string; NULL with @why filled when it is not one.
+ */
+static cJSON *parse_line(const char *line, size_t len, char *why, size_t n)
+{
+	const char *end = NULL;
+	cJSON *j = cJSON_ParseWithLengthOpts(line, len, &end, 0);
+
+	if (!j) {
+		snprintf(why, n, "invalid JSON at byte %zu", end ? (size_t)(end - line) + 1 : len);
+		return NULL;
+	}
+	while (end && end < line + len && (*end == ' ' || *end == '\t' || *end == '\r'))
+		end++;
+	if (end && end < line + len && *end)
+		snprintf(why, n, "text after the JSON at byte %zu", (size_t)(end - line) + 1);
+	else if (!cJSON_IsObject(j))
+		snprintf(why, n, "not a JSON object");
+	else if (!get_str(j, "event"))
+		snprintf(why, n, "no \"event\" string");
+	else
+		return j;
+	cJSON_Delete(j);
+	return NULL;
+}
+
+static int blank(const char *s, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
+			return 0;
+	return 1;
+}
+
+/* Read one log file (or "-", stdin) into @r; -ENOMEM when out of memory. */
+static int read_log(struct report *r, const char *path)
+{
+	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+	char *line = NULL, why[96];
+	size_t cap = 0, lineno = 0;
+	ssize_t got;
+	int rc = 0;
+
+	if (!f) {
+		fprintf(stderr, "sm120 report: cannot read %s: %s\n", path, strerror(errno));
+		r->bad_files++;
+		return 0;
+	}
+	while (rc == 0 && (got = getline(&line, &cap, f)) >= 0) {
+		size_t len = (size_t)got;
+		cJSON *j;
+
+		lineno++;
+		if (len && line[len - 1] == '\n')
+			line[--len] = '\0';
+		if (blank(line, len))
+			continue;
+		j = parse_line(line, len, why, sizeof(why));
+		if (!j) {
+			fprintf(stderr, "sm120 report: %s:%zu: not a shim log line (%s)\n", path,
+				lineno, why);
+			r->bad_lines++;
+			continue;
+		}
+		rc = add_event(r, j, get_str(j, "event"));
+		cJSON_Delete(j);
+	}
+	if (rc == 0 && ferror(f)) {
+		fprintf(stderr, "sm120 report: cannot read %s: %s\n", path, strerror(errno));
+		r->bad_files++;
+	} else {
+		r->files++;
+	}
+	free(line);
+	if (f != stdin)
+		fclose(f);
+	return rc;
+}
+
+/* Worst first: most bytes, then most events, then by name. */
+static int worst_first(const void *a, const void *b)
+{
+	const struct kstat *x = a, *y = b;
+
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	if (x->events != y->events)
+		return x->events > y->events ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static int utf8_continuation(const char *s)
+{
+	return ((unsigned char)*s & 0xc0) == 0x80;
+}
+
+/*
+ * @name for the table, in @out (at least NAME_WIDTH + 1 bytes): control
+ * characters as '?', and a name longer than NAME_WIDTH as its head, "..." and
+ * its last NAME_TAIL bytes, cut between UTF-8 characters.
+ */
+static void display_name(char *out, const char *name)
+{
+	size_t len = strlen(name), head = len, tail = len, o = 0, i;
+
+	if (len > NAME_WIDTH) {
+		head = NAME_WIDTH - NAME_TAIL - 3;
+		while (head && utf8_continuation(name + head))
+			head--;
+		tail = len - NAME_TAIL;
+		while (tail < len && utf8_continuation(name + tail))
+			tail++;
+	}
+	for (i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)name[i];
+
+		if (i == head) {
+			memcpy(out + o, "...", 3);
+			o += 3;
+			i = tail;
+			if (i >= len)
+				break;
+			ch = (unsigned char)name[i];
+		}
+		out[o++] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
+	}
+	out[o] = '\0';
+}
+
+static void num_cell(char *buf, size_t n, int64_t v)
+{
+	if (v < 0)
+		snprintf(buf, n, "-");
+	else
+		snprintf(buf, n, "%lld", (long long)v);
+}
+
+static int64_t over_bytes(const struct kstat *k)
+{
+	return k->over > 0 ? k->over : 0;
+}
+
+static void print_header(void)
+{
+	printf("%8s %8s %7s %8s %6s %7s %6s %8s %8s %5s  %-8s %s\n", "BYTES", "LIMIT", "OVER",
+	       "LAUNCHES", "EVENTS", "REFUSED", "LOGGED", "ACCEPTED", "REROUTED", "PROCS",
+	       "TARGET", "KERNEL");
+}
+
+static void print_row(const struct kstat *k)
+{
+	char bytes[24], limit[24], name[NAME_WIDTH + 1];
+	const char *target = k->mixed_targets ? "mixed" : k->target[0] ? k->target : "-";
+
+	num_cell(bytes, sizeof(bytes), k->bytes);
+	num_cell(limit, sizeof(limit), k->limit);
+	display_name(name, k->name);
+	printf("%8s %8s %7lld %8lu %6lu %7lu %6lu %8lu %8lu %5lu  %-8s %s\n", bytes, limit,
+	       (long long)over_bytes(k), k->launches, k->events, k->refused, k->logged,
+	       k->accepted, k->rerouted, k->procs, target, name);
+}
+
+static void add_opt_num(cJSON *j, const char *key, int64_t v)
+{
+	if (v >= 0)
+		cJSON_AddNumberToObject(j, key, (double)v);
+	else
+		cJSON_AddNullToObject(j, key);
+}
+
+static void print_json(cJSON *j)
+{
+	char *s = cJSON_PrintUnformatted(j);
+
+	if (s)
+		puts(s);
+	free(s);
+	cJSON_Delete(j);
+}
+
+static void print_json_row(const struct kstat *k)
+{
+	cJSON *j = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(j, "type", "kernel");
+	cJSON_AddStringToObject(j, "kernel", k->name);
+	add_opt_num(j, "bytes", k->bytes);
+	add_opt_num(j, "static_smem", k->static_smem);
+	add_opt_num(j, "dynamic_smem", k->dynamic_smem);
+	add_opt_num(j, "limit", k->limit);
+	cJSON_AddNumberToObject(j, "over", (double)over_bytes(k));
+	cJSON_AddBoolToObject(j, "over_limit", k->over > 0);
+	cJSON_AddNumberToObject(j, "events", (double)k->events);
+	cJSON_AddNumberToObject(j, "launches", (double)k->launches);
+	cJSON_AddNumberToObject(j, "set_attribute", (double)k->sets);
+	cJSON_AddNumberToObject(j, "refused", (double)k->refused);
+	cJSON_AddNumberToObject(j, "logged", (double)k->logged);
+	cJSON_AddNumberToObject(j, "accepted", (double)k->accepted);
+	cJSON_AddNumberToObject(j, "rerouted", (double)k->rerouted);
+	cJSON_AddNumberToObject(j, "passed", (double)k->passed);
+	cJSON_AddNumberToObject(j, "processes", (double)k->procs);
+	if (k->target[0])
+		cJSON_AddStringToObject(j, "target", k->target);
+	else
+		cJSON_AddNullToObject(j, "target");
+	cJSON_AddBoolToObject(j, "mixed_targets", k->mixed_targets);
+	if (k->via[0])
+		cJSON_AddStringToObject(j, "via", k->via);
+	if (k->origin)
+		cJSON_AddStringToObject(j, "origin", k->origin);
+	print_json(j);
+}
+
+static const char *plural(unsigned long n, const char *one, const char *many)
+{
+	return n == 1 ? one : many;
+}
+
+static void print_summary(const struct report *r, unsigned long over, FILE *out)
+{
+	unsigned long load_procs = set_count(&r->pids, PID_LOADED);
+	unsigned long over_procs = set_count(&r->pids, PID_OVER);
+	char limit[64];
+
+	if (r->targets == 1)
+		snprintf(limit, sizeof(limit), "the %s limit", r->target);
+	else if (r->targets)
+		snprintf(limit, sizeof(limit), "their targets' limits");
+	else
+		snprintf(limit, sizeof(limit), "the limit");
+	fprintf(out, "%lu module %s", r->loads, plural(r->loads, "load", "loads"));
+	if (r->loaded_kernels)
+		fprintf(out, " (%lu %s)", r->loaded_kernels,
+			plural(r->loaded_kernels, "kernel", "kernels"));
+	fprintf(out, " in %lu %s\n", load_procs, plural(load_procs, "process", "processes"));
+	fprintf(out, "%lu %s over %s in %lu %s (%lu log %s)\n", over,
+		plural(over, "kernel", "kernels"), limit, over_procs,
+		plural(over_procs, "process", "processes"), r->files,
+		plural(r->files, "file", "files"));
+}
+
+static void print_json_summary(const struct report *r, unsigned long over)
+{
+	cJSON *j = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(j, "type", "summary");
+	if (r->targets == 1)
+		cJSON_AddStringToObject(j, "target", r->target);
+	else
+		cJSON_AddNullToObject(j, "target");
+	cJSON_AddNumberToObject(j, "kernels", (double)r->nk);
+	cJSON_AddNumberToObject(j, "kernels_over", (double)over);
+	cJSON_AddNumberToObject(j, "processes", (double)set_count(&r->pids, PID_SEEN));
+	cJSON_AddNumberToObject(j, "processes_over", (double)set_count(&r->pids, PID_OVER));
+	cJSON_AddNumberToObject(j, "loads", (double)r->loads);
+	cJSON_AddNumberToObject(j, "loaded_kernels", (double)r->loaded_kernels);
+	cJSON_AddNumberToObject(j, "load_processes", (double)set_count(&r->pids, PID_LOADED));
+	cJSON_AddNumberToObject(j, "files", (double)r->files);
+	cJSON_AddNumberToObject(j, "unreadable_files", (double)r->bad_files);
+	cJSON_AddNumberToObject(j, "bad_lines", (double)r->bad_lines);
+	print_json(j);
+}
+
+static void report_free(struct report *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->nk; i++) {
+		free(r->k[i].name);
+		free(r->k[i].origin);
+	}
+	free(r->k);
+	free(r->slot);
+	free(r->pids.key);
+	free(r->pids.flags);
+	free(r->pairs.key);
+	free(r->pairs.flags);
+}
+
+/*
+ * cmd_report - `sm120 report [--json] LOG...`: the table (or JSON lines) on
+ * stdout, bad lines and files on stderr.  Returns 0 no kernel over its limit,
+ * 1 some over, 2 on a usage error or an unreadable file or line.
+ */
+int cmd_report(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct report r = { 0 };
+	unsigned long over = 0;
+	size_t i;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "jh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			r.json = 1;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return 0;
+		default:
+			fputs(usage_text, stderr);
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		fputs(usage_text, stderr);
+		return 2;
+	}
+	for (c = optind; c < argc; c++) {
+		if (read_log(&r, argv[c]) != 0) {
+			fprintf(stderr, "sm120 report: out of memory after %zu kernels\n", r.nk);
+			report_free(&r);
+			return 2;
+		}
+	}
+	if (r.nk)
+		qsort(r.k, r.nk, sizeof(*r.k), worst_first);
+	for (i = 0; i < r.nk; i++) {
+		over += r.k[i].over > 0;
+		if (r.json) {
+			print_json_row(&r.k[i]);
+			continue;
+		}
+		if (i == 0)
+			print_header();
+		print_row(&r.k[i]);
+	}
+	if (r.json)
+		print_json_summary(&r, over);
+	print_summary(&r, over, r.json ? stderr : stdout);
+	report_free(&r);
+	if (r.bad_lines || r.bad_files)
+		return 2;
+	return over ? 1 : 0;
+}

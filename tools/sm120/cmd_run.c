@@ -1,0 +1,220 @@
+/*
+ * cmd_run.c - `sm120 run`: run a command with the shim preloaded.
+ *
+ * The options become the shim's SM120SHIM_* variables, checked here before
+ * the command starts (the shim itself can only fall back to a safe default
+ * and warn), the shim's absolute path goes first in LD_PRELOAD, and the
+ * command replaces this process, so its exit status is the command's.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../shim/route/route.h"
+#include "commands.h"
+
+#define SHIM_NAME "libsm120shim.so"
+#define ADVERTISE_MAX (16ul << 20)  /* the most the shim accepts (config.c) */
+
+static const char *usage_text =
+	"usage: sm120 run [--mode M] [--target T] [--log PATH] [--advertise A] [--trace] "
+	"-- CMD [ARGS...]\n"
+	"\n"
+	"Runs CMD with the shim preloaded (LD_PRELOAD, first); children inherit it.\n"
+	"  --mode M       off, diagnose, enforce or reroute (SM120SHIM_MODE; default reroute)\n"
+	"  --target T     auto (the GPU's own limits), sm120, sm121, sm89, sm86, sm80, sm90,\n"
+	"                 sm100, or opt-in bytes such as 232448 (SM120SHIM_TARGET)\n"
+	"  --log PATH     JSON-lines event log (SM120SHIM_LOG); %p expands to the pid, so\n"
+	"                 /tmp/sm120.%p.jsonl gives one file per process (without %p the\n"
+	"                 processes append to one file); a relative PATH is made absolute.\n"
+	"                 Summarise with 'sm120 report PATH...'\n"
+	"  --advertise A  auto, off or opt-in bytes to report in reroute mode\n"
+	"                 (SM120SHIM_ADVERTISE)\n"
+	"  --trace        one stderr line per intercepted call (SM120SHIM_TRACE=1)\n"
+	"Options not given keep the environment's SM120SHIM_* values.  The shim is\n"
+	"$SM120SHIM_LIB, else " SHIM_NAME " next to the sm120 program.\n"
+	"exit: CMD's status; 2 usage error or no shim, 127 CMD cannot be run\n";
+
+/* Does @s name a value SM120SHIM_ADVERTISE accepts (auto, off, bytes)? */
+static int advertise_ok(const char *s)
+{
+	char *end;
+	unsigned long v;
+
+	if (strcmp(s, "auto") == 0 || strcmp(s, "off") == 0)
+		return 1;
+	if (*s < '0' || *s > '9')
+		return 0;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	return !*end && errno == 0 && v <= ADVERTISE_MAX;
+}
+
+/* @path made absolute against the current directory, in @out of @n bytes. */
+static int absolute_path(char *out, size_t n, const char *path)
+{
+	char cwd[PATH_MAX];
+
+	if (path[0] == '/')
+		return snprintf(out, n, "%s", path) < (int)n ? 0 : -ENAMETOOLONG;
+	if (!getcwd(cwd, sizeof(cwd)))
+		return -errno;
+	return snprintf(out, n, "%s/%s", cwd, path) < (int)n ? 0 : -ENAMETOOLONG;
+}
+
+/* 0 if @path is a readable regular file, else -errno. */
+static int readable_file(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) != 0 || access(path, R_OK) != 0)
+		return -errno;
+	return S_ISREG(st.st_mode) ? 0 : -EISDIR;
+}
+
+int tool_find_shim(char *out, struct sm_err *err)
+{
+	const char *lib = getenv("SM120SHIM_LIB");
+	char exe[PATH_MAX], *slash;
+	ssize_t n;
+	int rc;
+
+	if (lib && *lib) {
+		rc = realpath(lib, out) ? readable_file(out) : -errno;
+		if (rc != 0)
+			return sm_err_set(err, rc, "SM120SHIM_LIB=%s: %s; point it at %s", lib,
+					  strerror(-rc), SHIM_NAME);
+		return 0;
+	}
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n < 0)
+		return sm_err_set(err, -errno, "cannot find the sm120 program (/proc/self/exe: "
+				  "%s); set SM120SHIM_LIB=/path/to/%s", strerror(errno), SHIM_NAME);
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (slash)
+		*slash = '\0';
+	if (snprintf(out, PATH_MAX, "%s/%s", exe, SHIM_NAME) >= PATH_MAX)
+		return sm_err_set(err, -ENAMETOOLONG, "%s: path too long", exe);
+	rc = readable_file(out);
+	if (rc != 0)
+		return sm_err_set(err, rc, "no shim at %s (%s): set SM120SHIM_LIB=/path/to/%s, "
+				  "or build it with 'make'", out, strerror(-rc), SHIM_NAME);
+	return 0;
+}
+
+/* "@shim:@old" (just @shim when @old is empty), malloc'ed; NULL without memory. */
+static char *preload_value(const char *shim, const char *old)
+{
+	size_t n = strlen(shim) + (old ? strlen(old) : 0) + 2;
+	char *v = malloc(n);
+
+	if (v && old && *old)
+		snprintf(v, n, "%s:%s", shim, old);
+	else if (v)
+		snprintf(v, n, "%s", shim);
+	return v;
+}
+
+/* Print "sm120 run: <message>" and return the usage-error status. */
+static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("sm120 run: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return 2;
+}
+
+/*
+ * cmd_run - `sm120 run [OPTIONS] -- CMD [ARGS...]`: on success does not
+ * return (CMD replaces the process); returns 2 on a usage error or when the
+ * shim cannot be found, 127 when CMD cannot be run.
+ */
+int cmd_run(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "mode", required_argument, NULL, 'm' },
+		{ "target", required_argument, NULL, 't' },
+		{ "log", required_argument, NULL, 'l' },
+		{ "advertise", required_argument, NULL, 'a' },
+		{ "trace", no_argument, NULL, 'T' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *mode = NULL, *target = NULL, *log = NULL, *advertise = NULL;
+	char shim[PATH_MAX], log_abs[PATH_MAX], *preload;
+	struct target_limits limits;
+	struct sm_err err;
+	int c, trace = 0;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+m:t:l:a:Th", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'm':
+			mode = optarg;
+			break;
+		case 't':
+			target = optarg;
+			break;
+		case 'l':
+			log = optarg;
+			break;
+		case 'a':
+			advertise = optarg;
+			break;
+		case 'T':
+			trace = 1;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return 0;
+		default:
+			fputs(usage_text, stderr);
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		fputs("sm120 run: no command given\n", stderr);
+		fputs(usage_text, stderr);
+		return 2;
+	}
+	if (mode && route_mode_parse(mode) < 0)
+		return fail("--mode takes off, diagnose, enforce or reroute, not '%s'", mode);
+	if (target && strcmp(target, "auto") != 0 && target_parse(target, &limits, &err) != 0)
+		return fail("--target: %s", err.msg);
+	if (advertise && !advertise_ok(advertise))
+		return fail("--advertise takes auto, off or a byte count up to %lu, not '%s'",
+			    ADVERTISE_MAX, advertise);
+	if (log && (!*log || absolute_path(log_abs, sizeof(log_abs), log) != 0))
+		return fail("--log takes a file name such as /tmp/sm120.%%p.jsonl, not '%s'", log);
+	if (tool_find_shim(shim, &err) != 0)
+		return fail("%s", err.msg);
+	if (strpbrk(shim, ": "))
+		return fail("the shim's path %s holds a ':' or a space, which LD_PRELOAD splits "
+			    "on; set SM120SHIM_LIB to a copy elsewhere", shim);
+	preload = preload_value(shim, getenv("LD_PRELOAD"));
+	if (!preload || setenv("LD_PRELOAD", preload, 1) != 0 ||
+	    (mode && setenv("SM120SHIM_MODE", mode, 1) != 0) ||
+	    (target && setenv("SM120SHIM_TARGET", target, 1) != 0) ||
+	    (log && setenv("SM120SHIM_LOG", log_abs, 1) != 0) ||
+	    (advertise && setenv("SM120SHIM_ADVERTISE", advertise, 1) != 0) ||
+	    (trace && setenv("SM120SHIM_TRACE", "1", 1) != 0)) {
+		free(preload);
+		return fail("cannot set the environment: %s", strerror(errno));
+	}
+	free(preload);
+	execvp(argv[optind], argv + optind);
+	fprintf(stderr, "sm120 run: cannot run '%s': %s\n", argv[optind], strerror(errno));
+	return 127;
+}
