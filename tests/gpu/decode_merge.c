@@ -153,8 +153,14 @@ static int run_case(CUfunction fn, struct shape sh, int bad_launch)
 			}
 		}
 	}
-	printf("%s batch %d heads %d splits %d dv %d: %d bad of %zu, %d correctly rounded\n",
-	       bad ? "not ok -" : "ok -", sh.batch, sh.heads, sh.max_splits, sh.dv, bad, n_out, exact);
+	if (bad_launch)
+		printf("%s %d splits (over the %d supported): %d of %zu outputs and lses not NaN\n",
+		       bad ? "not ok -" : "ok -", ATTN_MERGE_MAX_SPLITS + 1, ATTN_MERGE_MAX_SPLITS, bad,
+		       n_out + (size_t)sh.batch * sh.heads);
+	else
+		printf("%s batch %d heads %d splits %d dv %d: %d bad of %zu, %d correctly rounded\n",
+		       bad ? "not ok -" : "ok -", sh.batch, sh.heads, sh.max_splits, sh.dv, bad, n_out,
+		       exact);
 	cuMemFree(d_po);
 	cuMemFree(d_lse);
 	cuMemFree(d_ns);

@@ -25,16 +25,30 @@ PY
 then echo "ok - diagnose: cuBLAS, elementwise, softmax, Triton and a CUDA graph replay are bit-identical to no shim"
 else echo "not ok - diagnose run (exit $rc)"; tail -20 "$work/diag.err"; fi
 if python3 - "$work" <<'PY'
-import glob, json, sys
+import collections, glob, json, sys
 ev = [json.loads(l) for f in glob.glob(sys.argv[1] + "/diag.*.jsonl") for l in open(f)]
+loads = [e for e in ev if e["event"] == "load"]
 launch = [e for e in ev if e["event"] == "launch"]
 names = sorted({e["kernel"] for e in launch})
 print("# diagnose logged", len(ev), "events; launch kernels over 101376 B:", names[:6])
-assert launch and all(e["action"] == "log" for e in ev), ev[:3]
+print("# loads by entry point and outcome:",
+      dict(collections.Counter((e["via"], e["action"]) for e in loads)))
+print("# origins of the logged launches:", sorted({e.get("origin", "-") for e in launch})[:6])
+assert launch and all(e["action"] == "log" for e in ev if e["event"] != "load"), ev[:3]
 assert all(e["static_smem"] + e["dynamic_smem"] > 101376 for e in launch)
 assert all(n != "?" for n in names), names
+# Every image the process loaded was read (or kept for later), none unreadable.
+assert loads and not [e for e in loads if e["action"] == "unreadable"], \
+    [e for e in loads if e["action"] == "unreadable"][:3]
+# cudart's registered fatbins are kept for later; Triton's cubins are read at load.
+assert any(e["via"] == "cuLibraryLoadData" and e["action"] == "deferred" for e in loads)
+assert any(e["via"] == "cuModuleLoadData" and e["image"] == "cubin" and e["action"] == "parsed"
+           for e in loads)
+# Each logged launch says which image it came from and its parameter layout.
+assert all(e.get("origin") and e["origin"] != "driver" and e.get("param_sizes") for e in launch), \
+    [e for e in launch if not e.get("param_sizes") or e.get("origin") in (None, "driver")][:3]
 PY
-then echo "ok - diagnose logs the kernels over 101376 B (cuBLAS's large tiles) by name"
+then echo "ok - diagnose logs the kernels over 101376 B (cuBLAS's large tiles) by name, image and parameters, and every load"
 else echo "not ok - diagnose log"; head -5 "$work"/diag.*.jsonl; fi
 grep "sm120shim: kernel" "$work/diag.err" | head -3 | sed 's/^/# /'
 
