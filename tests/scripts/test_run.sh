@@ -14,24 +14,7 @@ work=$(mktemp -d)
 out=$work/out
 trap 'rm -rf "$work"' EXIT
 
-check() { # check DESCRIPTION EXPECTED_EXIT COMMAND...
-	desc=$1 want=$2
-	shift 2
-	"$@" >"$out" 2>&1
-	got=$?
-	if [ "$got" -eq "$want" ]; then
-		echo "ok - $desc"
-	else
-		echo "not ok - $desc (exit $got, expected $want)"
-		sed 's/^/#   /' "$out"
-	fi
-}
-expect() { # expect DESCRIPTION PATTERN: the last command's output matches
-	if grep -q -- "$2" "$out"; then echo "ok - $1"; else
-		echo "not ok - $1 (no '$2' in output)"
-		sed 's/^/#   /' "$out"
-	fi
-}
+. tests/scripts/lib.sh
 showenv='echo "LD_PRELOAD=$LD_PRELOAD"; env | grep "^SM120SHIM_" | sort'
 
 check "the command runs with every option given" 0 "$sm120" run --mode diagnose --target sm120 \

@@ -9,24 +9,7 @@ sm120=$B/sm120
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 
-check() { # check DESCRIPTION EXPECTED_EXIT COMMAND...
-	desc=$1 want=$2
-	shift 2
-	"$@" >"$out" 2>&1
-	got=$?
-	if [ "$got" -eq "$want" ]; then
-		echo "ok - $desc"
-	else
-		echo "not ok - $desc (exit $got, expected $want)"
-		sed 's/^/#   /' "$out"
-	fi
-}
-expect() { # expect DESCRIPTION PATTERN: the last command's output matches
-	if grep -q -- "$2" "$out"; then echo "ok - $1"; else
-		echo "not ok - $1 (no '$2' in output)"
-		sed 's/^/#   /' "$out"
-	fi
-}
+. tests/scripts/lib.sh
 
 check "Triton cache with a 106496-byte kernel does not fit sm120" 1 \
 	"$sm120" scan --target sm120 "$FX/triton_cache"
