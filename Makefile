@@ -45,7 +45,9 @@ KERNEL_SRCS := $(sort $(shell find kernels -name '*.cu'))
 KERNEL_HDRS := $(shell find kernels -name '*.h' -o -name '*.cuh')
 
 CORE_OBJS := $(CORE_SRCS:%.c=$(B)/obj/%.o)
-SHIM_OBJS := $(SHIM_SRCS:%.c=$(B)/obj/%.o) $(B)/obj/shim/reroute/bundle_S.o
+RULES_JSON := $(sort $(wildcard rules/*.json))
+RULES_TABLE := $(B)/rules/rules_table.c
+SHIM_OBJS := $(SHIM_SRCS:%.c=$(B)/obj/%.o) $(B)/obj/shim/reroute/bundle_S.o $(B)/obj/rules_table.o
 TOOL_OBJS := $(TOOL_SRCS:%.c=$(B)/obj/%.o)
 BUNDLE := $(B)/kernels/bundle.fatbin
 CUBINS := $(KERNEL_ARCHS:%=$(B)/kernels/bundle.sm_%.cubin)
@@ -83,6 +85,15 @@ $(BUNDLE): $(CUBINS)
 $(B)/obj/shim/reroute/bundle_S.o: shim/reroute/bundle.S $(BUNDLE)
 	$(msg) AS $<
 	$(Q)mkdir -p $(dir $@) && $(CC) -c -DBUNDLE_FATBIN='"$(BUNDLE)"' $< -o $@
+
+# Rules: the JSON in rules/ becomes a C table compiled into the shim.
+$(RULES_TABLE): $(RULES_JSON) $(B)/sm120
+	$(msg) RULES "$(RULES_JSON)"
+	$(Q)mkdir -p $(dir $@) && $(B)/sm120 rules compile -o $@ $(RULES_JSON)
+
+$(B)/obj/rules_table.o: $(RULES_TABLE)
+	$(msg) CC $<
+	$(Q)$(CC) $(CFLAGS) -Ishim -c $< -o $@
 
 $(B)/libelf_pic.a: tools/build/elf_error_pic.c $(B)/.deps-ok
 	$(msg) AR $@

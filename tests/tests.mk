@@ -52,11 +52,14 @@ $(FX)/triton_cache: $(FX)/triton_like.cubin tests/scripts/make_triton_cache.sh
 $(FX)/empty_section.o: $(B)/obj/shim/common/err.o
 	$(Q)mkdir -p $(FX) && objcopy --add-section .nv_fatbin=/dev/null $< $@
 
-# Unit tests compile the core sources themselves, with the sanitizers.
+# Unit tests compile the core sources themselves, with the sanitizers
+# (test_rules also the rules table compiled from rules/).
+$(T)/test_rules: EXTRA_TEST_SRCS := $(RULES_TABLE)
+$(T)/test_rules: $(RULES_TABLE)
 $(T)/test_%: tests/unit/test_%.c tests/unit/fixture.h $(CORE_SRCS) $(B)/.deps-ok
 	$(msg) CC $@
-	$(Q)mkdir -p $(T) && $(CC) $(TEST_CFLAGS) -I$(CUDA_HOME)/include -o $@ $< $(CORE_SRCS) \
-	  $(STATIC_LIBS) -lcjson -lcmocka -ldl -lpthread
+	$(Q)mkdir -p $(T) && $(CC) $(TEST_CFLAGS) -I$(CUDA_HOME)/include -Ishim -o $@ $< \
+	  $(CORE_SRCS) $(EXTRA_TEST_SRCS) $(STATIC_LIBS) -lcjson -lcmocka -ldl -lpthread
 
 # Interception tests: a fake libcuda.so.1 and programs that reach it every way
 # a real process does (tests/shim, run by tests/scripts/test_intercept.sh).

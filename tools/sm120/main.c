@@ -5,6 +5,7 @@
  *   sm120 report [--json] LOG...
  *   sm120 run [--mode M] [--target T] [--log PATH] [--advertise A] [--trace] -- CMD...
  *   sm120 doctor [--target T]
+ *   sm120 rules check FILE... | sm120 rules compile -o OUT.c FILE...
  *
  * Each subcommand lives in its own file (cmd_<name>.c) and is listed once in
  * the table below; `sm120 help` prints the table.
@@ -24,6 +25,7 @@ static const struct command {
 	{ "report", cmd_report, "summarise shim logs: one row per kernel, worst first" },
 	{ "run", cmd_run, "run a command with the shim preloaded" },
 	{ "doctor", cmd_doctor, "check the driver, the devices, the target and the shim" },
+	{ "rules", cmd_rules, "check reroute rules, or compile them into the shim's table" },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

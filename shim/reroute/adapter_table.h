@@ -1,0 +1,12 @@
+/*
+ * adapter_table.h - the adapters a rule may name, one row each:
+ * X(name, what it translates).  `sm120 rules check` accepts exactly these
+ * names; shim/reroute implements one function per row.
+ */
+#ifndef SM120_REROUTE_ADAPTER_TABLE_H
+#define SM120_REROUTE_ADAPTER_TABLE_H
+
+#define SHIM_ADAPTERS(X) \
+	X(sglang_extend, "SGLang extend attention _fwd_kernel -> attn_extend_* (extend.h)")
+
+#endif
