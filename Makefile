@@ -38,7 +38,8 @@ Q := @
 msg = @printf '  %-8s %s\n'
 endif
 
-CORE_SRCS := $(wildcard shim/common/*.c shim/registry/*.c shim/limits/*.c shim/route/*.c)
+CORE_SRCS := $(wildcard shim/common/*.c shim/registry/*.c shim/limits/*.c shim/route/*.c \
+	shim/reroute/adapters/*.c)
 SHIM_SRCS := $(wildcard shim/intercept/*.c shim/log/*.c shim/reroute/*.c)
 TOOL_SRCS := $(wildcard tools/sm120/*.c)
 KERNEL_SRCS := $(sort $(shell find kernels -name '*.cu'))

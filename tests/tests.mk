@@ -53,9 +53,9 @@ $(FX)/empty_section.o: $(B)/obj/shim/common/err.o
 	$(Q)mkdir -p $(FX) && objcopy --add-section .nv_fatbin=/dev/null $< $@
 
 # Unit tests compile the core sources themselves, with the sanitizers
-# (test_rules also the rules table compiled from rules/).
-$(T)/test_rules: EXTRA_TEST_SRCS := $(RULES_TABLE)
-$(T)/test_rules: $(RULES_TABLE)
+# (test_rules and test_reroute also the rules table compiled from rules/).
+$(T)/test_rules $(T)/test_reroute: EXTRA_TEST_SRCS := $(RULES_TABLE)
+$(T)/test_rules $(T)/test_reroute: $(RULES_TABLE)
 $(T)/test_%: tests/unit/test_%.c tests/unit/fixture.h $(CORE_SRCS) $(B)/.deps-ok
 	$(msg) CC $@
 	$(Q)mkdir -p $(T) && $(CC) $(TEST_CFLAGS) -I$(CUDA_HOME)/include -Ishim -o $@ $< \

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "../log/log.h"
+#include "../route/rules.h"
 #include "facts.h"
 #include "hooks.h"
 
@@ -54,7 +55,9 @@ static void cfg_init(void)
 		shim_log_warn("SM120SHIM_TARGET: %s; using sm120", err.msg);
 		target_parse("sm120", &cfg.target, NULL);
 	}
-	if (adv && *adv && strcmp(adv, "auto") != 0 && strcmp(adv, "off") != 0) {
+	if (!adv || !*adv || strcmp(adv, "auto") == 0) {
+		cfg.advertise = (uint32_t)rules_max_dynamic(rules_builtin, rules_builtin_count);
+	} else if (strcmp(adv, "off") != 0) {
 		char *end;
 		unsigned long v = strtoul(adv, &end, 10);
 

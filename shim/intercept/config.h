@@ -8,8 +8,8 @@
  *                        sm121 | sm89 | sm86 | sm80 | sm90 | sm100 | BYTES
  *   SM120SHIM_ADVERTISE  opt-in bytes to report to frameworks in reroute mode
  *                        so that they load kernels a rule reroutes: auto
- *                        (default: the most any rule can reroute; 0 while no
- *                        rules exist), off, or BYTES
+ *                        (default: the most any rule's tiles need), off, or
+ *                        BYTES
  *   SM120SHIM_LOG        JSON-lines log file; %p is replaced by the pid
  * A bad value is reported once on stderr and the safe choice is taken:
  * diagnose for the mode (changes nothing), sm120 for the target.

@@ -64,7 +64,8 @@ void *shim_hook_for(void *p);
 /* Driver functions the shim calls but does not hook. */
 #define SHIM_CALLS(X)                                                                     \
 	X(cuFuncGetName) X(cuKernelGetName) X(cuCtxGetDevice) X(cuFuncGetParamInfo)         \
-	X(cuKernelGetParamInfo) X(cuDeviceGetCount)
+	X(cuKernelGetParamInfo) X(cuDeviceGetCount) X(cuCtxGetCurrent) X(cuStreamIsCapturing)  \
+	X(cuModuleGetFunctionCount) X(cuModuleEnumerateFunctions)
 
 enum shim_call_id {
 #define SHIM_CALL_ENUM(sym) SHIM_CALL_##sym,

@@ -2,7 +2,8 @@
  * launch.c - the launch hooks: cuLaunchKernel, cuLaunchKernelEx and
  * cuLaunchCooperativeKernel, each with its per-thread-default-stream (_ptsz)
  * twin.  Each twin calls its own driver symbol, so the stream semantics the
- * caller chose are kept; all of them ask shim_launch_gate first.
+ * caller chose are kept; all of them ask shim_launch_gate first, which may
+ * refuse the launch or run it on a bundled kernel itself.
  */
 #include "gate.h"
 #include "trace.h"
@@ -13,11 +14,15 @@
 				 unsigned int bz, unsigned int smem, CUstream stream,        \
 				 void **params, void **extra)                                \
 	{                                                                                    \
-		CUresult rc;                                                                 \
+		const struct shim_launch l = { SHIM_HOOK_##sym, f, { gx, gy, gz }, { bx, by, bz }, \
+					       smem, stream, params };                       \
+		int rc;                                                                      \
 		SHIM_REAL_OR_RETURN(sym);                                                    \
 		SHIM_TRACE(sym);                                                             \
-		rc = shim_launch_gate(SHIM_HOOK_##sym, f, smem, gx, gy, gz, bx, by, bz);     \
-		return rc ? rc : real(f, gx, gy, gz, bx, by, bz, smem, stream, params, extra); \
+		rc = shim_launch_gate(&l);                                                   \
+		if (rc)                                                                      \
+			return rc == SHIM_GATE_DONE ? CUDA_SUCCESS : (CUresult)rc;           \
+		return real(f, gx, gy, gz, bx, by, bz, smem, stream, params, extra);         \
 	}
 LAUNCH_HOOK(cuLaunchKernel)
 LAUNCH_HOOK(cuLaunchKernel_ptsz)
@@ -26,15 +31,20 @@ LAUNCH_HOOK(cuLaunchKernel_ptsz)
 	CUresult shim_hook_##sym(const CUlaunchConfig *config, CUfunction f, void **params,   \
 				 void **extra)                                               \
 	{                                                                                    \
-		CUresult rc = CUDA_SUCCESS;                                                  \
+		int rc = 0;                                                                  \
 		SHIM_REAL_OR_RETURN(sym);                                                    \
 		SHIM_TRACE(sym);                                                             \
-		if (config)                                                                  \
-			rc = shim_launch_gate(SHIM_HOOK_##sym, f, config->sharedMemBytes,    \
-					      config->gridDimX, config->gridDimY,            \
-					      config->gridDimZ, config->blockDimX,           \
-					      config->blockDimY, config->blockDimZ);         \
-		return rc ? rc : real(config, f, params, extra);                             \
+		if (config) {                                                                \
+			const struct shim_launch l = {                                       \
+				SHIM_HOOK_##sym, f,                                          \
+				{ config->gridDimX, config->gridDimY, config->gridDimZ },    \
+				{ config->blockDimX, config->blockDimY, config->blockDimZ }, \
+				config->sharedMemBytes, config->hStream, params };           \
+			rc = shim_launch_gate(&l);                                           \
+		}                                                                            \
+		if (rc)                                                                      \
+			return rc == SHIM_GATE_DONE ? CUDA_SUCCESS : (CUresult)rc;           \
+		return real(config, f, params, extra);                                       \
 	}
 LAUNCH_EX_HOOK(cuLaunchKernelEx)
 LAUNCH_EX_HOOK(cuLaunchKernelEx_ptsz)
@@ -45,11 +55,15 @@ LAUNCH_EX_HOOK(cuLaunchKernelEx_ptsz)
 				 unsigned int bz, unsigned int smem, CUstream stream,        \
 				 void **params)                                              \
 	{                                                                                    \
-		CUresult rc;                                                                 \
+		const struct shim_launch l = { SHIM_HOOK_##sym, f, { gx, gy, gz }, { bx, by, bz }, \
+					       smem, stream, params };                       \
+		int rc;                                                                      \
 		SHIM_REAL_OR_RETURN(sym);                                                    \
 		SHIM_TRACE(sym);                                                             \
-		rc = shim_launch_gate(SHIM_HOOK_##sym, f, smem, gx, gy, gz, bx, by, bz);     \
-		return rc ? rc : real(f, gx, gy, gz, bx, by, bz, smem, stream, params);      \
+		rc = shim_launch_gate(&l);                                                   \
+		if (rc)                                                                      \
+			return rc == SHIM_GATE_DONE ? CUDA_SUCCESS : (CUresult)rc;           \
+		return real(f, gx, gy, gz, bx, by, bz, smem, stream, params);                \
 	}
 LAUNCH_COOP_HOOK(cuLaunchCooperativeKernel)
 LAUNCH_COOP_HOOK(cuLaunchCooperativeKernel_ptsz)

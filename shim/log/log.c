@@ -150,6 +150,9 @@ void shim_log_event(const struct shim_event *e)
 	o = add_str(buf, o, n, "image", e->image);
 	o = add_str(buf, o, n, "arch", e->arch);
 	o = add_str(buf, o, n, "error", e->error);
+	o = add_str(buf, o, n, "rule", e->rule);
+	o = add_str(buf, o, n, "rerouted_to", e->rerouted_to);
+	o = add_str(buf, o, n, "reason", e->reason);
 	o = add_num(buf, o, n, "static_smem", e->static_smem);
 	o = add_num(buf, o, n, "dynamic_smem", e->dynamic_smem);
 	o = add_num(buf, o, n, "limit", e->limit);

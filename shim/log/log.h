@@ -28,7 +28,7 @@ void shim_log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  */
 struct shim_event {
 	const char *event;       /* "launch", "set_attribute", "load" */
-	const char *action;      /* "log", "refuse", "accept"; loads: "parsed", "deferred",
+	const char *action;      /* "log", "refuse", "accept", "reroute"; loads: "parsed", "deferred",
 				    "unreadable" */
 	const char *kernel;      /* kernel name */
 	const char *via;         /* the entry point: "cuLaunchKernelEx_ptsz" */
@@ -38,6 +38,9 @@ struct shim_event {
 	const char *image;       /* loads: "cubin", "fatbin", "PTX", ... */
 	const char *arch;        /* the cubin the device runs: "sm_90a" */
 	const char *error;       /* loads: why the image could not be read */
+	const char *reason;      /* why an over-limit launch was not rerouted */
+	const char *rule;        /* the rule that rerouted it */
+	const char *rerouted_to; /* the bundled kernel that ran instead */
 	int64_t static_smem;
 	int64_t dynamic_smem;
 	int64_t limit;           /* the target's opt-in bytes per block */
@@ -60,9 +63,10 @@ void shim_log_event(const struct shim_event *e);
 size_t shim_log_json_string(char *out, size_t n, const char *s);
 
 /*
- * shim_log_first - 1 the first time @key (a kernel name) is seen in this
- * process, 0 afterwards: the stderr line of a problem is written once, however
- * many handles, modules or launches the kernel has.  Lock-free; when its table
+ * shim_log_first - 1 the first time @key (a problem: kernel name and what
+ * happened) is seen in this process, 0 afterwards: the stderr line of a
+ * problem is written once, however many handles, modules or launches the
+ * kernel has.  Lock-free; when its table
  * is full it answers 1 (repeating a line rather than losing one).
  */
 int shim_log_first(const char *key);

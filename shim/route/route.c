@@ -72,8 +72,10 @@ int route_device_attr(int attr, int real, const struct target_limits *t, enum sh
 		return real;
 	switch (attr) {
 	case TARGET_ATTR_OPTIN_PER_BLOCK:
+		/* Advertising is reporting more than the card has: that is its point on a real
+		   SM120, where Triton would otherwise refuse a kernel the shim reroutes. */
 		if (mode == SHIM_MODE_REROUTE && advertise > t->optin_per_block)
-			return min_int(real, advertise);
+			return (int)advertise;
 		return min_int(real, t->optin_per_block);
 	case TARGET_ATTR_PER_SM:
 		return min_int(real, t->per_sm);

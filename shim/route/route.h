@@ -53,8 +53,8 @@ enum route_action route_launch_decide(const struct route_launch *l, const struct
  * the driver says @real.  Only ENFORCE and REROUTE emulate: the shared-memory
  * attributes (8, 81, 97, 111) report the target's limits, never more than the
  * device has; in REROUTE, opt-in per block (97) reports @advertise instead
- * when that is larger (0: no advertising), so that a framework loads kernels
- * the shim can reroute.  Every other attribute, and every value in OFF and
+ * when that is larger than the target's (0: no advertising), even beyond what
+ * the device has, so that a framework loads kernels the shim reroutes.  Every other attribute, and every value in OFF and
  * DIAGNOSE, is @real.
  */
 int route_device_attr(int attr, int real, const struct target_limits *t, enum shim_mode mode,

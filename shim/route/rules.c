@@ -83,3 +83,15 @@ int rule_value_of(const struct rule_value *values, uint32_t n, const char *name,
 		}
 	return -1;
 }
+
+uint64_t rules_max_dynamic(const struct rule *rules, uint32_t n)
+{
+	uint64_t most = 0;
+	uint32_t i, j;
+
+	for (i = 0; i < n; i++)
+		for (j = 0; j < rules[i].n_tiles; j++)
+			if (rules[i].tiles[j].dynamic_smem > most)
+				most = rules[i].tiles[j].dynamic_smem;
+	return most;
+}

@@ -82,6 +82,13 @@ int rule_match(const struct rule *r, const uint32_t *sizes, uint32_t n, uint64_t
 /* rule_tile_for - @r's tile for a launch with @dynamic_smem bytes, or NULL. */
 const struct rule_tile *rule_tile_for(const struct rule *r, uint64_t dynamic_smem);
 
+/*
+ * rules_max_dynamic - the most dynamic shared memory any tile of @rules[0..n)
+ * reroutes: what `SM120SHIM_ADVERTISE=auto` reports, so that frameworks load
+ * exactly the kernels a rule can take and no larger ones.
+ */
+uint64_t rules_max_dynamic(const struct rule *rules, uint32_t n);
+
 /* rule_value_of - @name in @values[0..n) into *@out; 0, or -1 if absent. */
 int rule_value_of(const struct rule_value *values, uint32_t n, const char *name, double *out);
 

@@ -48,8 +48,9 @@ expect enforce "enforce: a CUkernel (cudart's handle) is refused like a CUfuncti
 [ "$(launches enforce)" = 2 ] && echo "ok - refused launches never reach the driver" ||
 	{ echo "not ok - enforce: $(launches enforce) launches reached the driver"; cat "$work/enforce.drv"; }
 n=$(grep -c "kernel _fwd_kernel (from memory 0x" "$work/enforce.err")
-[ "$n" = 1 ] && grep -q "asks to be allowed 232448 B .*through cuFuncSetAttribute); sm120 allows 101376 B: refused" "$work/enforce.err" &&
-	echo "ok - one stderr line per problem kernel (not per launch), naming kernel, image, bytes and limit" ||
+[ "$n" = 2 ] && grep -q "asks to be allowed 232448 B .*through cuFuncSetAttribute); sm120 allows 101376 B: refused" "$work/enforce.err" &&
+	grep -q "a launch needs 106496 B .*refused, as that GPU would (CUDA_ERROR_INVALID_VALUE). SM120SHIM_MODE=reroute runs" "$work/enforce.err" &&
+	echo "ok - one stderr line per problem (the attribute set, the launches: not one per launch), naming kernel, image, bytes and limit" ||
 	{ echo "not ok - enforce stderr ($n lines)"; sed 's/^/#   /' "$work/enforce.err"; }
 grep -q "summary: 5 launches or attribute sets over the sm120" "$work/enforce.err" &&
 	echo "ok - a summary at exit" || { echo "not ok - summary"; sed 's/^/#   /' "$work/enforce.err"; }
@@ -105,8 +106,14 @@ run mixed1 SM120SHIM_MODE=diagnose FAKECUDA_DEVICES=2 FAKECUDA_OPTIN_1=101376 FA
 	{ echo "not ok - mixed devices"; cat "$work"/mixed*.jsonl; }
 
 run default SM120SHIM_TARGET=sm120
-expect default "the default mode (reroute) with no rule refuses like enforce, advertises nothing" \
-	"optin 101376" "launch 106496 -> 1"
+expect default "the default mode (reroute) advertises the most a rule reroutes (SGLang's 106496 B)" \
+	"optin 106496" "per_sm 102400"
+expect default "... and refuses a _fwd_kernel whose parameters are not SGLang's extend kernel" \
+	"launch 106496 -> 1" "launchex 106496 -> 1"
+grep -q "kernel _fwd_kernel (from memory 0x.*refused, as that GPU would (CUDA_ERROR_INVALID_VALUE); not rerouted: _fwd_kernel has 5 parameters (8,8,4,8,8 bytes), which fit no reading of rule sglang-extend-" "$work/default.err" &&
+	grep -q '"action":"refuse".*"reason":"_fwd_kernel has 5 parameters' "$work"/default.*.jsonl &&
+	echo "ok - the refusal says why no rule took it, on stderr and in the log" ||
+	{ echo "not ok - reroute refusal reason"; sed 's/^/#   /' "$work/default.err"; }
 
 run advertise SM120SHIM_MODE=reroute SM120SHIM_TARGET=sm120 SM120SHIM_ADVERTISE=232448
 expect advertise "reroute with SM120SHIM_ADVERTISE: the advertised opt-in, the over-limit set accepted" \

@@ -41,6 +41,10 @@ int main(void)
 	CUfunction f;
 	CUlaunchConfig cfg = { .gridDimX = 3, .gridDimY = 8, .gridDimZ = 1, .blockDimX = 256,
 			       .blockDimY = 1, .blockDimZ = 1 };
+	/* _fwd_kernel(const float *q, float *o, int n, void *scratch0, void *scratch1) */
+	CUdeviceptr q = 0x1000, o = 0x2000, s0 = 0, s1 = 0;
+	int n = 7;
+	void *args[5] = { &q, &o, &n, &s0, &s1 };
 	int v = -1, grid = -1, size = -1;
 	size_t dyn = 0;
 	CUlibrary lib;
@@ -57,12 +61,12 @@ int main(void)
 	cuModuleGetFunction(&f, mod, "_fwd_kernel");
 	printf("set 232448 -> %d\n", cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 232448));
 	printf("set 101376 -> %d\n", cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 101376));
-	printf("launch 106496 -> %d\n", cuLaunchKernel(f, 3, 8, 1, 256, 1, 1, 106496, NULL, NULL, NULL));
-	printf("launch 101376 -> %d\n", cuLaunchKernel(f, 3, 8, 1, 256, 1, 1, 101376, NULL, NULL, NULL));
+	printf("launch 106496 -> %d\n", cuLaunchKernel(f, 3, 8, 1, 256, 1, 1, 106496, NULL, args, NULL));
+	printf("launch 101376 -> %d\n", cuLaunchKernel(f, 3, 8, 1, 256, 1, 1, 101376, NULL, args, NULL));
 	cfg.sharedMemBytes = 106496;
-	printf("launchex 106496 -> %d\n", cuLaunchKernelEx(&cfg, f, NULL, NULL));
+	printf("launchex 106496 -> %d\n", cuLaunchKernelEx(&cfg, f, args, NULL));
 	cfg.sharedMemBytes = 4096;
-	printf("launchex 4096 -> %d\n", cuLaunchKernelEx(&cfg, f, NULL, NULL));
+	printf("launchex 4096 -> %d\n", cuLaunchKernelEx(&cfg, f, args, NULL));
 	cuOccupancyMaxActiveBlocksPerMultiprocessor(&v, f, 256, 51200);
 	printf("occupancy 256 threads 51200 B -> %d blocks\n", v);
 	cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(&v, f, 256, 51200, 0);
@@ -79,7 +83,7 @@ int main(void)
 	printf("kernel set 232448 -> %d\n",
 	       cuKernelSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 232448, k, 0));
 	printf("kernel launch 106496 -> %d\n",
-	       cuLaunchKernel((CUfunction)k, 1, 1, 1, 128, 1, 1, 106496, NULL, NULL, NULL));
+	       cuLaunchKernel((CUfunction)k, 1, 1, 1, 128, 1, 1, 106496, NULL, args, NULL));
 	free(image);
 	return 0;
 }

@@ -63,11 +63,14 @@ static void test_device_attr(void **state)
 	assert_int_equal(route_device_attr(8, 49152, &sm120, SHIM_MODE_ENFORCE, 0), 49152);
 	assert_int_equal(route_device_attr(111, 1024, &sm120, SHIM_MODE_ENFORCE, 0), 1024);
 	assert_int_equal(route_device_attr(16, 132, &sm120, SHIM_MODE_ENFORCE, 0), 132);
-	/* advertising only in reroute, never above what the device has */
+	/* advertising only in reroute */
 	assert_int_equal(route_device_attr(97, 232448, &sm120, SHIM_MODE_REROUTE, 0), 101376);
 	assert_int_equal(route_device_attr(97, 232448, &sm120, SHIM_MODE_REROUTE, 147456), 147456);
 	assert_int_equal(route_device_attr(97, 232448, &sm120, SHIM_MODE_ENFORCE, 147456), 101376);
-	assert_int_equal(route_device_attr(97, 101376, &sm120, SHIM_MODE_REROUTE, 147456), 101376);
+	/* a real SM120 card: the advertised bytes, more than it has, so Triton loads the kernel */
+	assert_int_equal(route_device_attr(97, 101376, &sm120, SHIM_MODE_REROUTE, 106496), 106496);
+	/* advertising less than the target has changes nothing */
+	assert_int_equal(route_device_attr(97, 101376, &sm120, SHIM_MODE_REROUTE, 65536), 101376);
 	/* a smaller real device is never reported larger */
 	assert_int_equal(route_device_attr(97, 65536, &sm120, SHIM_MODE_ENFORCE, 0), 65536);
 }

@@ -1,0 +1,158 @@
+/* select.c - see select.h. */
+#include "select.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MAX_WAYS 16
+
+/*
+ * How far a launch got with the rules.  The reason reported is the one of the
+ * furthest stage; among readings that got as far, the most literal one: the
+ * fewest ints read as a compiled-in 1, then the most parameters present.
+ */
+enum stage { STAGE_NAME = 0, STAGE_TILE, STAGE_PARAMS, STAGE_SUPPORTED, STAGE_ADAPTER };
+
+struct progress {
+	enum stage stage;
+	int weight;
+	struct sm_err why;
+};
+
+static int literalness(const struct rule *r, uint64_t way)
+{
+	int ints = 0;
+	uint32_t i;
+
+	for (i = 0; r && i < r->n_params; i++)
+		ints += r->params[i].drop == RULE_DROP_ONE && ((way >> i) & 1);
+	return ints * 128 + __builtin_popcountll(way);
+}
+
+static void note(struct progress *p, enum stage s, const struct rule *r, uint64_t way,
+		 const struct sm_err *why)
+{
+	int weight = literalness(r, way);
+
+	if (s > p->stage || (s == p->stage && weight > p->weight)) {
+		p->stage = s;
+		p->weight = weight;
+		p->why = *why;
+	}
+}
+
+/* sizes_text - "8,8,4" for messages. */
+static void sizes_text(const struct select_launch *l, char *out, size_t n)
+{
+	size_t o = 0;
+	uint32_t i;
+
+	out[0] = '\0';
+	for (i = 0; i < l->n_params && o + 12 < n; i++)
+		o += (size_t)snprintf(out + o, n - o, "%s%u", i ? "," : "", l->param_sizes[i]);
+}
+
+/* unsupported_present - the first parameter of @way the adapter cannot take, or NULL. */
+static const char *unsupported_present(const struct rule *r, uint64_t way)
+{
+	uint32_t i;
+
+	for (i = 0; i < r->n_params; i++)
+		if (r->params[i].unsupported && ((way >> i) & 1))
+			return r->params[i].name;
+	return NULL;
+}
+
+/* try_rule - every way @r reads @l; counts consistent plans into @found/@plan. */
+static void try_rule(const struct rule *r, const struct select_launch *l, struct progress *p,
+		     struct reroute_plan *plan, const struct rule **chosen, int *found,
+		     int *differ)
+{
+	struct adapter_input in = { .rule = r, .params = l->params, .dynamic_smem = l->dynamic_smem,
+				    .setting = l->setting };
+	adapter_fn *adapt = adapter_find(r->adapter);
+	uint64_t ways[MAX_WAYS];
+	struct sm_err why;
+	char sizes[256];
+	int n, i;
+
+	memcpy(in.grid, l->grid, sizeof(in.grid));
+	memcpy(in.block, l->block, sizeof(in.block));
+	in.tile = rule_tile_for(r, l->dynamic_smem);
+	if (!in.tile) {
+		sm_err_set(&why, -EINVAL, "rule %s reroutes %s only at the shared-memory sizes of its "
+			   "tiles, not %llu B", r->id, r->kernel, (unsigned long long)l->dynamic_smem);
+		note(p, STAGE_TILE, NULL, 0, &why);
+		return;
+	}
+	n = rule_match(r, l->param_sizes, l->n_params, ways, MAX_WAYS);
+	if (n == 0 || n > MAX_WAYS) {
+		sizes_text(l, sizes, sizeof(sizes));
+		sm_err_set(&why, -EINVAL, "%s has %u parameters (%s bytes), which %s %s", r->kernel,
+			   l->n_params, sizes, n ? "too many readings of rule" : "fit no reading of rule",
+			   r->id);
+		note(p, STAGE_PARAMS, NULL, 0, &why);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		struct reroute_plan candidate = { 0 };
+		const char *bad = unsupported_present(r, ways[i]);
+
+		if (bad) {
+			sm_err_set(&why, -EINVAL, "the launch passes %s, which rule %s cannot reroute",
+				   bad, r->id);
+			note(p, STAGE_SUPPORTED, r, ways[i], &why);
+			continue;
+		}
+		if (!adapt) {
+			sm_err_set(&why, -EINVAL, "rule %s names adapter %s, which this shim lacks",
+				   r->id, r->adapter);
+			note(p, STAGE_SUPPORTED, r, ways[i], &why);
+			return;
+		}
+		in.kept = ways[i];
+		sm_err_clear(&why);
+		if (adapt(&in, &candidate, &why) != 0) {
+			if (!why.msg[0])
+				sm_err_set(&why, -EINVAL, "adapter %s refused rule %s without a "
+					   "reason", r->adapter, r->id);
+			note(p, STAGE_ADAPTER, r, ways[i], &why);
+			continue;
+		}
+		if (*found && memcmp(&candidate, plan, sizeof(candidate)) != 0)
+			*differ = 1;
+		if (!*found) {
+			*plan = candidate;
+			*chosen = r;
+		}
+		(*found)++;
+	}
+}
+
+int reroute_select(const struct rule *rules, uint32_t n, const struct select_launch *l,
+		   struct reroute_plan *plan, const struct rule **rule, struct sm_err *why)
+{
+	struct progress p = { STAGE_NAME, -1, { "" } };
+	int found = 0, differ = 0, named = 0;
+	uint32_t i;
+
+	memset(plan, 0, sizeof(*plan));
+	for (i = 0; i < n && !named; i++)
+		named = strcmp(rules[i].kernel, l->kernel) == 0;
+	if (!named)
+		return sm_err_set(why, -ENOENT, "no reroute rule names %s", l->kernel);
+	if (!l->params)
+		return sm_err_set(why, -EINVAL, "the launch of %s passes its arguments through "
+				  "'extra', which adapters cannot read", l->kernel);
+	for (i = 0; i < n; i++)
+		if (strcmp(rules[i].kernel, l->kernel) == 0)
+			try_rule(&rules[i], l, &p, plan, rule, &found, &differ);
+	if (found && !differ)
+		return 0;
+	if (differ)
+		return sm_err_set(why, -EINVAL, "%d readings of the launch of %s are consistent and "
+				  "disagree; refusing rather than guessing", found, l->kernel);
+	*why = p.why;
+	return -EINVAL;
+}

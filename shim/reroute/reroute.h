@@ -1,0 +1,39 @@
+/*
+ * reroute.h - running a launch on a bundled kernel instead.
+ *
+ * The decision is reroute_select (adapters/select.h, pure); this part does
+ * what needs the driver: the bundle loaded once per context (before any
+ * graph capture, when a rerouted kernel is loaded), and the launch of the
+ * plan on the caller's stream, so stream order and graph capture behave as
+ * for the original launch.  Nothing here allocates device memory.
+ */
+#ifndef SM120_REROUTE_REROUTE_H
+#define SM120_REROUTE_REROUTE_H
+
+#include <cuda.h>
+
+#include "../common/err.h"
+#include "adapters/adapter.h"
+
+/*
+ * reroute_prepare - load the bundle into the current context if it is not
+ * there yet.  Called where a rerouted kernel is being set up (its
+ * over-limit attribute accepted), which is never inside a graph capture.
+ */
+void reroute_prepare(void);
+
+/*
+ * reroute_launch - launch @plan on @stream in the current context, through
+ * the per-thread-default-stream entry point if @per_thread (as the original
+ * launch came).  Loads the bundle first if needed, unless @stream is
+ * capturing (loading a module is not allowed there: the launch is then
+ * refused with that reason).  Returns CUDA_SUCCESS, or the driver's error
+ * with @why saying what failed.
+ */
+CUresult reroute_launch(const struct reroute_plan *plan, CUstream stream, int per_thread,
+			struct sm_err *why);
+
+/* reroute_setting - SM120SHIM_<NAME> (upper-cased @name), or NULL if unset. */
+const char *reroute_setting(const char *name);
+
+#endif

@@ -1,0 +1,347 @@
+/*
+ * test_reroute.c - the reroute decision on launches shaped exactly like
+ * SGLang's extend attention at its Hopper configuration (rules/ as built
+ * into the shim): which rule and reading is chosen, the plan the adapter
+ * builds, and each inconsistency it must refuse with a reason.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "../../kernels/attention/extend.h"
+#include "reroute/adapters/select.h"
+
+/* One fake SGLang launch: parameter values by name, and which are dropped. */
+struct fake {
+	const struct rule *rule;
+	int64_t value[RULE_MAX_PARAMS];   /* ints, or pointer values */
+	float fvalue[RULE_MAX_PARAMS];
+	int dropped[RULE_MAX_PARAMS];
+	unsigned char storage[RULE_MAX_PARAMS][8];
+	void *params[RULE_MAX_PARAMS];
+	uint32_t sizes[RULE_MAX_PARAMS];
+	struct select_launch l;
+};
+
+static const char *dtype_setting;
+
+static const char *setting(const char *name)
+{
+	return strcmp(name, "kv_cache_dtype") == 0 ? dtype_setting : NULL;
+}
+
+static const struct rule *rule_by_id(const char *id)
+{
+	uint32_t i;
+
+	for (i = 0; i < rules_builtin_count; i++)
+		if (strcmp(rules_builtin[i].id, id) == 0)
+			return &rules_builtin[i];
+	fail_msg("no rule %s", id);
+	return NULL;
+}
+
+static int index_of(const struct fake *f, const char *name)
+{
+	uint32_t i;
+
+	for (i = 0; i < f->rule->n_params; i++)
+		if (strcmp(f->rule->params[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+static void set(struct fake *f, const char *name, int64_t v)
+{
+	int i = index_of(f, name);
+
+	if (i >= 0)
+		f->value[i] = v;
+}
+
+static void drop(struct fake *f, const char *name)
+{
+	int i = index_of(f, name);
+
+	if (i >= 0)
+		f->dropped[i] = 1;
+}
+
+/*
+ * kimi_extend - Kimi K2 at TP8 (8 local q heads, MLA absorbed: one 576-wide
+ * KV head), 3 sequences, longest extend 1000: grid (3, 8, cdiv(1000, 32)).
+ */
+static void kimi_extend(struct fake *f, const char *rule_id)
+{
+	static const struct {
+		const char *name;
+		int64_t v;
+	} ints[] = {
+		{ "Q_Extend", 0x10000 }, { "K_Extend", 0x20000 }, { "V_Extend", 0x20000 },
+		{ "O_Extend", 0x30000 }, { "K_Buffer", 0x40000 }, { "V_Buffer", 0x40000 },
+		{ "qo_indptr", 0x50000 }, { "kv_indptr", 0x60000 }, { "kv_indices", 0x70000 },
+		{ "kv_group_num", 8 }, { "stride_qbs", 8 * 576 }, { "stride_qh", 576 },
+		{ "stride_kbs", 576 }, { "stride_kh", 576 }, { "stride_vbs", 576 },
+		{ "stride_vh", 576 }, { "stride_obs", 8 * 512 }, { "stride_oh", 512 },
+		{ "stride_buf_kbs", 576 }, { "stride_buf_kh", 576 }, { "stride_buf_vbs", 576 },
+		{ "stride_buf_vh", 576 }, { "stride_buf_kpage", 576 }, { "stride_buf_ktok", 576 },
+		{ "stride_buf_vpage", 576 }, { "stride_buf_vtok", 576 }, { "compact_batch_size", 3 },
+	};
+	static const char *const none[] = { "mask_ptr", "mask_indptr", "sink_ptr",
+					    "window_kv_offset_ptr", "LSE_Extend", "Aux0" };
+	size_t i;
+
+	memset(f, 0, sizeof(*f));
+	f->rule = rule_by_id(rule_id);
+	for (i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
+		set(f, ints[i].name, ints[i].v);
+	for (i = 0; i < sizeof(none) / sizeof(none[0]); i++)
+		drop(f, none[i]);
+	for (i = 0; i < f->rule->n_params; i++)
+		f->fvalue[i] = 1.0f;
+	f->fvalue[index_of(f, "sm_scale")] = 0.0416666f;
+	f->l = (struct select_launch){ .kernel = "_fwd_kernel", .grid = { 3, 8, 32 },
+				       .block = { 256, 1, 1 }, .dynamic_smem = 106496,
+				       .setting = setting };
+	dtype_setting = "bf16";
+}
+
+/* pack - kernelParams and sizes as Triton would pass them. */
+static void pack(struct fake *f)
+{
+	uint32_t i, n = 0;
+
+	for (i = 0; i < f->rule->n_params; i++) {
+		const struct rule_param *p = &f->rule->params[i];
+
+		if (f->dropped[i])
+			continue;
+		if (p->type == RULE_FP32)
+			memcpy(f->storage[n], &f->fvalue[i], 4);
+		else if (p->type == RULE_I32)
+			memcpy(f->storage[n], &(int32_t){ (int32_t)f->value[i] }, 4);
+		else
+			memcpy(f->storage[n], &f->value[i], 8);
+		f->params[n] = f->storage[n];
+		f->sizes[n] = rule_type_size((enum rule_type)p->type);
+		n++;
+	}
+	f->l.params = f->params;
+	f->l.param_sizes = f->sizes;
+	f->l.n_params = n;
+}
+
+/* expect_refusal - the launch is not rerouted, and the reason contains @text. */
+static void expect_refusal(struct fake *f, const char *text)
+{
+	struct reroute_plan plan;
+	const struct rule *r = NULL;
+	struct sm_err why = { "" };
+
+	pack(f);
+	assert_int_not_equal(reroute_select(rules_builtin, rules_builtin_count, &f->l, &plan, &r,
+					    &why), 0);
+	if (!strstr(why.msg, text))
+		fail_msg("reason '%s' lacks '%s'", why.msg, text);
+}
+
+/* expect_plan - rerouted, by rule @rule_id (or @or_id, a rule that reads it the same way). */
+static void expect_plan(struct fake *f, const char *rule_id, const char *or_id,
+			struct reroute_plan *plan)
+{
+	const struct rule *r = NULL;
+	struct sm_err why = { "" };
+
+	pack(f);
+	if (reroute_select(rules_builtin, rules_builtin_count, &f->l, plan, &r, &why) != 0)
+		fail_msg("not rerouted: %s", why.msg);
+	if (strcmp(r->id, rule_id) != 0 && (!or_id || strcmp(r->id, or_id) != 0))
+		fail_msg("rerouted by %s, expected %s", r->id, rule_id);
+}
+
+static void test_every_release_reroutes(void **state)
+{
+	static const char *const ids[] = { "sglang-extend-2025-08", "sglang-extend-2026-03",
+					   "sglang-extend-2026-06-24", "sglang-extend-2026-06-29",
+					   "sglang-extend-2026-07-10", "sglang-extend-main" };
+	struct fake f;
+	struct reroute_plan plan;
+	struct attn_extend_args a;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+		kimi_extend(&f, ids[i]);
+		expect_plan(&f, ids[i], NULL, &plan);
+		assert_string_equal(plan.kernel, ATTN_EXTEND_MLA576_BF16);
+		assert_int_equal(plan.args_size, sizeof(a));
+		memcpy(&a, plan.args, sizeof(a));
+		assert_ptr_equal(a.q, (void *)0x10000);
+		assert_ptr_equal(a.o, (void *)0x30000);
+		assert_ptr_equal(a.kv_indices, (void *)0x70000);
+		assert_int_equal(a.kv_group_num, 8);
+		assert_int_equal(a.lq, 576);
+		assert_int_equal(a.lv, 512);
+		assert_int_equal(a.batch, 3);
+		assert_int_equal(a.q_tok, 8 * 576);
+		assert_int_equal(a.o_head, 512);
+		assert_int_equal(a.kb_slot, 576);
+		assert_true(a.sm_scale == 0.0416666f);
+		assert_int_equal(a.flags, ATTN_EXTEND_CAUSAL);
+		assert_null(a.lse);
+		/* Triton covered 32 M-blocks of 32 rows x 8 heads: 8192 packed rows / 64 per block */
+		assert_int_equal(plan.grid[0], 32 * 32 * 8 / ATTN_EXTEND_ROWS_MLA576);
+		assert_int_equal(plan.grid[1], 1);
+		assert_int_equal(plan.grid[2], 3);
+		assert_int_equal(plan.block[0], ATTN_EXTEND_THREADS);
+		assert_int_equal(plan.dynamic_smem, ATTN_EXTEND_SMEM_MLA576);
+	}
+}
+
+static void test_fp8_and_scales(void **state)
+{
+	struct fake f;
+	struct reroute_plan plan;
+	struct attn_extend_args a;
+
+	(void)state;
+	kimi_extend(&f, "sglang-extend-2026-03");
+	dtype_setting = "fp8_e4m3";
+	f.fvalue[index_of(&f, "k_scale")] = 0.5f;
+	f.fvalue[index_of(&f, "v_scale")] = 0.25f;
+	expect_plan(&f, "sglang-extend-2026-03", NULL, &plan);
+	memcpy(&a, plan.args, sizeof(a));
+	assert_string_equal(plan.kernel, ATTN_EXTEND_MLA576_FP8);
+	assert_true(a.k_scale == 0.5f && a.v_scale == 0.25f);
+	/* the release without k_scale/v_scale: FP8 is not verified there */
+	kimi_extend(&f, "sglang-extend-2025-08");
+	dtype_setting = "fp8_e4m3";
+	expect_refusal(&f, "with an FP8 KV cache: how that release scales FP8 keys is not verified");
+	kimi_extend(&f, "sglang-extend-2026-03");
+	dtype_setting = NULL;
+	expect_refusal(&f, "set SM120SHIM_KV_CACHE_DTYPE=bf16 or fp8_e4m3");
+	dtype_setting = "fp16";
+	expect_refusal(&f, "SM120SHIM_KV_CACHE_DTYPE=fp16: use bf16 or fp8_e4m3");
+}
+
+/* SGLang main with one of kv_group_num / compact_batch_size == 1: the layout decides. */
+static void test_main_dropped_int_is_told_apart(void **state)
+{
+	struct fake f;
+	struct reroute_plan plan;
+	struct attn_extend_args a;
+
+	(void)state;
+	/* batch of 1: compact_batch_size (= batch) dropped, kv_group_num 8 present; the
+	   2026-07-10 rule, which has no compact_batch_size, reads it the same way */
+	kimi_extend(&f, "sglang-extend-main");
+	drop(&f, "compact_batch_size");
+	f.l.grid[0] = 1;
+	expect_plan(&f, "sglang-extend-main", "sglang-extend-2026-07-10", &plan);
+	memcpy(&a, plan.args, sizeof(a));
+	assert_int_equal(a.kv_group_num, 8);
+	assert_int_equal(a.batch, 1);
+	/* the same sizes at a batch of 3: kv_group_num dropped (8 KV heads, as the
+	   K layout shows), compact_batch_size 3 */
+	kimi_extend(&f, "sglang-extend-main");
+	drop(&f, "kv_group_num");
+	set(&f, "stride_kbs", 8 * 576);
+	set(&f, "stride_vbs", 8 * 576);
+	set(&f, "stride_buf_kbs", 8 * 576);
+	set(&f, "stride_buf_vbs", 8 * 576);
+	set(&f, "stride_buf_kpage", 8 * 576);
+	set(&f, "stride_buf_ktok", 8 * 576);
+	set(&f, "stride_buf_vpage", 8 * 576);
+	set(&f, "stride_buf_vtok", 8 * 576);
+	expect_plan(&f, "sglang-extend-main", NULL, &plan);
+	memcpy(&a, plan.args, sizeof(a));
+	assert_int_equal(a.kv_group_num, 1);
+	assert_int_equal(plan.grid[1], 8);
+	/* ... and with the MLA layout (one 576-wide KV head) neither reading fits */
+	kimi_extend(&f, "sglang-extend-main");
+	drop(&f, "kv_group_num");
+	expect_refusal(&f, "");
+}
+
+static void test_inconsistent_launches_are_refused(void **state)
+{
+	struct fake f;
+
+	(void)state;
+	kimi_extend(&f, "sglang-extend-2026-03");
+	f.l.dynamic_smem = 106497;
+	expect_refusal(&f, "only at the shared-memory sizes of its tiles, not 106497 B");
+	kimi_extend(&f, "sglang-extend-2026-03");
+	f.l.block[0] = 128;
+	expect_refusal(&f, "is not the tile's 8 warps");
+	kimi_extend(&f, "sglang-extend-2026-03");
+	f.dropped[index_of(&f, "mask_ptr")] = 0;
+	f.dropped[index_of(&f, "mask_indptr")] = 0;
+	set(&f, "mask_ptr", 0x80000);
+	set(&f, "mask_indptr", 0x90000);
+	expect_refusal(&f, "");
+	kimi_extend(&f, "sglang-extend-2026-03");
+	set(&f, "kv_group_num", 3);
+	expect_refusal(&f, "kv_group_num 3 does not divide the 8 q heads");
+	kimi_extend(&f, "sglang-extend-2026-03");
+	set(&f, "stride_qh", 512);
+	expect_refusal(&f, "q strides");
+	kimi_extend(&f, "sglang-extend-2026-03");
+	set(&f, "stride_buf_kbs", 580);
+	expect_refusal(&f, "stride_buf_kbs = 580 is not a multiple of 8 elements");
+	kimi_extend(&f, "sglang-extend-2026-06-29");
+	set(&f, "stride_buf_kpage", 576 * 16);
+	expect_refusal(&f, "describe a page size above 1");
+	kimi_extend(&f, "sglang-extend-main");
+	set(&f, "compact_batch_size", 5);
+	expect_refusal(&f, "compact_batch_size 5 differs from the batch of the grid (3)");
+	kimi_extend(&f, "sglang-extend-2026-07-10");
+	set(&f, "aux0_len", 4);
+	expect_refusal(&f, "a score_mod is compiled in");
+	kimi_extend(&f, "sglang-extend-2026-03");
+	f.l.params = NULL;
+	pack(&f);
+	f.l.params = NULL;
+	{
+		struct reroute_plan plan;
+		const struct rule *r;
+		struct sm_err why;
+
+		assert_int_not_equal(reroute_select(rules_builtin, rules_builtin_count, &f.l, &plan,
+						    &r, &why), 0);
+		assert_non_null(strstr(why.msg, "through 'extra'"));
+	}
+	/* SGLang's prefill_attention.py _fwd_kernel: same name, another list */
+	kimi_extend(&f, "sglang-extend-2026-03");
+	pack(&f);
+	f.l.n_params = 14;
+	{
+		struct reroute_plan plan;
+		const struct rule *r;
+		struct sm_err why;
+
+		assert_int_not_equal(reroute_select(rules_builtin, rules_builtin_count, &f.l, &plan,
+						    &r, &why), 0);
+		assert_non_null(strstr(why.msg, "fit no reading of rule"));
+		f.l.kernel = "_fwd_kernel_stage1";
+		assert_int_equal(reroute_select(rules_builtin, rules_builtin_count, &f.l, &plan, &r,
+						&why), -ENOENT);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_every_release_reroutes),
+		cmocka_unit_test(test_fp8_and_scales),
+		cmocka_unit_test(test_main_dropped_int_is_told_apart),
+		cmocka_unit_test(test_inconsistent_launches_are_refused),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
