@@ -6,7 +6,9 @@
 #ifndef SM120_REROUTE_ADAPTER_TABLE_H
 #define SM120_REROUTE_ADAPTER_TABLE_H
 
-#define SHIM_ADAPTERS(X) \
-	X(sglang_extend, "SGLang extend attention _fwd_kernel -> attn_extend_* (extend.h)")
+#define SHIM_ADAPTERS(X)                                                                   \
+	X(sglang_extend, "SGLang extend attention _fwd_kernel -> attn_extend_* (extend.h)")  \
+	X(vllm_mla_decode, "vLLM TRITON_MLA decode _fwd_grouped_kernel_stage1 -> "            \
+			   "attn_decode_mla_* (decode.h)")
 
 #endif

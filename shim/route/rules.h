@@ -59,7 +59,7 @@ struct rule {
 #define RULE_MAX_PARAMS 64
 
 /* The deployment settings a rule may need, with the values each accepts (SM120SHIM_<NAME>). */
-#define RULE_SETTINGS(X) X(kv_cache_dtype, "bf16 fp8_e4m3")
+#define RULE_SETTINGS(X) X(kv_cache_dtype, "bf16 fp8_e4m3") X(page_size, "tokens per KV page")
 
 /* The rules compiled from the JSON files in rules/ (build/rules/rules_table.c). */
 extern const struct rule rules_builtin[];

@@ -1,8 +1,9 @@
 /*
  * test_reroute.c - the reroute decision on launches shaped exactly like
- * SGLang's extend attention at its Hopper configuration (rules/ as built
- * into the shim): which rule and reading is chosen, the plan the adapter
- * builds, and each inconsistency it must refuse with a reason.
+ * SGLang's extend attention and vLLM's TRITON_MLA decode at their Hopper
+ * configurations (rules/ as built into the shim): which rule and reading is
+ * chosen, the plan the adapter builds, and each inconsistency it must refuse
+ * with a reason.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "../../kernels/attention/decode.h"
 #include "../../kernels/attention/extend.h"
 #include "reroute/adapters/select.h"
 
@@ -28,11 +30,13 @@ struct fake {
 	struct select_launch l;
 };
 
-static const char *dtype_setting;
+static const char *dtype_setting, *page_setting;
 
 static const char *setting(const char *name)
 {
-	return strcmp(name, "kv_cache_dtype") == 0 ? dtype_setting : NULL;
+	return strcmp(name, "kv_cache_dtype") == 0 ? dtype_setting :
+	       strcmp(name, "page_size") == 0	   ? page_setting :
+						     NULL;
 }
 
 static const struct rule *rule_by_id(const char *id)
@@ -334,6 +338,94 @@ static void test_inconsistent_launches_are_refused(void **state)
 	}
 }
 
+/*
+ * vllm_decode - vLLM TRITON_MLA decode with an FP8 cache: 5 sequences, 8 heads
+ * (Kimi K2 TP8), 16 splits, pages of 64 tokens of one 576-wide head.
+ */
+static void vllm_decode(struct fake *f, const char *rule_id)
+{
+	static const struct {
+		const char *name;
+		int64_t v;
+	} ints[] = {
+		{ "Q", 0x10000 }, { "K_Buffer", 0x20000 }, { "V_Buffer", 0x20000 },
+		{ "Req_to_tokens", 0x30000 }, { "B_Seqlen", 0x40000 }, { "Att_Out", 0x50000 },
+		{ "k_scale", 0x60000 }, { "v_scale", 0x60000 }, { "stride_req_to_tokens_b", 512 },
+		{ "stride_qbs", 8 * 576 }, { "stride_qh", 576 }, { "stride_buf_kpbs", 64 * 576 },
+		{ "stride_buf_kbs", 576 }, { "stride_buf_kh", 576 }, { "stride_buf_vpbs", 64 * 576 },
+		{ "stride_buf_vbs", 576 }, { "stride_buf_vh", 576 }, { "stride_mid_ob", 8 * 16 * 513 },
+		{ "stride_mid_oh", 16 * 513 }, { "stride_mid_os", 513 },
+	};
+	size_t i;
+
+	memset(f, 0, sizeof(*f));
+	f->rule = rule_by_id(rule_id);
+	for (i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
+		set(f, ints[i].name, ints[i].v);
+	f->fvalue[index_of(f, "sm_scale")] = 0.0416666f;
+	f->l = (struct select_launch){ .kernel = "_fwd_grouped_kernel_stage1", .grid = { 5, 1, 16 },
+				       .block = { 128, 1, 1 }, .dynamic_smem = 102400,
+				       .setting = setting };
+	page_setting = "64";
+}
+
+static void test_vllm_mla_decode(void **state)
+{
+	struct fake f;
+	struct reroute_plan plan;
+	struct attn_decode_args a;
+
+	(void)state;
+	vllm_decode(&f, "vllm-mla-decode-2026-06");
+	expect_plan(&f, "vllm-mla-decode-2026-06", NULL, &plan);
+	memcpy(&a, plan.args, sizeof(a));
+	assert_string_equal(plan.kernel, ATTN_DECODE_MLA_FP8);
+	assert_int_equal(a.scheme, ATTN_DECODE_VLLM);
+	assert_int_equal(a.q_heads, 8);
+	assert_int_equal(a.kv_group, 8);
+	assert_int_equal(a.page_size, 64);
+	assert_int_equal(a.k_stride_page, 64 * 576);
+	assert_int_equal(a.out_stride_s, 513);
+	assert_ptr_equal(a.block_table, (void *)0x30000);
+	assert_ptr_equal(a.k_scale, (void *)0x60000);
+	assert_null(a.lse);
+	assert_int_equal(plan.grid[0], 1);
+	assert_int_equal(plan.grid[1], 16);
+	assert_int_equal(plan.grid[2], 5);
+	assert_int_equal(plan.dynamic_smem, ATTN_DECODE_MLA_FP8_SMEM);
+	/* the 2026-03 list has no page strides: pages are contiguous */
+	vllm_decode(&f, "vllm-mla-decode-2026-03");
+	expect_plan(&f, "vllm-mla-decode-2026-03", NULL, &plan);
+	memcpy(&a, plan.args, sizeof(a));
+	assert_int_equal(a.k_stride_page, 64 * 576);
+	/* 20 heads: two blocks of 16 in vLLM's grid, two in ours */
+	vllm_decode(&f, "vllm-mla-decode-2026-06");
+	set(&f, "stride_mid_ob", 20 * 16 * 513);
+	set(&f, "stride_qbs", 20 * 576);
+	f.l.grid[1] = 2;
+	expect_plan(&f, "vllm-mla-decode-2026-06", NULL, &plan);
+	assert_int_equal(plan.grid[0], 2);
+	/* refusals */
+	vllm_decode(&f, "vllm-mla-decode-2026-06");
+	page_setting = NULL;
+	expect_refusal(&f, "set SM120SHIM_PAGE_SIZE to vLLM's --block-size");
+	vllm_decode(&f, "vllm-mla-decode-2026-06");
+	page_setting = "128";
+	expect_refusal(&f, "page strides 36864 / 36864 cannot hold 128 tokens");
+	vllm_decode(&f, "vllm-mla-decode-2026-06");
+	f.l.grid[2] = 8;
+	expect_refusal(&f, "does not match 8 heads and 16 splits read from Att_Out");
+	vllm_decode(&f, "vllm-mla-decode-2026-06");
+	set(&f, "stride_mid_os", 512);
+	expect_refusal(&f, "are not a contiguous [batch, heads, splits, Lv + 1] buffer");
+	vllm_decode(&f, "vllm-mla-decode-2026-06");
+	set(&f, "V_Buffer", 0x28000);
+	expect_refusal(&f, "V_Buffer is not K_Buffer's first 512 channels");
+	vllm_decode(&f, "vllm-mla-decode-2026-06");
+	f.l.dynamic_smem = 63488; /* the bf16 cache: fits, and no tile claims it */
+	expect_refusal(&f, "not 63488 B");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -341,6 +433,7 @@ int main(void)
 		cmocka_unit_test(test_fp8_and_scales),
 		cmocka_unit_test(test_main_dropped_int_is_told_apart),
 		cmocka_unit_test(test_inconsistent_launches_are_refused),
+		cmocka_unit_test(test_vllm_mla_decode),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
