@@ -95,3 +95,10 @@ launches=$(grep -c '"event":"launch".*"kernel":"_fwd_kernel"' "$work/run.jsonl")
 expect "one row: 232448 B asked against 101376, 131072 over, every launch counted, 1 process" \
 	"^ *232448 *101376 *131072 *$launches .* 1  sm120 *_fwd_kernel$"
 expect "and the closing line" "^1 kernel over the sm120 limit in 1 process (1 log file)$"
+
+check "--set passes a rule setting as SM120SHIM_<NAME>" 0 "$sm120" run --set kv_cache_dtype=fp8_e4m3 \
+	--set page_size=64 -- sh -c "$showenv"
+expect "kv_cache_dtype" "^SM120SHIM_KV_CACHE_DTYPE=fp8_e4m3$"
+expect "page_size" "^SM120SHIM_PAGE_SIZE=64$"
+check "--set with an unknown name exits 2" 2 "$sm120" run --set kv_dtype=bf16 -- true
+expect "naming the settings" "--set takes NAME=VALUE with NAME one of kv_cache_dtype page_size"

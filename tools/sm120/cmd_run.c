@@ -6,6 +6,7 @@
  * and warn), the shim's absolute path goes first in LD_PRELOAD, and the
  * command replaces this process, so its exit status is the command's.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -17,14 +18,15 @@
 #include <unistd.h>
 
 #include "../../shim/route/route.h"
+#include "../../shim/route/rules.h"
 #include "commands.h"
 
 #define SHIM_NAME "libsm120shim.so"
 #define ADVERTISE_MAX (16ul << 20)  /* the most the shim accepts (config.c) */
 
 static const char *usage_text =
-	"usage: sm120 run [--mode M] [--target T] [--log PATH] [--advertise A] [--trace] "
-	"-- CMD [ARGS...]\n"
+	"usage: sm120 run [--mode M] [--target T] [--log PATH] [--advertise A] [--trace]\n"
+	"                 [--set NAME=VALUE]... -- CMD [ARGS...]\n"
 	"\n"
 	"Runs CMD with the shim preloaded (LD_PRELOAD, first); children inherit it.\n"
 	"  --mode M       off, diagnose, enforce or reroute (SM120SHIM_MODE; default reroute)\n"
@@ -37,6 +39,9 @@ static const char *usage_text =
 	"  --advertise A  auto, off or opt-in bytes to report in reroute mode\n"
 	"                 (SM120SHIM_ADVERTISE)\n"
 	"  --trace        one stderr line per intercepted call (SM120SHIM_TRACE=1)\n"
+	"  --set N=V      a value rules need that a launch cannot show (SM120SHIM_<N>):\n"
+	"                 kv_cache_dtype=bf16|fp8_e4m3 (SGLang --kv-cache-dtype),\n"
+	"                 page_size=N (vLLM --block-size); may be repeated\n"
 	"Options not given keep the environment's SM120SHIM_* values.  The shim is\n"
 	"$SM120SHIM_LIB, else " SHIM_NAME " next to the sm120 program.\n"
 	"exit: CMD's status; 2 usage error or no shim, 127 CMD cannot be run\n";
@@ -122,6 +127,37 @@ static char *preload_value(const char *shim, const char *old)
 	return v;
 }
 
+/*
+ * set_setting - --set NAME=VALUE: SM120SHIM_<NAME> for a rule setting
+ * (RULE_SETTINGS).  0, or non-zero after printing what is accepted.
+ */
+static int set_setting(const char *arg)
+{
+	static const char *const names[] = {
+#define SETTING_NAME(name, values) #name,
+		RULE_SETTINGS(SETTING_NAME)
+#undef SETTING_NAME
+	};
+	const char *eq = strchr(arg, '=');
+	char var[64];
+	size_t i, n = eq ? (size_t)(eq - arg) : 0, o;
+
+	for (i = 0; eq && i < sizeof(names) / sizeof(names[0]); i++) {
+		if (strlen(names[i]) != n || strncmp(names[i], arg, n) != 0 || !eq[1])
+			continue;
+		o = (size_t)snprintf(var, sizeof(var), "SM120SHIM_");
+		for (; *arg != '='; arg++)
+			var[o++] = (char)toupper((unsigned char)*arg);
+		var[o] = '\0';
+		return setenv(var, eq + 1, 1);
+	}
+	fprintf(stderr, "sm120 run: --set takes NAME=VALUE with NAME one of");
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		fprintf(stderr, " %s", names[i]);
+	fprintf(stderr, ", not '%s'\n", arg);
+	return -1;
+}
+
 /* Print "sm120 run: <message>" and return the usage-error status. */
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int fail(const char *fmt, ...)
@@ -149,6 +185,7 @@ int cmd_run(int argc, char **argv)
 		{ "log", required_argument, NULL, 'l' },
 		{ "advertise", required_argument, NULL, 'a' },
 		{ "trace", no_argument, NULL, 'T' },
+		{ "set", required_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -159,8 +196,12 @@ int cmd_run(int argc, char **argv)
 	int c, trace = 0;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+m:t:l:a:Th", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+m:t:l:a:Ts:h", longopts, NULL)) != -1) {
 		switch (c) {
+		case 's':
+			if (set_setting(optarg) != 0)
+				return 2;
+			break;
 		case 'm':
 			mode = optarg;
 			break;
