@@ -103,7 +103,7 @@ test: all $(FIXTURES) $(UNIT_TESTS) $(SHIM_TEST_BINS) $(FUZZ_BIN)
 include tests/fuzz/fuzz.mk
 
 # ------------------------------------------------------------------ GPU
-GPU_TESTS := $(T)/gpu_decode_merge $(T)/gpu_decode_attn
+GPU_TESTS := $(T)/gpu_decode_merge $(T)/gpu_decode_attn $(T)/gpu_extend_attn
 GPU_BENCH := $(T)/gpu_bench_launch
 $(T)/gpu_%: tests/gpu/%.c $(B)/libcore.a $(SHIM_OBJS) $(B)/.deps-ok
 	$(msg) CC $@

@@ -21,6 +21,12 @@
  * the dot products, prefix part only).  The prefix may be bf16 or FP8 E4M3
  * (per-tensor scales); q, k_ext, v_ext and o are bf16.
  *
+ * Precision: scores and sums in fp32, p rounded to bf16 for P.V like
+ * SGLang's p.to(v.dtype) with a bf16 cache.  With an FP8 cache SGLang also
+ * rounds q and p to E4M3 for the prefix dot products; these kernels convert
+ * the cache to bf16 (exactly) and keep q and p in bf16, so their results are
+ * closer to exact than SGLang's and differ from them by SGLang's FP8 error.
+ *
  * Not supported (an adapter must refuse launches that use them): custom masks
  * (USE_CUSTOM_MASK, spec-decode verify), sliding windows, attention sinks,
  * xai_temperature_len > 0, SCORE_MOD / aux tensors, PAGE_SIZE > 1, the HIP
@@ -74,8 +80,10 @@
  *  - lq, lv equal the kernel's head sizes; kv_group_num >= 1; flags known;
  *  - q, k_ext, v_ext, o, k_buf, v_buf 16-byte aligned, their token and head
  *    strides multiples of 8 elements (k_buf, v_buf: 16 elements for FP8);
+ *  - lse NULL or 4-byte aligned;
  *  - sm_scale, k_scale, v_scale finite; logit_cap finite and >= 0;
- *  - 0 <= qo_indptr[b] <= qo_indptr[b+1], same for kv_indptr.
+ *  - 0 <= qo_indptr[b] <= qo_indptr[b+1], same for kv_indptr, and a
+ *    sequence's extend tokens * kv_group_num < 2^31.
  * Not checkable, the caller's duty: grid.z == batch, grid.y == kv heads,
  * kv_indices[j] a valid slot of k_buf/v_buf.
  * v_buf may alias k_buf (MLA: v_buf = k_buf[..., :512]); o must not overlap
