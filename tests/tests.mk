@@ -104,7 +104,10 @@ include tests/fuzz/fuzz.mk
 
 # ------------------------------------------------------------------ GPU
 GPU_TESTS := $(T)/gpu_decode_merge $(T)/gpu_decode_attn $(T)/gpu_extend_attn
-GPU_BENCH := $(T)/gpu_bench_launch
+GPU_BENCH := $(T)/gpu_bench_launch $(T)/gpu_bench_peaks $(T)/bench_peaks.cubin
+$(T)/bench_peaks.cubin: tests/gpu/bench_peaks.cu $(B)/.deps-ok
+	$(msg) NVCC $@
+	$(Q)mkdir -p $(T) && $(NVCC) -O3 -cubin -arch=sm_90 $< -o $@
 $(T)/gpu_%: tests/gpu/%.c $(B)/libcore.a $(SHIM_OBJS) $(B)/.deps-ok
 	$(msg) CC $@
 	$(Q)mkdir -p $(T) && $(CC) $(PLAIN_CFLAGS) -I$(CUDA_HOME)/include \

@@ -51,9 +51,7 @@ CUresult shim_hook_cuFuncSetAttribute(CUfunction fn, CUfunction_attribute attr, 
 	SHIM_REAL_OR_RETURN(cuFuncSetAttribute);
 	SHIM_TRACE(cuFuncSetAttribute);
 	if (attr == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
-		g = shim_set_dynamic_gate(SHIM_HOOK_cuFuncSetAttribute, fn, 0, value);
-	if (g == SHIM_GATE_ACCEPT)
-		return CUDA_SUCCESS;
+		g = shim_set_dynamic_gate(SHIM_HOOK_cuFuncSetAttribute, fn, 0, &value);
 	return g ? (CUresult)g : real(fn, attr, value);
 }
 
@@ -70,9 +68,7 @@ CUresult shim_hook_cuKernelSetAttribute(CUfunction_attribute attr, int value, CU
 	SHIM_REAL_OR_RETURN(cuKernelSetAttribute);
 	SHIM_TRACE(cuKernelSetAttribute);
 	if (attr == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
-		g = shim_set_dynamic_gate(SHIM_HOOK_cuKernelSetAttribute, kernel, 1, value);
-	if (g == SHIM_GATE_ACCEPT)
-		return CUDA_SUCCESS;
+		g = shim_set_dynamic_gate(SHIM_HOOK_cuKernelSetAttribute, kernel, 1, &value);
 	return g ? (CUresult)g : real(attr, value, kernel, dev);
 }
 

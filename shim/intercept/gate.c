@@ -82,6 +82,15 @@ static void report(struct kernel_rec *r, const struct verdict *v, const struct t
 			      t->name, t->optin_per_block, v->rerouted_to, v->rule->id);
 		return;
 	}
+	if (strcmp(v->action, "accept") == 0) {
+		shim_log_warn("kernel %s (from %s): asks to be allowed %llu B of shared memory per "
+			      "block; %s allows %u B: accepted for rerouting (the driver is given %u "
+			      "B; launches over that run on a bundled kernel where a rule covers "
+			      "them, and are refused otherwise)", name, k ? k->origin : "?",
+			      (unsigned long long)(v->static_smem + v->dynamic), t->name,
+			      t->optin_per_block, t->optin_per_block - v->static_smem);
+		return;
+	}
 	shim_log_warn("kernel %s (from %s): %s %llu B of shared memory per block (%u static + "
 		      "%llu dynamic, through %s); %s allows %u B: %s%s%s. %s",
 		      name, k ? k->origin : "?", v->launch ? "a launch needs" : "asks to be allowed",
@@ -174,21 +183,21 @@ int shim_launch_gate(const struct shim_launch *l)
 	return a == ROUTE_REFUSE ? CUDA_ERROR_INVALID_VALUE : 0;
 }
 
-int shim_set_dynamic_gate(enum shim_hook_id via, void *handle, int is_kernel, int value)
+int shim_set_dynamic_gate(enum shim_hook_id via, void *handle, int is_kernel, int *value)
 {
 	const struct shim_config *c = shim_config();
 	const struct target_limits *t;
 	struct kernel_rec *r;
-	struct verdict v = { .event = "set_attribute", .via = via, .dynamic = (uint64_t)value };
+	struct verdict v = { .event = "set_attribute", .via = via, .dynamic = (uint64_t)*value };
 	char why[128];
 
 	if (c->mode == SHIM_MODE_OFF || !(t = shim_limits()))
 		return 0;
-	if (value >= 0 && (uint64_t)value + MAX_STATIC_SMEM <= t->optin_per_block)
+	if (*value >= 0 && (uint64_t)*value + MAX_STATIC_SMEM <= t->optin_per_block)
 		return 0;
 	r = shim_kernel(handle, is_kernel, NULL, NULL);
 	v.static_smem = r ? r->static_smem : 0;
-	switch (route_set_max_dynamic(value, v.static_smem, t, c->mode, c->advertise)) {
+	switch (route_set_max_dynamic(*value, v.static_smem, t, c->mode, c->advertise)) {
 	case ROUTE_ATTR_PASS:
 		return 0;
 	case ROUTE_ATTR_LOG:
@@ -199,7 +208,8 @@ int shim_set_dynamic_gate(enum shim_hook_id via, void *handle, int is_kernel, in
 		v.action = "accept";
 		report(r, &v, t);
 		reroute_prepare();
-		return SHIM_GATE_ACCEPT;
+		*value = (int)(t->optin_per_block - v.static_smem);
+		return 0;
 	default:
 		v.action = "refuse";
 		if (c->mode == SHIM_MODE_REROUTE && c->advertise > t->optin_per_block) {

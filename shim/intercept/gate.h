@@ -33,12 +33,12 @@ int shim_launch_gate(const struct shim_launch *l);
 
 /*
  * shim_set_dynamic_gate - judge cuFuncSetAttribute / cuKernelSetAttribute of
- * MAX_DYNAMIC_SHARED_SIZE_BYTES to @value on @handle.  Returns 0 to call the
- * driver, SHIM_GATE_ACCEPT to answer success without it (accepted and
- * recorded; the bundle is loaded then, outside any graph capture), or a
- * CUresult error (> 0) to refuse.
+ * MAX_DYNAMIC_SHARED_SIZE_BYTES to *@value on @handle.  Returns 0 to call the
+ * driver with *@value, or a CUresult error (> 0) to refuse.  A value accepted
+ * for rerouting (over the target, within what was advertised) is lowered to
+ * what the target allows the kernel, so launches that fit still run
+ * natively; the bundle is loaded then, outside any graph capture.
  */
-#define SHIM_GATE_ACCEPT (-1)
-int shim_set_dynamic_gate(enum shim_hook_id via, void *handle, int is_kernel, int value);
+int shim_set_dynamic_gate(enum shim_hook_id via, void *handle, int is_kernel, int *value);
 
 #endif

@@ -64,8 +64,9 @@ enum route_attr_action {
 	ROUTE_ATTR_PASS = 0,      /* set it on the driver as asked */
 	ROUTE_ATTR_LOG,           /* set it, and log that the target would refuse */
 	ROUTE_ATTR_REFUSE,        /* CUDA_ERROR_INVALID_VALUE, as the target's driver */
-	ROUTE_ATTR_ACCEPT,        /* answer success and record the value, within what was
-				     advertised: the launch will be rerouted or refused */
+	ROUTE_ATTR_ACCEPT,        /* within what was advertised: answer success, give the
+				     driver what the target allows; launches over it will be
+				     rerouted or refused */
 };
 
 /*

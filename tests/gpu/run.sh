@@ -19,6 +19,8 @@ sh tests/gpu/scan_gpu.sh >"$log" 2>&1
 count
 sh tests/gpu/shim_gpu.sh >"$log" 2>&1
 count
+sh tests/gpu/reroute_gpu.sh >"$log" 2>&1
+count
 echo
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -25,19 +25,22 @@ pointers), the grid, num_warps and num_stages.
 
 The shared-memory figure is what the shim's rules match on, and Triton derives
 it from the kernel's loads, dots and their order.  Both kernels are therefore
-written as the plain flash-attention loops the framework kernels are: the
-512-wide latent part and the 64-wide rope part of the keys loaded and dotted
-separately, keys loaded "transposed" ([D, BLOCK_N]), values [BLOCK_N, DV]
-after the softmax step.  Where the figure comes from, to tweak it if a Triton
-version lands elsewhere (`python3 standins.py smem` prints it):
-  extend  per key block: k [512, 64] bf16 = 64 KiB, kpe [64, 64] = 8 KiB,
-          v [64, 512] = 64 KiB, with q [32, 512] = 32 KiB and qpe [32, 64]
-          = 4 KiB live across the loops; 106496 = 104 KiB is the peak of those
-          staged through shared memory at one time.
-  decode  per key block: k [512, 32], kpe [64, 32] double-buffered by the
-          num_stages=2 pipeline (FP8: the 1-byte tiles plus the bf16
-          dequantised copies the dots read; bf16: the tiles feed the dots
-          directly), q [16, 512] and qpe [16, 64] live across the loop.
+written as the plain flash-attention loops the framework kernels are, in the
+same order: per key block the 512-wide latent part of the keys loaded
+"transposed" ([D, BLOCK_N]) and dotted, then the 64-wide rope part loaded and
+dotted, the softmax step, then the values [BLOCK_N, DV] loaded and dotted;
+queries (latent and rope apart) loaded once before the loops.  Not measured
+here (no GPU where this was written): `python3 standins.py smem` prints the
+figures.  If a Triton version lands elsewhere, what decides it, as far as
+known: the operand tiles staged through shared memory for each dot (extend:
+q [32, 512] and qpe [32, 64] bf16 = 36 KiB, k [512, 64] = 64 KiB, kpe
+[64, 64] = 8 KiB, v [64, 512] = 64 KiB, p [32, 64] = 4 KiB) and which of
+them are live together, so the order of loads and dots is the knob; for the
+decode, the num_stages=2 pipeline of the k/kpe loads (double buffers; with
+FP8 the 1-byte tiles are pipelined and the dequantised bf16 copies staged
+again for the dots, hence 102400 against 63488 B for bf16).  An FP8 prefix
+in the extend kernel is converted to bf16 before its dots, so its figure is
+the bf16 one, as measured for SGLang's kernel with either cache dtype.
 
 Usage (needs a CUDA GPU, PyTorch and Triton):
   python3 tests/gpu/standins.py smem [--arch 120]

@@ -343,7 +343,8 @@ def ref_extend(inp, dev):
         ke = kx[qo[b]:qo[b + 1]]                      # [E, LQ] extend keys
         s_pre = torch.einsum("ehd,pd->ehp", qb, kp) * (sm * ks)
         s_ext = torch.einsum("ehd,jd->ehj", qb, ke) * sm
-        causal = torch.ones(e, e, dtype=torch.bool, device=dev).tril()
+        j = torch.arange(e, device=dev)
+        causal = j[:, None] >= j[None, :]             # query i sees extend keys j <= i
         s_ext = s_ext.masked_fill(~causal[:, None, :], float("-inf"))
         w = torch.softmax(torch.cat([s_pre, s_ext], dim=-1), dim=-1)
         n = kp.shape[0]

@@ -120,11 +120,18 @@ expect advertise "reroute with SM120SHIM_ADVERTISE: the advertised opt-in, the o
 	"optin 232448" "per_sm 102400" "set 232448 -> 0" "kernel set 232448 -> 0"
 expect advertise "... and, with no rule to reroute them, over-limit launches refused" \
 	"launch 106496 -> 1" "launchex 106496 -> 1" "kernel launch 106496 -> 1"
-[ "$(grep -c '^cuFuncSetAttribute' "$work/advertise.drv")" = 1 ] &&
-	[ "$(grep -c '^cuKernelSetAttribute' "$work/advertise.drv")" = 0 ] &&
-	grep -q '"event":"set_attribute","action":"accept"' "$work"/advertise.*.jsonl &&
-	echo "ok - an accepted attribute is recorded, never set on the driver (it would refuse nothing, but the launch must not run)" ||
-	{ echo "not ok - advertise: what reached the driver"; cat "$work/advertise.drv"; }
+grep -q '"event":"set_attribute","action":"accept"' "$work"/advertise.*.jsonl &&
+	grep -q "accepted for rerouting (the driver is given 101376 B" "$work/advertise.err" &&
+	echo "ok - an accepted attribute is logged, and the driver is given what the target allows" ||
+	{ echo "not ok - advertise: accept"; sed 's/^/#   /' "$work/advertise.err"; }
+
+# A real SM120 card (the fake with 101376 B), target auto, reroute: Triton is
+# told 232448, and its attribute set is lowered so the real driver accepts it.
+run realsm120 SM120SHIM_MODE=reroute SM120SHIM_ADVERTISE=232448 FAKECUDA_OPTIN=101376
+expect realsm120 "on a real SM120 the advertised opt-in is reported, above what the card has" \
+	"optin 232448" "kernel set 232448 -> 0" "set 101376 -> 0"
+expect realsm120 "... and launches over the card's limit are refused (no rule for this kernel)" \
+	"launch 106496 -> 1" "kernel launch 106496 -> 1"
 
 run badmode SM120SHIM_MODE=enforcee SM120SHIM_TARGET=sm99
 expect badmode "a bad mode falls back to diagnose (changes nothing)" "optin 232448" "launch 106496 -> 0"

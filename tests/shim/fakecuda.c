@@ -160,11 +160,19 @@ EXPORT CUresult cuLibraryGetKernel(CUkernel *k, CUlibrary l, const char *name)
 	return CUDA_SUCCESS;
 }
 
+/* Like the driver: more dynamic shared memory than the device's opt-in is refused. */
+static CUresult set_attr(CUfunction_attribute a, int v)
+{
+	if (a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES && v > device_optin(0))
+		return CUDA_ERROR_INVALID_VALUE;
+	return CUDA_SUCCESS;
+}
+
 EXPORT CUresult cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int v)
 {
-	(void)f; (void)a; (void)v;
+	(void)f;
 	record("cuFuncSetAttribute");
-	return CUDA_SUCCESS;
+	return set_attr(a, v);
 }
 
 /* Static smem of every kernel: $FAKECUDA_STATIC (default 0); 1024 threads at most. */
@@ -194,9 +202,9 @@ EXPORT CUresult cuFuncGetName(const char **name, CUfunction f)
 
 EXPORT CUresult cuKernelSetAttribute(CUfunction_attribute a, int v, CUkernel k, CUdevice d)
 {
-	(void)a; (void)v; (void)k; (void)d;
+	(void)k; (void)d;
 	record("cuKernelSetAttribute");
-	return CUDA_SUCCESS;
+	return set_attr(a, v);
 }
 
 EXPORT CUresult cuKernelGetAttribute(int *v, CUfunction_attribute a, CUkernel k, CUdevice d)

@@ -1,0 +1,45 @@
+/*
+ * bench_peaks.cu - the hardware ceilings the attention benchmark is measured
+ * against, with the instructions SM120 has:
+ *   mma_peak  back-to-back mma.sync m16n8k16 bf16 -> fp32 from registers
+ *             (8 independent accumulators per warp), no memory traffic;
+ *   read_bw   a streaming read of a large buffer in 16-byte loads.
+ * Built into a cubin by tests/tests.mk; tests/gpu/bench_peaks.c launches it.
+ */
+#include <cstdint>
+
+extern "C" __global__ void __launch_bounds__(256) mma_peak(float *out, int iters)
+{
+	uint32_t a[4] = { 0x3f803f80u ^ threadIdx.x, 0x3f803f80u, 0x3f803f80u, 0x3f803f80u };
+	uint32_t b[2] = { 0x3f803f80u, 0x3f803f80u ^ blockIdx.x };
+	float c[8][4] = {};
+
+	for (int i = 0; i < iters; i++) {
+#pragma unroll
+		for (int j = 0; j < 8; j++)
+			asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+				     "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+				     : "+f"(c[j][0]), "+f"(c[j][1]), "+f"(c[j][2]), "+f"(c[j][3])
+				     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+	}
+	float s = 0.f;
+#pragma unroll
+	for (int j = 0; j < 8; j++)
+		s += c[j][0] + c[j][1] + c[j][2] + c[j][3];
+	if (s == 1.2345f)
+		out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
+
+extern "C" __global__ void __launch_bounds__(256) read_bw(const uint4 *in, size_t n, uint32_t *out)
+{
+	uint32_t acc = 0;
+
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x) {
+		uint4 v = __ldcs(in + i);
+
+		acc ^= v.x ^ v.y ^ v.z ^ v.w;
+	}
+	if (acc == 0x12345678u)
+		out[0] = acc;
+}
