@@ -301,8 +301,12 @@ def extend_attention_fwd(
     window_kv_offsets=None,
     xai_temperature_len=-1,
     warmup=False,
+    tiles=None,
 ):
     """Launch `_fwd_kernel` as SGLang's 2026-03 extend_attention_fwd does.
+
+    tiles=(BLOCK_M, BLOCK_N) replaces the Hopper tiles (the benchmark's SM120
+    configuration, SGLang's own SM120 branch: (32, 32) for Lq 576).
 
     q/k/v/o_extend are [tokens, heads, dim] (k, v: kv heads); k/v_buffer are
     [slots, kv heads, dim]; the indptrs are int32 [batch + 1], kv_indices
@@ -311,6 +315,8 @@ def extend_attention_fwd(
     """
     Lq, Lv = q_extend.shape[-1], v_extend.shape[-1]
     dmodel, dpe, dv, bm, bn, warps = extend_block_sizes(Lq, Lv)
+    if tiles:
+        bm, bn = tiles
     sm_scale = sm_scale or 1.0 / (Lq**0.5)
     batch, heads = qo_indptr.shape[0] - 1, q_extend.shape[1]
     grid = (batch, heads, triton.cdiv(max_len_extend, bm))
@@ -572,8 +578,12 @@ def decode_attention_fwd(
     v_scale=None,
     is_mla=False,
     warmup=False,
+    num_stages=None,
 ):
     """Launch stage 1 and stage 2 as vLLM's decode_attention_fwd (grouped path) does.
+
+    num_stages replaces stage 1's pipeline depth (the benchmark's SM120
+    configuration: 1, which fits with an FP8 cache).
 
     q [B, H, Lk]; k_buffer [pages, page_size, kv heads, Lk] (MLA: 1 kv head,
     v_buffer its [..., :Lv] view); o [B, H, Lv]; lse [B, H]; req_to_token
@@ -603,7 +613,7 @@ def decode_attention_fwd(
         dmodel, dpe = triton.next_power_of_2(Lk), 0
     dv = triton.next_power_of_2(Lv)
     block_n, block_h = 32, 16
-    stages = 1 if dmodel >= 1024 else 2
+    stages = num_stages or (1 if dmodel >= 1024 else 2)
 
     grid1 = (batch, triton.cdiv(heads, min(block_h, group)), num_kv_splits)
     args1 = (

@@ -1,0 +1,121 @@
+"""bench_attention.py - one configuration of the attention benchmark (GPU).
+
+Run as: python3 bench_attention.py CONFIG [KV]
+  hopper    the Triton stand-ins at the Hopper configuration the shim
+            reroutes (SGLang extend MLA 32x64; vLLM FP8 decode, 2 stages),
+            run natively on the Hopper GPU
+  sm120     the configuration a user would pick instead on SM120 (SGLang's
+            own SM120 branch: extend 32x32; vLLM FP8 decode with 1 stage);
+            run it with DISABLE_MMA_V3=1 so that Triton keeps to the
+            instructions SM120 has (no wgmma)
+  rerouted  the Hopper configuration under `sm120 run --mode reroute
+            --target sm120`: the launches run on the bundled kernels
+KV (bf16 or fp8_e4m3) limits the run to the extend cases of that KV cache
+dtype (and runs the decode cases, which are FP8, only for fp8_e4m3): under
+the shim, SM120SHIM_KV_CACHE_DTYPE must match the cache of every extend launch.
+Prints one JSON object per case: name, config, milliseconds (median of 10
+after 3 warm-up launches), the work done (FLOP for extend: the causal score
+and value products actually needed; bytes of KV cache read for decode).
+tests/gpu/bench.sh runs every configuration and prints the table.
+"""
+import json
+import sys
+
+import torch
+import triton
+
+import standins as si
+
+HEADS = 8            # Kimi K2 at TP8: 8 local q heads, one 576-wide MLA kv head
+PAGE = 64
+
+EXTEND_CASES = [      # (sequences, prefix tokens, extend tokens)
+    (4, 8192, 2048),
+    (16, 4096, 512),
+    (64, 2048, 256),
+    (4, 16384, 4096),
+]
+DECODE_CASES = [      # (sequences, context tokens)
+    (1, 32768),
+    (32, 8192),
+    (256, 4096),
+]
+
+
+def timed(fn):
+    """Median milliseconds of 10 launches after 3 warm-ups, on the current stream."""
+    for _ in range(3):
+        fn()
+    times = []
+    for _ in range(10):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    return sorted(times)[len(times) // 2]
+
+
+def extend_case(batch, prefix, extend, kv, tiles, gen):
+    dev = "cuda"
+    slots = batch * prefix + 1
+    tokens = batch * extend
+    kbuf = (torch.randn(slots, 1, 576, generator=gen, device=dev) * 0.5).to(si.KV_DTYPES[kv])
+    q = torch.randn(tokens, HEADS, 576, generator=gen, device=dev).to(torch.bfloat16)
+    k = torch.randn(tokens, 1, 576, generator=gen, device=dev).to(torch.bfloat16)
+    o = torch.empty(tokens, HEADS, 512, dtype=torch.bfloat16, device=dev)
+    qo = torch.arange(0, tokens + 1, extend, dtype=torch.int32, device=dev)
+    kvp = torch.arange(0, batch * prefix + 1, prefix, dtype=torch.int32, device=dev)
+    idx = torch.randperm(slots - 1, generator=gen, device=dev) + 1
+    args = dict(q_extend=q, k_extend=k, v_extend=k[..., :512], o_extend=o, k_buffer=kbuf,
+                v_buffer=kbuf[..., :512], qo_indptr=qo, kv_indptr=kvp, kv_indices=idx,
+                custom_mask=None, is_causal=True, mask_indptr=None, max_len_extend=extend,
+                k_scale=1.0, v_scale=1.0, sm_scale=192**-0.5, tiles=tiles)
+    ms = timed(lambda: si.extend_attention_fwd(**args))
+    rows = batch * HEADS * extend
+    keys = prefix + (extend + 1) / 2                    # causal: row i sees prefix + i + 1
+    return ms, rows * keys * (576 + 512) * 2
+
+
+def decode_case(batch, ctx, stages, gen):
+    dev = "cuda"
+    pages_per = triton.cdiv(ctx, PAGE)
+    pages = batch * pages_per + 1
+    cache = (torch.randn(pages, PAGE, 1, 576, generator=gen, device=dev) * 0.5).to(
+        torch.float8_e4m3fn)
+    table = (torch.randperm(pages - 1, generator=gen, device=dev) + 1).to(torch.int32)
+    table = table.reshape(batch, pages_per)
+    splits = si.num_kv_splits_for(ctx, torch.cuda.get_device_properties(0).multi_processor_count)
+    args = dict(q=torch.randn(batch, HEADS, 576, generator=gen, device=dev).to(torch.bfloat16),
+                k_buffer=cache, v_buffer=cache[..., :512],
+                o=torch.empty(batch, HEADS, 512, dtype=torch.bfloat16, device=dev),
+                lse=torch.empty(batch, HEADS, dtype=torch.bfloat16, device=dev),
+                req_to_token=table,
+                b_seq_len=torch.full((batch,), ctx, dtype=torch.int32, device=dev),
+                attn_logits=torch.empty(batch, HEADS, splits, 513, dtype=torch.float32,
+                                        device=dev),
+                num_kv_splits=splits, sm_scale=192**-0.5, page_size=PAGE,
+                k_scale=torch.tensor(0.05, device=dev), v_scale=torch.tensor(0.05, device=dev),
+                is_mla=True, num_stages=stages)
+    ms = timed(lambda: si.decode_attention_fwd(**args))
+    return ms, batch * ctx * 576                         # FP8 cache bytes read
+
+
+def main(config, only_kv=None):
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    tiles = (32, 32) if config == "sm120" else None
+    stages = 1 if config == "sm120" else None
+    for kv in (only_kv,) if only_kv else ("bf16", "fp8_e4m3"):
+        for batch, prefix, extend in EXTEND_CASES:
+            ms, flop = extend_case(batch, prefix, extend, kv, tiles, gen)
+            print(json.dumps(dict(kernel="extend", kv=kv, case=f"{batch}x{prefix}+{extend}",
+                                  config=config, ms=ms, tflops=flop / ms / 1e9)), flush=True)
+    for batch, ctx in DECODE_CASES if only_kv in (None, "fp8_e4m3") else ():
+        ms, nbytes = decode_case(batch, ctx, stages, gen)
+        print(json.dumps(dict(kernel="decode", kv="fp8_e4m3", case=f"{batch}x{ctx}", config=config,
+                              ms=ms, gbps=nbytes / ms / 1e6)), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None)
