@@ -105,6 +105,10 @@ include tests/fuzz/fuzz.mk
 # ------------------------------------------------------------------ GPU
 GPU_TESTS := $(T)/gpu_decode_merge $(T)/gpu_decode_attn $(T)/gpu_extend_attn
 GPU_BENCH := $(T)/gpu_bench_launch $(T)/gpu_bench_peaks $(T)/bench_peaks.cubin
+GPU_SHIMMED := $(T)/gpu_reroute_contexts $(T)/framework_stage1.cubin
+$(T)/framework_stage1.cubin: tests/gpu/framework_stage1.cu $(B)/.deps-ok
+	$(msg) NVCC $@
+	$(Q)mkdir -p $(T) && $(NVCC) -O3 -cubin -arch=sm_90 -Xcudafe --diag_suppress=177 $< -o $@
 $(T)/bench_peaks.cubin: tests/gpu/bench_peaks.cu $(B)/.deps-ok
 	$(msg) NVCC $@
 	$(Q)mkdir -p $(T) && $(NVCC) -O3 -cubin -arch=sm_90 $< -o $@
@@ -114,7 +118,7 @@ $(T)/gpu_%: tests/gpu/%.c $(B)/libcore.a $(SHIM_OBJS) $(B)/.deps-ok
 	  -o $@ $< $(B)/obj/shim/reroute/bundle.o $(B)/obj/shim/reroute/bundle_S.o \
 	  $(B)/libcore.a -L$(CUDA_HOME)/lib64/stubs -lcuda -lm
 
-gpu-build: all $(GPU_TESTS) $(GPU_BENCH)
+gpu-build: all $(GPU_TESTS) $(GPU_BENCH) $(GPU_SHIMMED)
 .PHONY: gpu-build
 
 test-gpu: gpu-build

@@ -70,8 +70,9 @@ static void report(struct kernel_rec *r, const struct verdict *v, const struct t
 		memcpy(e.block, v->launch->block, sizeof(e.block));
 	}
 	shim_log_event(&e);
-	if (strcmp(v->action, "reroute") != 0)
-		shim_log_count(refused);
+	shim_log_count(refused ? SHIM_OUTCOME_REFUSED :
+		       v->rerouted_to ? SHIM_OUTCOME_REROUTED :
+		       strcmp(v->action, "accept") == 0 ? SHIM_OUTCOME_ACCEPTED : SHIM_OUTCOME_LOGGED);
 	snprintf(key, sizeof(key), "%s|%s|%s", v->event, v->action, name);
 	if (!shim_log_first(key))
 		return;

@@ -15,7 +15,7 @@
 
 static int log_fd = -1;
 static pthread_once_t log_once = PTHREAD_ONCE_INIT;
-static atomic_ulong over_logged, over_refused;
+static atomic_ulong outcomes[SHIM_OUTCOMES];
 
 void shim_log_warn(const char *fmt, ...)
 {
@@ -35,16 +35,20 @@ void shim_log_warn(const char *fmt, ...)
 
 static void summary(void)
 {
-	unsigned long logged = atomic_load(&over_logged), refused = atomic_load(&over_refused);
+	unsigned long n[SHIM_OUTCOMES], total = 0;
 	const struct shim_config *c = shim_config();
+	int i;
 
-	if (logged + refused == 0)
+	for (i = 0; i < SHIM_OUTCOMES; i++)
+		total += n[i] = atomic_load(&outcomes[i]);
+	if (total == 0)
 		return;
 	shim_log_warn("summary: %lu launches or attribute sets over the %s shared-memory limit "
-		      "(mode %s): %lu refused, %lu only logged%s%s",
-		      logged + refused, c->target_auto ? "device's" : c->target.name,
-		      route_mode_name(c->mode), refused, logged, c->log_path[0] ? "; details in " : "",
-		      c->log_path);
+		      "(mode %s): %lu rerouted, %lu refused, %lu only logged, %lu attribute sets "
+		      "accepted for rerouting%s%s",
+		      total, c->target_auto ? "device's" : c->target.name, route_mode_name(c->mode),
+		      n[SHIM_OUTCOME_REROUTED], n[SHIM_OUTCOME_REFUSED], n[SHIM_OUTCOME_LOGGED],
+		      n[SHIM_OUTCOME_ACCEPTED], c->log_path[0] ? "; details in " : "", c->log_path);
 }
 
 static void log_open(void)
@@ -83,10 +87,11 @@ int shim_log_first(const char *key)
 	return 1;
 }
 
-void shim_log_count(int refused)
+void shim_log_count(enum shim_outcome outcome)
 {
 	pthread_once(&log_once, log_open);
-	atomic_fetch_add(refused ? &over_refused : &over_logged, 1);
+	if ((unsigned)outcome < SHIM_OUTCOMES)
+		atomic_fetch_add(&outcomes[outcome], 1);
 }
 
 size_t shim_log_json_string(char *out, size_t n, const char *s)

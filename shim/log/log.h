@@ -71,7 +71,16 @@ size_t shim_log_json_string(char *out, size_t n, const char *s);
  */
 int shim_log_first(const char *key);
 
-/* shim_log_count - count one over-limit event for the exit summary. */
-void shim_log_count(int refused);
+/* What happened to one over-limit call, for the exit summary. */
+enum shim_outcome {
+	SHIM_OUTCOME_LOGGED = 0,   /* diagnose: passed on unchanged */
+	SHIM_OUTCOME_REFUSED,
+	SHIM_OUTCOME_REROUTED,
+	SHIM_OUTCOME_ACCEPTED,     /* an attribute set accepted for rerouting */
+	SHIM_OUTCOMES
+};
+
+/* shim_log_count - count one over-limit call for the exit summary. */
+void shim_log_count(enum shim_outcome outcome);
 
 #endif

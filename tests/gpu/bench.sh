@@ -77,6 +77,14 @@ for key in hop:
     frac = (rr[key]["tflops"] / mma) if key[0] == "extend" else (rr[key]["gbps"] / bw)
     print(f"{key[0]:<7} {key[1]:<9} {key[2]:<15} {b:>8.3f} {h:>8.3f} {h / b:>6.2f} "
           f"{hn:>8.3f} {hn / b:>6.2f} {s:>8.3f} {s / b:>6.2f} {frac:>10.2f}")
+print()
+print("decode called eagerly (ms per call, CPU launch costs included: Triton's launcher, and "
+      "for 'bundled' the shim's reroute decision)")
+for key in hop:
+    if key[0] == "decode":
+        print(f"{key[2]:<15} bundled {rr[key]['eager_ms']:.3f}  hopper {hop[key]['eager_ms']:.3f}  "
+              f"sm120 {sm[key]['eager_ms']:.3f}")
+print()
 print("hopper: the configuration rerouted, native with wgmma; hop-nowg: the same without "
       "wgmma (SM120's instructions); sm120: what a user picks on SM120 (extend 32x32, "
       "decode 1 stage), without wgmma.  'of ceiling': the bundled kernel's TFLOP/s over the "

@@ -87,6 +87,10 @@ PY
 done
 
 # enforce: the launches must fail exactly as on an SM120 card.
+step "several contexts in one process" "$work/contexts.out" \
+	"$sm120" run --mode reroute --target sm120 --set page_size=64 -- \
+	"$B/test/gpu_reroute_contexts" "$B/test/framework_stage1.cubin"
+
 step "enforce under sm120 run --mode enforce --target sm120" "$work/enforce.out" \
 	"$sm120" run --mode enforce --target sm120 -- python3 $py enforce
 grep -qE '^(ok|not ok) - enforce' "$work/enforce.out" || echo "not ok - enforce printed no result"

@@ -52,7 +52,7 @@ n=$(grep -c "kernel _fwd_kernel (from memory 0x" "$work/enforce.err")
 	grep -q "a launch needs 106496 B .*refused, as that GPU would (CUDA_ERROR_INVALID_VALUE). SM120SHIM_MODE=reroute runs" "$work/enforce.err" &&
 	echo "ok - one stderr line per problem (the attribute set, the launches: not one per launch), naming kernel, image, bytes and limit" ||
 	{ echo "not ok - enforce stderr ($n lines)"; sed 's/^/#   /' "$work/enforce.err"; }
-grep -q "summary: 5 launches or attribute sets over the sm120" "$work/enforce.err" &&
+grep -q "summary: 5 launches or attribute sets over the sm120 shared-memory limit (mode enforce): 0 rerouted, 5 refused, 0 only logged, 0 attribute sets accepted for rerouting" "$work/enforce.err" &&
 	echo "ok - a summary at exit" || { echo "not ok - summary"; sed 's/^/#   /' "$work/enforce.err"; }
 if python3 - "$work"/enforce.*.jsonl <<'PY'
 import json, sys

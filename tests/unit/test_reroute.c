@@ -320,7 +320,23 @@ static void test_inconsistent_launches_are_refused(void **state)
 						    &r, &why), 0);
 		assert_non_null(strstr(why.msg, "through 'extra'"));
 	}
-	/* SGLang's prefill_attention.py _fwd_kernel: same name, another list */
+	/* SGLang's prefill_attention.py _fwd_kernel (Q, K, V, sm_scale, B_Start_Loc,
+	   B_Seqlen, Out, 8 strides + Triton's 2 scratch pointers): same name, another list */
+	{
+		static const uint32_t prefill[17] = { 8, 8, 8, 4, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4, 8, 8 };
+		struct reroute_plan plan;
+		const struct rule *r;
+		struct sm_err why;
+
+		kimi_extend(&f, "sglang-extend-2026-03");
+		pack(&f);
+		f.l.param_sizes = prefill;
+		f.l.n_params = 17;
+		assert_int_not_equal(reroute_select(rules_builtin, rules_builtin_count, &f.l, &plan,
+						    &r, &why), 0);
+		assert_non_null(strstr(why.msg, "fit no reading of rule"));
+	}
+	/* a truncated list of the extend kernel itself */
 	kimi_extend(&f, "sglang-extend-2026-03");
 	pack(&f);
 	f.l.n_params = 14;
