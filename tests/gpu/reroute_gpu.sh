@@ -1,14 +1,16 @@
 #!/bin/sh
 # reroute_gpu.sh - the shim's reroute mode on real Triton launches (GPU):
 # stand-ins with the launch interfaces of SGLang's extend attention
-# (`_fwd_kernel`, 106496 B) and vLLM's TRITON_MLA decode
+# (`_fwd_kernel`, 106496 B, in its 2026-03, v0.5.9 and upstream-main
+# signatures, main also with a batch of 1) and vLLM's TRITON_MLA decode
 # (`_fwd_grouped_kernel_stage1`, 102400 B with an FP8 cache), SM120 emulated
 # on a bigger GPU.  Each case runs plainly and under
 # `sm120 run --mode reroute --target sm120`, eagerly and inside a CUDA graph;
 # the results are compared with a float64 reference
-# (tests/gpu/test_reroute.py check), the JSON log must show the reroutes by
-# the expected rules and no refusal, and `--mode enforce` must reproduce
-# Triton's OutOfResources.  Prints "ok - ..." / "not ok - ...".
+# (tests/gpu/test_reroute.py check), the JSON log must show each launch
+# rerouted by the rule of its signature and no refusal, the v0.5.9 signature
+# with an FP8 cache must be refused (its own process), and `--mode enforce`
+# must reproduce Triton's OutOfResources.  Prints "ok - ..." / "not ok - ...".
 set -u
 B=${SM120_BUILD:-build}
 sm120=$(pwd)/$B/sm120
@@ -59,32 +61,78 @@ for kv in bf16 fp8_e4m3; do
 		if python3 - "$work" "$mode" "$kv" <<'PY'
 import glob, json, sys
 work, mode, kv = sys.argv[1:4]
-# The rule each stand-in's interface is written to match (rules/*.json).
-rules = {"_fwd_kernel": "sglang-extend-2026-03",
-         "_fwd_grouped_kernel_stage1": "vllm-mla-decode-2026-06"}
-want = {"_fwd_kernel"} | ({"_fwd_grouped_kernel_stage1"} if kv == "fp8_e4m3" else set())
+# The rules each stand-in's interface is written to match (rules/*.json), told
+# apart by the launch's cubin parameter count (standins.py smem checks them):
+# SGLang extend 2026-03: 27, v0.5.9: 25, upstream main: 37, main with one
+# sequence: 36 (compact_batch_size == 1 compiled in: the 2026-07-10 layout as
+# well, which the shim reads identically, so either rule may take it); vLLM
+# decode stage 1: 23.
+rules = {("_fwd_kernel", 27): {"sglang-extend-2026-03"},
+         ("_fwd_kernel", 25): {"sglang-extend-2025-08"},
+         ("_fwd_kernel", 37): {"sglang-extend-main"},
+         ("_fwd_kernel", 36): {"sglang-extend-main", "sglang-extend-2026-07-10"},
+         ("_fwd_grouped_kernel_stage1", 23): {"vllm-mla-decode-2026-06"}}
+# What each dtype launches (test_reroute.py make_cases): v0.5.9 and main with
+# one sequence run with bf16 only; the bf16 decode (63488 B) fits.
+want = {("_fwd_kernel", 27), ("_fwd_kernel", 37)}
+want |= ({("_fwd_kernel", 25), ("_fwd_kernel", 36)} if kv == "bf16"
+         else {("_fwd_grouped_kernel_stage1", 23)})
 ev = [json.loads(l) for f in glob.glob(f"{work}/rr-{mode}-{kv}.*.jsonl") for l in open(f)]
 launch = [e for e in ev if e.get("event") == "launch"]
 rr = [e for e in launch if e.get("action") == "reroute"]
 refused = [e for e in ev if e.get("action") == "refuse"]
 got = {}
 for e in rr:
-    got.setdefault(e.get("kernel"), set()).add((e.get("rule"), e.get("rerouted_to")))
+    key = (e.get("kernel"), len(e.get("param_sizes") or []))
+    got.setdefault(key, set()).add((e.get("rule"), e.get("rerouted_to")))
 print(f"# {mode} {kv}: {len(ev)} events, {len(rr)} reroutes: "
-      + "; ".join(f"{k} -> {sorted(v)}" for k, v in sorted(got.items())))
+      + "; ".join(f"{k}/{n} -> {sorted(v)}" for (k, n), v in sorted(got.items())))
+for k, n in sorted(want - set(got)):
+    print(f"# not rerouted: {k} with {n} parameters")
+for k, n in sorted(set(got) - want):
+    print(f"# rerouted, not launched by the cases: {k} with {n} parameters")
+for (k, n), v in sorted(got.items()):
+    for r in sorted({r for r, _ in v} - rules.get((k, n), set()), key=str):
+        print(f"# {k} with {n} parameters rerouted by {r}, expected {sorted(rules.get((k, n), ()))}")
 for e in refused[:3]:
     print(f"# refused: {e.get('kernel')}: {e.get('reason')}")
 ok = not refused and set(got) == want
 ok &= all(e.get("rerouted_to") for e in rr)
-ok &= all(r == rules[k] for k, v in got.items() if k in rules for r, _ in v)
+ok &= all(r in rules.get(k, ()) for k, v in got.items() for r, _ in v)
 # the bf16 decode (63488 B) fits: the shim must not even log it
 ok &= kv != "bf16" or not [e for e in launch if e.get("kernel") == "_fwd_grouped_kernel_stage1"]
 sys.exit(0 if ok else 1)
 PY
-		then echo "ok - $mode $kv: the log shows $( [ $kv = bf16 ] && echo "_fwd_kernel" || echo "_fwd_kernel and _fwd_grouped_kernel_stage1") rerouted by the expected rules, nothing refused"
+		then echo "ok - $mode $kv: the log shows $( [ $kv = bf16 ] && echo "_fwd_kernel in the 2026-03, v0.5.9, main and main batch-1 signatures" || echo "_fwd_kernel in the 2026-03 and main signatures and _fwd_grouped_kernel_stage1") rerouted by the rules of their signatures, nothing refused"
 		else echo "not ok - $mode $kv: reroute events in the JSON log"; fi
 	done
 done
+
+# The v0.5.9 signature with an FP8 cache: the shim has its rule but must refuse
+# the launch (how that release scales FP8 keys is not verified) as an SM120
+# card would refuse it; in a process of its own, the failed launch being the
+# point.  The log must say so: a refused _fwd_kernel launch with the v0.5.9
+# layout (25 parameters) whose reason names the rule and "not verified".
+step "refuse under sm120 run --mode reroute --target sm120" "$work/refuse.out" \
+	"$sm120" run --mode reroute --target sm120 --set kv_cache_dtype=fp8_e4m3 \
+	--log "$work/refuse.%p.jsonl" -- python3 $py refuse
+grep -qE '^(ok|not ok) - refuse' "$work/refuse.out" || echo "not ok - refuse printed no result"
+if python3 - "$work" <<'PY'
+import glob, json, sys
+ev = [json.loads(l) for f in glob.glob(f"{sys.argv[1]}/refuse.*.jsonl") for l in open(f)]
+launch = [e for e in ev if e.get("event") == "launch" and e.get("kernel") == "_fwd_kernel"]
+for e in launch[:3]:
+    print(f"# refuse: launch {e.get('action')}, {len(e.get('param_sizes') or [])} parameters: "
+          f"{e.get('reason')}")
+ok = bool(launch)
+for e in launch:
+    why = e.get("reason") or ""
+    ok &= e.get("action") == "refuse" and len(e.get("param_sizes") or []) == 25
+    ok &= "not verified" in why and "sglang-extend-2025-08" in why
+sys.exit(0 if ok else 1)
+PY
+then echo "ok - refuse: the log shows the v0.5.9 _fwd_kernel launch with an FP8 cache refused (rule sglang-extend-2025-08: not verified)"
+else echo "not ok - refuse: no refused v0.5.9 _fwd_kernel launch whose reason says 'not verified' in the JSON log"; fi
 
 # enforce: the launches must fail exactly as on an SM120 card.
 step "several contexts in one process" "$work/contexts.out" \

@@ -8,7 +8,11 @@ configurations:
   _fwd_kernel                  SGLang extend (prefill) attention, 2026-03
                                signature (k_scale/v_scale, no LSE), MLA absorbed
                                Lq 576 / Lv 512 at BLOCK 32x64, 8 warps, 1 stage:
-                               106496 B of shared memory (bf16 and FP8 cache)
+                               106496 B of shared memory (bf16 and FP8 cache);
+                               the v0.5.9 and upstream-main signatures are in
+                               standins_extend_v059.py / standins_extend_main.py
+                               (each `_fwd_kernel` needs a module of its own),
+                               all three inlining _extend_attention below
   _fwd_grouped_kernel_stage1   vLLM TRITON_MLA decode stage 1, 2026-07 signature
                                (page strides, k_scale/v_scale pointers), BLOCK_N
                                32, BLOCK_H 16, 4 warps, 2 stages: 102400 B with
@@ -44,7 +48,8 @@ the bf16 one, as measured for SGLang's kernel with either cache dtype.
 
 Usage (needs a CUDA GPU, PyTorch and Triton):
   python3 tests/gpu/standins.py smem [--arch 120]
-      compile (no launch) every stand-in at the test configuration and print
+      compile (no launch) every stand-in at the test configuration (the
+      extend kernel in each signature of extend_signatures()) and print
       metadata.shared and the cubin parameter count against the expected
       figures as "ok - ..." / "not ok - ..." lines.  --arch 120 compiles for
       sm_120 instead of this GPU (Triton's own ptxas), as the reference's
@@ -99,12 +104,16 @@ def cubin_param_count(compiled):
 
 
 # -----------------------------------------------------------------------------
-# SGLang extend attention, 2026-03 interface
+# SGLang extend attention: the math every signature shares, and the 2026-03
+# interface.  The other signatures (v0.5.9, upstream main) are the kernels of
+# standins_extend_v059.py and standins_extend_main.py: each is named
+# `_fwd_kernel` too (the cubin entry name), so each lives in its own module,
+# and all of them call _extend_attention below.
 # -----------------------------------------------------------------------------
 
 
 @triton.jit
-def _fwd_kernel(
+def _extend_attention(
     Q_Extend,
     K_Extend,
     V_Extend,
@@ -114,10 +123,7 @@ def _fwd_kernel(
     qo_indptr,
     kv_indptr,
     kv_indices,
-    mask_ptr,
-    mask_indptr,
     sink_ptr,
-    window_kv_offset_ptr,
     sm_scale,
     k_scale,
     v_scale,
@@ -146,7 +152,6 @@ def _fwd_kernel(
     BLOCK_N: tl.constexpr,
     USE_CUSTOM_MASK: tl.constexpr,
     IS_CAUSAL: tl.constexpr,
-    SKIP_PREFIX_CUSTOM_MASK: tl.constexpr,
     STORE_TRANSPOSE: tl.constexpr,
     HAS_SINK: tl.constexpr,
 ):
@@ -157,9 +162,11 @@ def _fwd_kernel(
     kv_indptr[seq+1]] of K_Buffer/V_Buffer, scores scaled by sm_scale*k_scale,
     values by v_scale) and then to the extend keys 0..row (IS_CAUSAL) or all
     of them (scores scaled by sm_scale).  An FP8 cache is converted to the
-    query dtype (exact for e4m3 -> bf16) before the dots.
+    query dtype (exact for e4m3 -> bf16) before the dots.  A signature
+    without k_scale/v_scale (v0.5.9) passes 1.0 for both.  Inlined into each
+    signature's `_fwd_kernel`, so every one compiles to the same code.
     """
-    # The stand-in covers the features the tests launch; the others must be off.
+    # The stand-ins cover the features the tests launch; the others must be off.
     tl.static_assert(not USE_CUSTOM_MASK, "stand-in: custom masks are not implemented")
     tl.static_assert(SLIDING_WINDOW_SIZE <= 0, "stand-in: sliding windows are not implemented")
     tl.static_assert(xai_temperature_len <= 0, "stand-in: xai temperature is not implemented")
@@ -256,6 +263,67 @@ def _fwd_kernel(
     out = acc / run_sum[:, None]
     o_at = O_Extend + (ext_first + rows)[:, None] * stride_obs + head * stride_oh + vch[None, :]
     tl.store(o_at, out.to(O_Extend.dtype.element_ty), mask=row_ok[:, None] & vch_ok[None, :])
+
+
+@triton.jit
+def _fwd_kernel(
+    Q_Extend,
+    K_Extend,
+    V_Extend,
+    O_Extend,
+    K_Buffer,
+    V_Buffer,
+    qo_indptr,
+    kv_indptr,
+    kv_indices,
+    mask_ptr,
+    mask_indptr,
+    sink_ptr,
+    window_kv_offset_ptr,
+    sm_scale,
+    k_scale,
+    v_scale,
+    kv_group_num,
+    stride_qbs,
+    stride_qh,
+    stride_kbs,
+    stride_kh,
+    stride_vbs,
+    stride_vh,
+    stride_obs,
+    stride_oh,
+    stride_buf_kbs,
+    stride_buf_kh,
+    stride_buf_vbs,
+    stride_buf_vh,
+    SLIDING_WINDOW_SIZE: tl.constexpr,
+    logit_cap: tl.constexpr,
+    xai_temperature_len: tl.constexpr,
+    Lq: tl.constexpr,
+    Lv: tl.constexpr,
+    BLOCK_DMODEL: tl.constexpr,
+    BLOCK_DPE: tl.constexpr,
+    BLOCK_DV: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    USE_CUSTOM_MASK: tl.constexpr,
+    IS_CAUSAL: tl.constexpr,
+    SKIP_PREFIX_CUSTOM_MASK: tl.constexpr,
+    STORE_TRANSPOSE: tl.constexpr,
+    HAS_SINK: tl.constexpr,
+):
+    """SGLang extend attention, 2026-03 interface (k_scale/v_scale, no LSE):
+    the math is _extend_attention's."""
+    _extend_attention(
+        Q_Extend, K_Extend, V_Extend, O_Extend, K_Buffer, V_Buffer,
+        qo_indptr, kv_indptr, kv_indices, sink_ptr,
+        sm_scale, k_scale, v_scale, kv_group_num,
+        stride_qbs, stride_qh, stride_kbs, stride_kh, stride_vbs, stride_vh,
+        stride_obs, stride_oh, stride_buf_kbs, stride_buf_kh, stride_buf_vbs, stride_buf_vh,
+        SLIDING_WINDOW_SIZE, logit_cap, xai_temperature_len, Lq, Lv,
+        BLOCK_DMODEL, BLOCK_DPE, BLOCK_DV, BLOCK_M, BLOCK_N,
+        USE_CUSTOM_MASK, IS_CAUSAL, STORE_TRANSPOSE, HAS_SINK,
+    )
 
 
 def extend_block_sizes(Lq, Lv):
@@ -661,23 +729,51 @@ EXPECTED = {
     ("_fwd_kernel_stage2", "fp8_e4m3"): (0, 12),
 }
 
+
+def extend_signatures():
+    """The SGLang extend stand-ins of every signature the GPU test launches.
+
+    label -> (launcher, sequences in the smem example, KV cache dtypes the
+    test launches it with, expected cubin parameters).  Every one needs
+    106496 B (the same math, tiles and order of loads).  Imported here rather
+    than at the top: standins_extend_*.py import this module for the math.
+    v0.5.9 runs with bf16 only (the shim refuses FP8 there); main with one
+    sequence compiles compact_batch_size in (== 1): the 2026-07-10 layout.
+    """
+    import standins_extend_main as main
+    import standins_extend_v059 as v059
+
+    both = ("bf16", "fp8_e4m3")
+    return {
+        "2026-03": (extend_attention_fwd, 1, both, EXPECTED[("_fwd_kernel", "bf16")][1]),
+        "v0.5.9": (v059.extend_attention_fwd, 1, ("bf16",), v059.CUBIN_PARAMS),
+        "main": (main.extend_attention_fwd, 2, both, main.CUBIN_PARAMS),
+        "main, batch 1": (main.extend_attention_fwd, 1, ("bf16",), main.CUBIN_PARAMS_BATCH1),
+    }
+
+
 KV_DTYPES = {"bf16": torch.bfloat16, "fp8_e4m3": torch.float8_e4m3fn}
 
 
-def example_extend(kv, dev="cuda", heads=8):
-    """Small extend inputs with the test's layout (MLA 576/512, V a view of K)."""
-    t, slots = 5, 16
-    q = torch.zeros(t, heads, 576, dtype=torch.bfloat16, device=dev)
-    k = torch.zeros(t, 1, 576, dtype=torch.bfloat16, device=dev)
+def example_extend(kv, dev="cuda", heads=8, batch=1, scales=True):
+    """Small extend inputs with the test's layout (MLA 576/512, V a view of K):
+    `batch` sequences of 3 prefix and 5 new tokens.  scales=False leaves out
+    k_scale/v_scale (the v0.5.9 interface has none)."""
+    t, pre, slots = 5, 3, 16
+    q = torch.zeros(batch * t, heads, 576, dtype=torch.bfloat16, device=dev)
+    k = torch.zeros(batch * t, 1, 576, dtype=torch.bfloat16, device=dev)
     kbuf = torch.zeros(slots, 1, 576, dtype=KV_DTYPES[kv], device=dev)
-    o = torch.empty(t, heads, 512, dtype=torch.bfloat16, device=dev)
-    return dict(q_extend=q, k_extend=k, v_extend=k[..., :512], o_extend=o,
+    o = torch.empty(batch * t, heads, 512, dtype=torch.bfloat16, device=dev)
+    args = dict(q_extend=q, k_extend=k, v_extend=k[..., :512], o_extend=o,
                 k_buffer=kbuf, v_buffer=kbuf[..., :512],
-                qo_indptr=torch.tensor([0, t], dtype=torch.int32, device=dev),
-                kv_indptr=torch.tensor([0, 3], dtype=torch.int32, device=dev),
-                kv_indices=torch.arange(1, 4, dtype=torch.int64, device=dev),
+                qo_indptr=torch.arange(0, batch * t + 1, t, dtype=torch.int32, device=dev),
+                kv_indptr=torch.arange(0, batch * pre + 1, pre, dtype=torch.int32, device=dev),
+                kv_indices=torch.arange(1, batch * pre + 1, dtype=torch.int64, device=dev),
                 custom_mask=None, is_causal=True, mask_indptr=None, max_len_extend=t,
-                k_scale=1.0, v_scale=1.0, sm_scale=192**-0.5)
+                sm_scale=192**-0.5)
+    if scales:
+        args.update(k_scale=1.0, v_scale=1.0)
+    return args
 
 
 def example_decode(kv, dev="cuda", heads=8, page=64, width=66):
@@ -706,15 +802,21 @@ def _smem_main(argv):
     print(f"# stand-in kernels compiled for {where}, Triton {triton.__version__}")
     bad = 0
     for kv in ("bf16", "fp8_e4m3"):
-        kernels = [extend_attention_fwd(**example_extend(kv), warmup=True)]
-        kernels += decode_attention_fwd(**example_decode(kv), warmup=True)
-        for k in kernels:
-            name = k.metadata.name
+        figures = []  # (what, compiled kernel, expected smem, expected cubin parameters)
+        for label, (launch, batch, kvs, n_params) in extend_signatures().items():
+            # v0.5.9 also with FP8: the launch the shim must refuse (test_reroute.py refuse)
+            if kv in kvs or label == "v0.5.9":
+                k = launch(**example_extend(kv, batch=batch, scales=label != "v0.5.9"),
+                           warmup=True)
+                figures.append((f"{k.metadata.name}, {label} signature", k,
+                                EXPECTED[("_fwd_kernel", kv)][0], n_params))
+        for k in decode_attention_fwd(**example_decode(kv), warmup=True):
+            figures.append((k.metadata.name, k, *EXPECTED[(k.metadata.name, kv)]))
+        for what, k, want_smem, want_params in figures:
             smem, params = smem_of(k), cubin_param_count(k)
-            want_smem, want_params = EXPECTED[(name, kv)]
             good = smem == want_smem and params == want_params
             bad += not good
-            print(f"{'ok' if good else 'not ok'} - smem: {name} ({kv} KV cache) needs {smem} B "
+            print(f"{'ok' if good else 'not ok'} - smem: {what} ({kv} KV cache) needs {smem} B "
                   f"of shared memory (expected {want_smem}), {params} cubin parameters "
                   f"(expected {want_params}), {k.metadata.num_warps} warps, "
                   f"{k.metadata.num_stages} stages")
@@ -723,6 +825,10 @@ def _smem_main(argv):
 
 if __name__ == "__main__":
     if len(sys.argv) >= 2 and sys.argv[1] == "smem":
-        sys.exit(_smem_main(sys.argv[2:]))
+        # Run as the module `standins`, the one standins_extend_*.py import:
+        # one copy of the shared kernels in the process.
+        import standins
+
+        sys.exit(standins._smem_main(sys.argv[2:]))
     print(__doc__)
     sys.exit(2)

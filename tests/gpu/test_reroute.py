@@ -2,7 +2,9 @@
 
 The launches are the stand-ins of tests/gpu/standins.py at the configurations
 that overflow SM120 (SGLang extend attention, MLA absorbed 576/512 at 32x64:
-106496 B; vLLM TRITON_MLA decode with an FP8 cache: 102400 B), on inputs
+106496 B, with the launch interface of each signature in
+standins.extend_signatures(): 2026-03, v0.5.9, upstream main, and main with
+a batch of 1; vLLM TRITON_MLA decode with an FP8 cache: 102400 B), on inputs
 shaped like Kimi K2 at TP8 (8 q heads, one 576-wide latent KV head, V the
 first 512 channels of the K cache).  The same script runs in a plain process
 and in one started under the shim (sm120 run --mode reroute --target sm120);
@@ -12,6 +14,9 @@ Run as: python3 tests/gpu/test_reroute.py MODE ...
   run OUTDIR [--kv bf16|fp8_e4m3]
       launch every case of the KV cache dtype (default: both) on fixed-seed
       inputs and save inputs and outputs to OUTDIR/<case>.pt (CPU tensors).
+      Cases: extend_<kv> (2026-03 signature), extend_v059_bf16 (v0.5.9: bf16
+      only), extend_main_<kv>, extend_main_batch1_bf16 (one sequence:
+      compact_batch_size compiled in), decode_<kv>.
       Under the shim, run one dtype per process: SM120SHIM_KV_CACHE_DTYPE must
       name it (SGLang compiles the cache dtype into the kernel).
   graph OUTDIR [--kv bf16|fp8_e4m3]
@@ -30,6 +35,12 @@ Run as: python3 tests/gpu/test_reroute.py MODE ...
       launch each over-limit configuration once and report whether Triton
       raised OutOfResources with the expected figures (run it under
       sm120 run --mode enforce --target sm120); the bf16 decode must run.
+  refuse
+      launch the v0.5.9 extend signature with an FP8 KV cache once, under
+      sm120 run --mode reroute --target sm120 --set kv_cache_dtype=fp8_e4m3:
+      the shim must refuse it (that release's FP8 scaling is not verified),
+      so the launch fails with a CUDA error (and the context stays usable).
+      Its own process: the failed launch must not disturb other cases.
 
 Prints "ok - ..." / "not ok - ..." lines (and "# ..." comments).
 """
@@ -55,6 +66,19 @@ EXTEND_SEQS = [(0, 17), (1, 1), (2211, 1000), (1, 17), (2211, 1), (0, 1000)]
 EXTEND_SEQS_GRAPH = [(2211, 17), (0, 1000), (1, 1), (2211, 1000), (1, 1), (0, 17)]
 EXTEND_SLOTS = sum(p for p, _ in EXTEND_SEQS) + 1 + 200   # slot 0 and 200 spare: never read
 EXTEND_SCALES = {"bf16": (1.0, 1.0), "fp8_e4m3": (0.5, 0.25)}  # (k_scale, v_scale) floats
+# One sequence (main's launch with compact_batch_size == 1), the same shapes for the replay.
+EXTEND_SEQS_BATCH1 = [(2211, 1000)]
+
+# The extend stand-in of each signature -> (the case name's infix, its sequences,
+# the graph replay's sequences: the same totals, as the replay reuses the tensors).
+EXTEND_SIGNATURES = si.extend_signatures()
+EXTEND_CASES = {
+    "2026-03": ("", EXTEND_SEQS, EXTEND_SEQS_GRAPH),
+    "v0.5.9": ("v059_", EXTEND_SEQS, EXTEND_SEQS_GRAPH),
+    "main": ("main_", EXTEND_SEQS, EXTEND_SEQS_GRAPH),
+    "main, batch 1": ("main_batch1_", EXTEND_SEQS_BATCH1, EXTEND_SEQS_BATCH1),
+}
+assert set(EXTEND_CASES) == set(EXTEND_SIGNATURES), "a signature without cases"
 
 # vLLM decode: one query token per sequence, paged cache of PAGE tokens.
 DECODE_LENS = [1, 17, 1000, 4099]
@@ -90,9 +114,11 @@ def shim_label():
 class Case:
     """One launch sequence: device inputs, static outputs, and how to launch it."""
 
-    def __init__(self, kind, kv, inputs):
+    def __init__(self, kind, kv, inputs, signature=None):
         self.kind, self.kv, self.inputs = kind, kv, inputs
-        self.name = f"{kind}_{kv}"
+        self.signature = signature  # extend: a key of EXTEND_SIGNATURES
+        infix = EXTEND_CASES[signature][0] if kind == "extend" else ""
+        self.name = f"{kind}_{infix}{kv}"
         # The vLLM decode with a bf16 cache fits SM120 (63488 B): never rerouted.
         self.expect_reroute = not (kind == "decode" and kv == "bf16")
         dev = inputs["q"].device
@@ -120,10 +146,14 @@ class Case:
         if self.kind == "extend":
             k = d["k_ext"]
             buf = d["k_buffer"]
-            return [si.extend_attention_fwd(
+            launch = EXTEND_SIGNATURES[self.signature][0]
+            # v0.5.9 has no k_scale/v_scale (make_extend made them 1)
+            scales = ({} if self.signature == "v0.5.9" else
+                      dict(k_scale=d["k_scale"], v_scale=d["v_scale"]))
+            return [launch(
                 d["q"], k, k[..., :LV], self.outputs["o"], buf, buf[..., :LV],
                 d["qo_indptr"], d["kv_indptr"], d["kv_indices"], None, True, None,
-                d["max_len_extend"], d["k_scale"], d["v_scale"], sm_scale=d["sm_scale"])]
+                d["max_len_extend"], sm_scale=d["sm_scale"], **scales)]
         cache = d["kv_cache"]  # [pages, PAGE, 1, LQ]: vLLM's cache.unsqueeze(2)
         return list(si.decode_attention_fwd(
             d["q"], cache, cache[..., :LV], self.outputs["o"], self.outputs["lse"],
@@ -146,15 +176,18 @@ class Case:
     def save(self, outdir, mode, outputs=None):
         torch.save({
             "case": self.name, "kind": self.kind, "kv": self.kv, "mode": mode,
+            "signature": self.signature,
             "expect_reroute": self.expect_reroute,
             "inputs": {k: v.cpu() if torch.is_tensor(v) else v for k, v in self.inputs.items()},
             "outputs": outputs if outputs is not None else self.outputs_cpu(),
         }, os.path.join(outdir, self.name + ".pt"))
 
 
-def make_extend(kv, seqs, seed, dev="cuda"):
-    """SGLang extend inputs: q/k of the new tokens, a 576-wide latent KV buffer
-    whose prefix slots are a random permutation (slot 0 and spares poisoned)."""
+def make_extend(kv, seqs, seed, signature="2026-03", dev="cuda"):
+    """SGLang extend inputs for the stand-in of `signature`: q/k of the new
+    tokens, a 576-wide latent KV buffer whose prefix slots are a random
+    permutation (slot 0 and spares poisoned)."""
+    assert kv in EXTEND_SIGNATURES[signature][2], (signature, kv)
     g = torch.Generator(device=dev).manual_seed(seed)
     pre = [p for p, _ in seqs]
     ext = [e for _, e in seqs]
@@ -165,6 +198,7 @@ def make_extend(kv, seqs, seed, dev="cuda"):
     q = torch.randn(t, HEADS, LQ, generator=g, device=dev).to(torch.bfloat16)
     k_ext = torch.randn(t, 1, LQ, generator=g, device=dev).to(torch.bfloat16)
     k_scale, v_scale = EXTEND_SCALES[kv]
+    assert signature != "v0.5.9" or k_scale == v_scale == 1.0, "v0.5.9 has no scales"
     buf = torch.full((EXTEND_SLOTS, 1, LQ), POISON, device=dev)
     # stored values: k_scale * stored ~ N(0, 1) for the keys
     buf[slots] = torch.randn(p, 1, LQ, generator=g, device=dev) / k_scale
@@ -173,7 +207,8 @@ def make_extend(kv, seqs, seed, dev="cuda"):
     return Case("extend", kv, dict(
         q=q, k_ext=k_ext, k_buffer=buf.to(KV_DTYPES[kv]),
         qo_indptr=cum(ext), kv_indptr=cum(pre), kv_indices=slots.to(torch.int64),
-        max_len_extend=max(ext), sm_scale=SM_SCALE, k_scale=k_scale, v_scale=v_scale))
+        max_len_extend=max(ext), sm_scale=SM_SCALE, k_scale=k_scale, v_scale=v_scale),
+        signature)
 
 
 def make_decode(kv, lens, seed, n_splits=None, dev="cuda"):
@@ -206,10 +241,16 @@ def make_decode(kv, lens, seed, n_splits=None, dev="cuda"):
 
 
 def make_cases(kv, graph_inputs=False, n_splits=None):
-    if graph_inputs:
-        return [make_extend(kv, EXTEND_SEQS_GRAPH, SEED_GRAPH),
-                make_decode(kv, DECODE_LENS_GRAPH, SEED_GRAPH, n_splits)]
-    return [make_extend(kv, EXTEND_SEQS, SEED), make_decode(kv, DECODE_LENS, SEED)]
+    """The extend case of every signature launched with this KV dtype, then the decode."""
+    seed = SEED_GRAPH if graph_inputs else SEED
+    cases = []
+    for signature, (_, _, kvs, _) in EXTEND_SIGNATURES.items():
+        if kv in kvs:
+            _, seqs, seqs_graph = EXTEND_CASES[signature]
+            cases.append(make_extend(kv, seqs_graph if graph_inputs else seqs, seed, signature))
+    cases.append(make_decode(kv, DECODE_LENS_GRAPH if graph_inputs else DECODE_LENS, seed,
+                             n_splits))
+    return cases
 
 
 def describe(case, kernels):
@@ -249,7 +290,8 @@ def graph_mode(outdir, kvs):
     who = shim_label()
     for kv in kvs:
         cases = make_cases(kv)
-        fresh = make_cases(kv, graph_inputs=True, n_splits=cases[1].inputs["num_kv_splits"])
+        splits = [c for c in cases if c.kind == "decode"][0].inputs["num_kv_splits"]
+        fresh = make_cases(kv, graph_inputs=True, n_splits=splits)
         # Warm-up outside capture: Triton compiles and loads its modules here.
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
@@ -292,10 +334,15 @@ def enforce_mode():
     from triton.runtime.errors import OutOfResources
 
     who = shim_label()
+    v059, main = EXTEND_SIGNATURES["v0.5.9"][0], EXTEND_SIGNATURES["main"][0]
     over = [("SGLang extend _fwd_kernel", "bf16", 106496, si.extend_attention_fwd,
              si.example_extend),
             ("SGLang extend _fwd_kernel", "fp8_e4m3", 106496, si.extend_attention_fwd,
              si.example_extend),
+            ("SGLang v0.5.9 extend _fwd_kernel", "bf16", 106496, v059,
+             lambda kv: si.example_extend(kv, scales=False)),
+            ("SGLang main extend _fwd_kernel", "bf16", 106496, main,
+             lambda kv: si.example_extend(kv, batch=2)),
             ("vLLM _fwd_grouped_kernel_stage1", "fp8_e4m3", 102400, si.decode_attention_fwd,
              si.example_decode)]
     for what, kv, want, launcher, example in over:
@@ -316,6 +363,39 @@ def enforce_mode():
         print(f"ok - enforce ({who}): vLLM decode with a bf16 KV cache (63488 B) fits and runs")
     except Exception as e:  # noqa: BLE001  (any failure is the finding)
         print(f"not ok - enforce ({who}): vLLM decode with a bf16 KV cache failed: "
+              f"{type(e).__name__}: {e}")
+
+
+def refuse_mode():
+    """The v0.5.9 extend signature with an FP8 KV cache, once.  The shim has that
+    rule but does not reroute it with FP8 (how the release scales FP8 keys is not
+    verified), so it must refuse the launch as an SM120 card would: Triton's
+    launcher gets CUDA_ERROR_INVALID_VALUE and raises.  The log check (the
+    `refuse` event and its reason) is reroute_gpu.sh's."""
+    from triton.runtime.errors import OutOfResources
+
+    who = shim_label()
+    what = "SGLang v0.5.9 extend _fwd_kernel with an FP8 KV cache"
+    try:
+        EXTEND_SIGNATURES["v0.5.9"][0](**si.example_extend("fp8_e4m3", scales=False))
+        torch.cuda.synchronize()
+        print(f"not ok - refuse ({who}): {what} ran (expected the launch to be refused; is "
+              f"the shim preloaded in reroute mode with kv_cache_dtype=fp8_e4m3, target sm120?)")
+    except OutOfResources as e:
+        print(f"not ok - refuse ({who}): {what}: OutOfResources before any launch ({e}); "
+              f"reroute mode must let Triton load it and refuse the launch")
+    except Exception as e:  # noqa: BLE001  (the launcher's error is the expected outcome)
+        msg = str(e).splitlines()[0] if str(e) else repr(e)
+        good = isinstance(e, RuntimeError) and "CUDA" in msg
+        print(f"{'ok' if good else 'not ok'} - refuse ({who}): {what}: the launch failed: "
+              f"{type(e).__name__}: {msg}")
+    try:
+        total = torch.ones(1024, device="cuda").sum().item()
+        torch.cuda.synchronize()
+        print(f"{'ok' if total == 1024 else 'not ok'} - refuse ({who}): the context still "
+              f"works after the refused launch (the error is not sticky)")
+    except Exception as e:  # noqa: BLE001
+        print(f"not ok - refuse ({who}): the context is broken after the refused launch: "
               f"{type(e).__name__}: {e}")
 
 
@@ -472,7 +552,7 @@ def check_mode(plain_dir, shim_dir):
 
 
 def main(argv):
-    if len(argv) < 2 or argv[1] not in ("run", "graph", "check", "enforce"):
+    if len(argv) < 2 or argv[1] not in ("run", "graph", "check", "enforce", "refuse"):
         print(__doc__)
         return 2
     mode = argv[1]
@@ -484,6 +564,9 @@ def main(argv):
         return 0
     if mode == "enforce":
         enforce_mode()
+        return 0
+    if mode == "refuse":
+        refuse_mode()
         return 0
     rest = argv[2:]
     kvs = list(KV_DTYPES)
