@@ -8,15 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define CHECK(call)                                                                    \
-	do {                                                                           \
-		CUresult r_ = (call);                                                  \
-		if (r_ != CUDA_SUCCESS) {                                              \
-			fprintf(stderr, "%s:%d: %s failed (%d)\n", __FILE__, __LINE__, \
-				#call, (int)r_);                                       \
-			exit(1);                                                       \
-		}                                                                      \
-	} while (0)
+#include "gpu_test.h"
 
 /* best_ms - the fastest of 5 timed launches of @f (after one warm-up). */
 static float best_ms(CUfunction f, unsigned int grid, void **params)

@@ -24,48 +24,7 @@
 
 #include "../../kernels/attention/decode_merge.h"
 #include "../../shim/reroute/bundle.h"
-
-#define CHECK(call)                                                                   \
-	do {                                                                          \
-		CUresult r_ = (call);                                                 \
-		if (r_ != CUDA_SUCCESS) {                                             \
-			const char *s_ = NULL;                                        \
-			cuGetErrorString(r_, &s_);                                    \
-			fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, \
-				#call, s_ ? s_ : "?");                                \
-			exit(1);                                                      \
-		}                                                                     \
-	} while (0)
-
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-
-static double urand(void) /* [0, 1) */
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (double)(rng >> 11) / 9007199254740992.0;
-}
-
-static float bf16_to_float(uint16_t b)
-{
-	uint32_t u = (uint32_t)b << 16;
-	float f;
-
-	memcpy(&f, &u, 4);
-	return f;
-}
-
-/* ulp of bf16 at |x| (8 significant bits). */
-static double bf16_ulp(double x)
-{
-	int e;
-
-	if (x == 0)
-		return ldexp(1.0, -133);
-	frexp(fabs(x), &e);
-	return ldexp(1.0, e - 8);
-}
+#include "gpu_test.h"
 
 struct shape {
 	int batch, heads, max_splits, dv;

@@ -39,55 +39,17 @@
  * the CPU reference at a few seconds.  EXTEND_ATTN_CASE=n runs case n only;
  * EXTEND_ATTN_BENCH=1 adds timed Kimi K2 / GLM-4.x sized launches (bench()).
  */
-#include <cuda.h>
-#include <math.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
 #include "../../kernels/attention/extend.h"
 #include "../../shim/reroute/bundle.h"
+#include "gpu_test.h"
 
-#define CHECK(call)                                                                   \
-	do {                                                                          \
-		CUresult r_ = (call);                                                 \
-		if (r_ != CUDA_SUCCESS) {                                             \
-			const char *s_ = NULL;                                        \
-			cuGetErrorString(r_, &s_);                                    \
-			fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, \
-				#call, s_ ? s_ : "?");                                \
-			exit(1);                                                      \
-		}                                                                     \
-	} while (0)
-
-#define NAN_BF16 0x7fc0
-#define NAN_F32 0x7fc00000u
 #define NAN_E4M3 0x7f
 #define FRONT 3 /* rows before the batch */
 #define BACK 5  /* rows after it */
 
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-
-static double urand(void) /* [0, 1) */
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (double)(rng >> 11) / 9007199254740992.0;
-}
-
 static double srand1(void) /* [-1, 1) */
 {
 	return urand() * 2 - 1;
-}
-
-static float bits_f32(uint32_t u)
-{
-	float f;
-
-	memcpy(&f, &u, 4);
-	return f;
 }
 
 static uint32_t f32_bits(float f)
@@ -98,48 +60,12 @@ static uint32_t f32_bits(float f)
 	return u;
 }
 
-static double bf16_val(uint16_t b)
-{
-	return bits_f32((uint32_t)b << 16);
-}
-
-static uint16_t bf16_of(double x) /* round to nearest even */
-{
-	uint32_t u = f32_bits((float)x);
-
-	if ((u & 0x7fffffffu) > 0x7f800000u)
-		return NAN_BF16;
-	return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
-}
-
-static double e4m3_val(uint8_t b)
-{
-	int e = (b >> 3) & 15, m = b & 7;
-	double v;
-
-	if ((b & 0x7f) == 0x7f)
-		return NAN;
-	v = e ? ldexp(1.0 + m / 8.0, e - 7) : ldexp(m / 8.0, -6);
-	return (b & 0x80) ? -v : v;
-}
-
 /* A random finite E4M3 code, |value| < 16, zeros and subnormals included. */
 static uint8_t e4m3_rand(void)
 {
 	const int e = (int)(urand() * 11), m = (int)(urand() * 8);
 
 	return (uint8_t)((urand() < 0.5 ? 0x80 : 0) | e << 3 | m);
-}
-
-/* ulp of bf16 at |x| (8 significant bits). */
-static double bf16_ulp(double x)
-{
-	int e;
-
-	if (x == 0)
-		return ldexp(1.0, -133);
-	frexp(fabs(x), &e);
-	return ldexp(1.0, e - 8);
 }
 
 /* ------------------------------------------------------------ cases */
@@ -235,13 +161,13 @@ static void decode(struct host *hs, int fp8)
 	hs->kbn = malloc((size_t)hs->S * hs->Hkv * sizeof(double));
 	hs->kxn = malloc((size_t)hs->T * hs->Hkv * sizeof(double));
 	for (size_t i = 0; i < hs->n_kb; i++)
-		hs->kbd[i] = fp8 ? e4m3_val(hs->kb[i]) : bf16_val(kb[i]);
+		hs->kbd[i] = fp8 ? e4m3_to_double(hs->kb[i]) : (double)bf16_to_float(kb[i]);
 	for (size_t i = 0; i < hs->n_vb; i++)
-		hs->vbd[i] = fp8 ? e4m3_val(hs->vb[i]) : bf16_val(vb[i]);
+		hs->vbd[i] = fp8 ? e4m3_to_double(hs->vb[i]) : (double)bf16_to_float(vb[i]);
 	for (size_t i = 0; i < hs->n_kx; i++)
-		hs->kxd[i] = bf16_val(hs->kx[i]);
+		hs->kxd[i] = (double)bf16_to_float(hs->kx[i]);
 	for (size_t i = 0; i < hs->n_vx; i++)
-		hs->vxd[i] = bf16_val(hs->vx[i]);
+		hs->vxd[i] = (double)bf16_to_float(hs->vx[i]);
 	for (int s = 0; s < hs->S; s++)
 		for (int kv = 0; kv < hs->Hkv; kv++) {
 			double n = 0;
@@ -271,7 +197,7 @@ static void fill_bf16(uint16_t *p, size_t n, int64_t rows_from, int64_t rows_to,
 	for (int64_t r = rows_from; r < rows_to; r++)
 		for (int64_t h = 0; h < heads; h++)
 			for (int d = 0; d < dim; d++)
-				p[r * tok + h * head + d] = bf16_of(amp * srand1());
+				p[r * tok + h * head + d] = bf16_from_double(amp * srand1());
 }
 
 struct stats {
@@ -305,7 +231,7 @@ static void check_row(const struct tcase *tc, const struct host *hs, int b, int 
 	double qn = 0, m = -INFINITY, l = 0, eta = 0, qd[576], acc[512], mag[512];
 
 	for (int d = 0; d < lq; d++) {
-		qd[d] = bf16_val(q[d]);
+		qd[d] = (double)bf16_to_float(q[d]);
 		qn += qd[d] * qd[d];
 	}
 	qn = sqrt(qn);
@@ -348,7 +274,7 @@ static void check_row(const struct tcase *tc, const struct host *hs, int b, int 
 	const int nan_row = expect_nan || n == 0;
 
 	for (int c = 0; c < lv; c++) {
-		const double want = acc[c] / l, got = bf16_val(hs->o[row * hs->o_tok + h * hs->o_head + c]);
+		const double want = acc[c] / l, got = (double)bf16_to_float(hs->o[row * hs->o_tok + h * hs->o_head + c]);
 		double bound = rel * mag[c] / l + ldexp(1, -100);
 
 		bound += 0.5 * bf16_ulp(fabs(want) + bound);
@@ -393,7 +319,7 @@ static int run_case(CUmodule mod, const struct tcase *tc)
 	int maxE = 0, npre = 0, *slots;
 	double *lg, *nk;
 
-	rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)(tc - cases + 1) * 0xd1b54a32d192ed03ull; /* per case */
+	gpu_test_rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)(tc - cases + 1) * 0xd1b54a32d192ed03ull; /* per case */
 	memset(&hs, 0, sizeof(hs));
 	hs.Hkv = tc->kv_heads;
 	hs.Hq = tc->kv_heads * tc->group;
@@ -498,10 +424,10 @@ static int run_case(CUmodule mod, const struct tcase *tc)
 			for (int kv = 0; kv < hs.Hkv; kv++) {
 				for (int d = 0; d < hs.lq; d++)
 					kb[hs.idx[hs.kvp[0] + j] * hs.kb_slot + kv * hs.kb_head + d] =
-						bf16_of(srand1());
+						bf16_from_double(srand1());
 				for (int d = 0; d < hs.lv && !tc->alias_v; d++)
 					vb[hs.idx[hs.kvp[0] + j] * hs.vb_slot + kv * hs.vb_head + d] =
-						bf16_of(srand1());
+						bf16_from_double(srand1());
 			}
 	}
 
@@ -593,7 +519,7 @@ static int run_case(CUmodule mod, const struct tcase *tc)
 						continue;
 					}
 					for (int c = 0; c < hs.lv; c++) {
-						double got = bf16_val(hs.o[(hs.qo[b] + i) * hs.o_tok +
+						double got = (double)bf16_to_float(hs.o[(hs.qo[b] + i) * hs.o_tok +
 									   h * hs.o_head + c]);
 
 						st.finite_only++;

@@ -21,18 +21,7 @@
 
 #include "../../kernels/attention/decode.h"
 #include "../../shim/reroute/bundle.h"
-
-#define CHECK(call)                                                                    \
-	do {                                                                           \
-		CUresult r_ = (call);                                                  \
-		if (r_ != CUDA_SUCCESS) {                                              \
-			const char *s_ = NULL;                                         \
-			cuGetErrorString(r_, &s_);                                     \
-			fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__,  \
-				#call, s_ ? s_ : "?");                                 \
-			exit(1);                                                       \
-		}                                                                      \
-	} while (0)
+#include "gpu_test.h"
 
 enum { BATCH = 3, HEADS = 8, SPLITS = 4, PAGE = 64, PAGES_PER = 5, DK = 576, DV = 512 };
 
@@ -43,16 +32,6 @@ struct ctx {
 	CUdeviceptr q, cache, table, lens, scale, out_rerouted, out_direct;
 	size_t out_elems;
 };
-
-static uint64_t rng = 0x2545F4914F6CDD1Dull;
-
-static uint32_t next(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (uint32_t)(rng >> 32);
-}
 
 static void setup(struct ctx *c, CUdevice dev, const char *cubin, int seed)
 {
@@ -75,9 +54,9 @@ static void setup(struct ctx *c, CUdevice dev, const char *cubin, int seed)
 	CHECK(cuFuncSetAttribute(c->bundled, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
 				 ATTN_DECODE_MLA_FP8_SMEM));
 	for (i = 0; i < (size_t)BATCH * HEADS * DK; i++)
-		q[i] = (uint16_t)(0x3c00 + (next() & 0x3ff)) ^ (uint16_t)((next() & 1) << 15);
+		q[i] = (uint16_t)(0x3c00 + ((uint32_t)(rand64() >> 32) & 0x3ff)) ^ (uint16_t)(((uint32_t)(rand64() >> 32) & 1) << 15);
 	for (i = 0; i < pages * PAGE * DK; i++)
-		cache[i] = (uint8_t)(next() & 0x77) | (uint8_t)((next() & 1) << 7); /* no NaN */
+		cache[i] = (uint8_t)((uint32_t)(rand64() >> 32) & 0x77) | (uint8_t)(((uint32_t)(rand64() >> 32) & 1) << 7); /* no NaN */
 	for (i = 0; i < BATCH * PAGES_PER; i++)
 		table[i] = (int32_t)((i * 7 + (size_t)seed) % (pages - 1) + 1);
 	c->out_elems = (size_t)BATCH * HEADS * SPLITS * (DV + 1);
