@@ -42,15 +42,17 @@
 #define ATTN_DECODE_MLA_BF16 "attn_decode_mla_bf16"       /* dk 576, dv 512, V = K[..., :512] */
 #define ATTN_DECODE_MLA_FP8 "attn_decode_mla_fp8"
 
-#define ATTN_DECODE_THREADS 128
+#define ATTN_DECODE_THREADS 256        /* 8 warps (two groups of 4); was 128 */
 #define ATTN_DECODE_HEADS_PER_BLOCK 16 /* q heads of one kv head per block */
 
 /* Dynamic shared memory of each kernel (bytes; all over 48 KiB need
- * cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)). */
-#define ATTN_DECODE_GQA128_BF16_SMEM 43008
-#define ATTN_DECODE_GQA128_FP8_SMEM 41984
-#define ATTN_DECODE_MLA_BF16_SMEM 82944
-#define ATTN_DECODE_MLA_FP8_SMEM 82432
+ * cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)).
+ * MLA FP8 is exactly SM120's per-block opt-in limit less the driver's
+ * reserved 1 KiB (101376 - 1024). */
+#define ATTN_DECODE_GQA128_BF16_SMEM 81920
+#define ATTN_DECODE_GQA128_FP8_SMEM 49152
+#define ATTN_DECODE_MLA_BF16_SMEM 97280
+#define ATTN_DECODE_MLA_FP8_SMEM 100352
 
 enum attn_decode_scheme {
 	ATTN_DECODE_SGLANG = 0,
@@ -112,13 +114,16 @@ struct attn_decode_args {
 };
 
 /*
- * Launch (every kernel): block (ATTN_DECODE_THREADS, 1, 1),
+ * Launch (every kernel): block (ATTN_DECODE_THREADS, 1, 1) = 256 threads,
  *   grid (kv_heads * cdiv(kv_group, ATTN_DECODE_HEADS_PER_BLOCK), splits, batch)
  * with kv_heads = q_heads / kv_group (1 for MLA) and splits = SGLang's
  * max_kv_splits or vLLM's NUM_KV_SPLITS, dynamic shared memory the kernel's
  * ATTN_DECODE_*_SMEM.  Block x handles q heads kvh*kv_group + c*16 ...
  * (c = x % cdiv(kv_group, 16)), so the blocks of one kv head that share K/V
- * are adjacent and hit L2 for each other.
+ * are adjacent and hit L2 for each other.  Only the block size changed from
+ * the 128-thread version (grid, arguments and shared memory macros are used
+ * as before); a launch with another block size is an impossible launch
+ * (NaN, as in the contracts above).
  */
 
 #endif

@@ -8,7 +8,9 @@
  * Cases: both addressing schemes (SGLang slots with per-sequence split
  * counts, vLLM block tables with a fixed split count), bf16 and e4m3 caches,
  * GQA 128 (8, 12 and 20 q heads per kv head) and MLA 576/512 (8, 16, 20
- * heads), batches mixing contexts 0, 1, 17, 33, 1000 and 4099, token slots
+ * heads, each cache type: blocks of <= 8 heads, where the kernel's two warp
+ * groups share the tiles and merge, and of 9..16, where each takes 8 heads),
+ * batches mixing contexts 0, 1, 17, 33, 1000 and 4099, token slots
  * and pages shuffled over a pool whose unused rows hold NaN (reading a wrong
  * row shows; slot 0 and page 0, which the frameworks reserve for padding, are
  * among them), pages of 1, 16, 32 and 64 tokens with and without a gap
@@ -22,6 +24,9 @@
  * NaN poison pattern before each launch; afterwards every slot the
  * framework's stage 2 reads must hold the right value and every other word
  * must still be poison.
+ *
+ * With DECODE_ATTN_BENCH=1 in the environment, a benchmark of the MLA kernels
+ * in vLLM's configurations follows the checks (see bench()).
  *
  * Tolerance, per (sequence, head, split) of n tokens, with exact scores s_j,
  * w_j = exp(s_j - max s), W = sum w_j and A_d = sum w_j |v_jd| / W:
@@ -44,61 +49,16 @@
  * e4m3 values are decoded here from the format definition, independently of
  * the kernel.
  */
-#include <cuda.h>
-#include <math.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
 #include "../../kernels/attention/decode.h"
 #include "../../shim/reroute/bundle.h"
-
-#define CHECK(call)                                                                   \
-	do {                                                                          \
-		CUresult r_ = (call);                                                 \
-		if (r_ != CUDA_SUCCESS) {                                             \
-			const char *s_ = NULL;                                        \
-			cuGetErrorString(r_, &s_);                                    \
-			fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, \
-				#call, s_ ? s_ : "?");                                \
-			exit(1);                                                      \
-		}                                                                     \
-	} while (0)
+#include "gpu_test.h"
 
 #define POISON 0xffc0deadu /* a NaN the kernel never writes (it writes 0x7fffffff) */
 #define U22 (1.0 / 4194304.0)
 
-static uint64_t rng = 0x2545f4914f6cdd1dull;
-
-static double urand(void) /* [0, 1) */
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (double)(rng >> 11) / 9007199254740992.0;
-}
-
 static int irand(int n) /* [0, n) */
 {
 	return (int)(urand() * n);
-}
-
-static uint16_t float_to_bf16(float f) /* round to nearest even; inputs are finite */
-{
-	uint32_t u;
-
-	memcpy(&u, &f, 4);
-	return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
-}
-
-static float bf16_to_float(uint16_t b)
-{
-	uint32_t u = (uint32_t)b << 16;
-	float f;
-
-	memcpy(&f, &u, 4);
-	return f;
 }
 
 /* x rounded to the nearest bf16 (8 significant bits, ties to even). */
@@ -111,18 +71,6 @@ static double bf16_round(double x)
 		return x;
 	m = frexp(x, &e);
 	return ldexp(rint(ldexp(m, 8)), e - 8);
-}
-
-/* OCP E4M3 ("fn"): bias 7, subnormals m * 2^-9, no infinities, S.1111.111 NaN. */
-static double e4m3_value(uint8_t c)
-{
-	int e = (c >> 3) & 15, m = c & 7;
-	double v;
-
-	if ((c & 0x7f) == 0x7f)
-		return NAN;
-	v = e ? ldexp(8 + m, e - 10) : ldexp(m, -9);
-	return c & 0x80 ? -v : v;
 }
 
 static float as_float(uint32_t u)
@@ -200,6 +148,14 @@ static const struct tcase cases[] = {
 	  { 300, 1000, 17 }, 8, 1, 8, 16, 0, 0, 0, 0.f, 0, 2.5, 0, 15, 1.0 / 64, 1.0 / 32, 0, BAD_NONE, 0 },
 	{ "sglang gqa128 fp8, e4m3 NaN codes in K and V", GQA_FP8, ATTN_DECODE_SGLANG, 3, { 100, 300, 50 }, 8,
 	  1, 4, 1, 0, 0, 0, 0.f, 0, 2.5, 4, 9, 1, 1, 1, BAD_NONE, 0 },
+	{ "vllm mla fp8, 16 heads (one group of warps per 8), page 64 contiguous, 8 splits, e4m3 NaN codes",
+	  MLA_FP8, ATTN_DECODE_VLLM, 5, { 4099, 1000, 17, 1, 33 }, 16, 1, 8, 64, 0, 0, 0, 0.f, 0, 2.5, 4, 9, 0.5,
+	  0.5, 1, BAD_NONE, 0 },
+	{ "sglang mla fp8, 20 heads (2 head blocks), 8 splits, every e4m3 exponent, odd q stride", MLA_FP8,
+	  ATTN_DECODE_SGLANG, 4, { 1000, 4099, 1, 300 }, 20, 1, 8, 1, 0, 0, 512, 0.f, 0, 2.5, 0, 15, 1.0 / 32, 1,
+	  0, BAD_NONE, 1 },
+	{ "vllm mla bf16, 8 heads, page 16 + gap, 16 splits, logit_cap 30", MLA_BF16, ATTN_DECODE_VLLM, 4,
+	  { 33, 4099, 1000, 17 }, 8, 1, 16, 16, 32, 0, 0, 30.f, 0, 25.0, 0, 0, 1, 1, 0, BAD_NONE, 0 },
 	{ "bad launch: sglang num_splits > gridDim.y gives NaN", MLA_BF16, ATTN_DECODE_SGLANG, 3,
 	  { 100, 300, 50 }, 16, 1, 4, 1, 0, 0, 0, 0.f, 0, 2.5, 0, 0, 1, 1, 0, BAD_SPLITS, 0 },
 	{ "bad launch: mla with v != k gives NaN", MLA_FP8, ATTN_DECODE_VLLM, 2, { 100, 40 }, 8, 1, 4, 16, 0,
@@ -348,9 +304,9 @@ static int run_case(CUfunction fns[NVARIANTS], const struct tcase *c)
 					uint8_t code = random_e4m3(c->e_lo, c->e_hi);
 
 					kpool[ro + d] = code;
-					x = (float)e4m3_value(code);
+					x = (float)e4m3_to_double(code);
 				} else {
-					uint16_t h = float_to_bf16((float)(urand() * 2 - 1));
+					uint16_t h = bf16_from_double((float)(urand() * 2 - 1));
 
 					((uint16_t *)kpool)[ro + d] = h;
 					x = bf16_to_float(h);
@@ -365,9 +321,9 @@ static int run_case(CUfunction fns[NVARIANTS], const struct tcase *c)
 					uint8_t code = random_e4m3(c->e_lo, c->e_hi);
 
 					vpool[ro + d] = code;
-					x = (float)e4m3_value(code);
+					x = (float)e4m3_to_double(code);
 				} else {
-					uint16_t h = float_to_bf16((float)(urand() * 2 - 1));
+					uint16_t h = bf16_from_double((float)(urand() * 2 - 1));
 
 					((uint16_t *)vpool)[ro + d] = h;
 					x = bf16_to_float(h);
@@ -376,11 +332,16 @@ static int run_case(CUfunction fns[NVARIANTS], const struct tcase *c)
 			}
 		}
 	}
-	if (c->nan_codes) { /* K NaN: seq 0 token 10; V NaN: seq 1 token 5, channel 7 */
+	if (c->nan_codes) { /* K NaN: seq 0 token 10; V NaN: seq 1 token 5, channel 7 (MLA: K's) */
 		kpool[ROW_OFF(off[0] + 10, 0) + 3] = 0x7f;
 		kl[((size_t)(off[0] + 10) * kv_heads) * dk + 3] = NAN;
-		vpool[ROW_OFF(off[1] + 5, 0) + 7] = 0xff;
-		vl[((size_t)(off[1] + 5) * kv_heads) * dv + 7] = NAN;
+		if (vt->mla) {
+			kpool[ROW_OFF(off[1] + 5, 0) + 7] = 0xff;
+			kl[((size_t)(off[1] + 5) * kv_heads) * dk + 7] = NAN;
+		} else {
+			vpool[ROW_OFF(off[1] + 5, 0) + 7] = 0xff;
+			vl[((size_t)(off[1] + 5) * kv_heads) * dv + 7] = NAN;
+		}
 	}
 
 	/* Q: spread chosen so that the scaled scores have about score_std. */
@@ -390,7 +351,7 @@ static int run_case(CUfunction fns[NVARIANTS], const struct tcase *c)
 	uint16_t *q = malloc(sizeof(uint16_t) * (size_t)c->nseq * qsb);
 	double *qd = malloc(sizeof(double) * (size_t)c->nseq * qsb);
 	for (long i = 0; i < (long)c->nseq * qsb; i++) {
-		q[i] = float_to_bf16((float)((urand() * 2 - 1) * qa));
+		q[i] = bf16_from_double((float)((urand() * 2 - 1) * qa));
 		qd[i] = bf16_to_float(q[i]);
 	}
 
@@ -628,32 +589,150 @@ static int run_case(CUfunction fns[NVARIANTS], const struct tcase *c)
 	return fails;
 }
 
+/*
+ * DECODE_ATTN_BENCH=1: the MLA kernels alone, as vLLM launches them (8 q
+ * heads, pages of 64 tokens shuffled over the pool, NUM_KV_SPLITS splits),
+ * FP8 and bf16 cache, timed with events.  "warm": the average of 20
+ * back-to-back launches (KV that fits in L2 stays there); "cold": the median
+ * of 9 single launches, each after writing a 256 MiB buffer, which evicts L2.
+ * GB/s counts the KV bytes read once: batch * ctx * 576 * element size.
+ */
+static void bench(CUfunction fns[NVARIANTS])
+{
+	static const struct {
+		int batch, ctx, splits;
+	} cfgs[] = { { 1, 32768, 64 }, { 1, 4096, 8 }, { 32, 8192, 16 }, { 256, 4096, 8 } };
+	static const int vars[] = { MLA_FP8, MLA_BF16 };
+	const int heads = 8, P = 64, dk = 576, dv = 512;
+	CUdeviceptr d_flush;
+	CUevent e0, e1;
+
+	CHECK(cuEventCreate(&e0, CU_EVENT_DEFAULT));
+	CHECK(cuEventCreate(&e1, CU_EVENT_DEFAULT));
+	CHECK(cuMemAlloc(&d_flush, 256u << 20));
+	printf("# bench: vLLM MLA decode stage 1, %d q heads, page %d; block %d threads, grid (1, splits, batch)\n",
+	       heads, P, ATTN_DECODE_THREADS);
+	for (size_t vi = 0; vi < sizeof(vars) / sizeof(vars[0]); vi++) {
+		const struct variant *vt = &variants[vars[vi]];
+		const int esz = vt->fp8 ? 1 : 2;
+
+		CHECK(cuFuncSetAttribute(fns[vars[vi]], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, vt->smem));
+		for (size_t ci = 0; ci < sizeof(cfgs) / sizeof(cfgs[0]); ci++) {
+			const int B = cfgs[ci].batch, ctx = cfgs[ci].ctx, S = cfgs[ci].splits;
+			const int ppseq = (ctx + P - 1) / P, npages = B * ppseq + 1;
+			const size_t kv_bytes = (size_t)npages * P * dk * esz;
+			const size_t q_elems = (size_t)B * heads * dk, out_floats = (size_t)B * heads * S * (dv + 1);
+			int32_t *bt = malloc(sizeof(int32_t) * B * ppseq), *lens = malloc(sizeof(int32_t) * B);
+			int *perm = malloc(sizeof(int) * (npages - 1));
+			uint16_t *q = malloc(sizeof(uint16_t) * q_elems);
+			CUdeviceptr d_kv, d_q, d_out, d_bt, d_lens, d_scale;
+			const float one = 1.f;
+			float ms, t[9];
+
+			for (int i = 0; i < npages - 1; i++)
+				perm[i] = i + 1; /* page 0: vLLM's null block */
+			for (int i = npages - 2; i > 0; i--) {
+				int j = irand(i + 1), x = perm[i];
+
+				perm[i] = perm[j], perm[j] = x;
+			}
+			for (int i = 0; i < B * ppseq; i++)
+				bt[i] = perm[i];
+			for (int b = 0; b < B; b++)
+				lens[b] = ctx;
+			for (size_t i = 0; i < q_elems; i++)
+				q[i] = bf16_from_double((float)(urand() * 2 - 1));
+			CHECK(cuMemAlloc(&d_kv, kv_bytes));
+			CHECK(cuMemAlloc(&d_q, sizeof(uint16_t) * q_elems));
+			CHECK(cuMemAlloc(&d_out, sizeof(float) * out_floats));
+			CHECK(cuMemAlloc(&d_bt, sizeof(int32_t) * B * ppseq));
+			CHECK(cuMemAlloc(&d_lens, sizeof(int32_t) * B));
+			CHECK(cuMemAlloc(&d_scale, sizeof(float)));
+			/* finite data: e4m3 bytes 0x30..0x3b / bf16 around +-0.1 */
+			CHECK(cuMemsetD32(d_kv, vt->fp8 ? 0x3b3430b8u : 0x3dcdbdcdu, kv_bytes / 4));
+			CHECK(cuMemcpyHtoD(d_q, q, sizeof(uint16_t) * q_elems));
+			CHECK(cuMemcpyHtoD(d_bt, bt, sizeof(int32_t) * B * ppseq));
+			CHECK(cuMemcpyHtoD(d_lens, lens, sizeof(int32_t) * B));
+			CHECK(cuMemcpyHtoD(d_scale, &one, sizeof(float)));
+
+			struct attn_decode_args a;
+			memset(&a, 0, sizeof(a));
+			a.q = (const void *)d_q;
+			a.k = a.v = (const void *)d_kv;
+			a.out = (float *)d_out;
+			a.block_table = (const int32_t *)d_bt;
+			a.seq_lens = (const int32_t *)d_lens;
+			a.k_scale = a.v_scale = (const float *)d_scale;
+			a.q_stride_b = (int64_t)heads * dk, a.q_stride_h = dk;
+			a.k_stride_page = a.v_stride_page = (int64_t)P * dk;
+			a.k_stride_tok = a.v_stride_tok = dk;
+			a.k_stride_head = a.v_stride_head = dk;
+			a.out_stride_b = (int64_t)heads * S * (dv + 1), a.out_stride_h = (int64_t)S * (dv + 1);
+			a.out_stride_s = dv + 1;
+			a.block_table_stride = ppseq;
+			a.sm_scale = (float)(1.0 / sqrt(192.0));
+			a.scheme = ATTN_DECODE_VLLM;
+			a.batch = B, a.q_heads = heads, a.kv_group = heads, a.page_size = P;
+			void *params[] = { &a };
+			const unsigned gx = (heads + ATTN_DECODE_HEADS_PER_BLOCK - 1) / ATTN_DECODE_HEADS_PER_BLOCK;
+#define LAUNCH()                                                                                       \
+	CHECK(cuLaunchKernel(fns[vars[vi]], gx, (unsigned)S, (unsigned)B, ATTN_DECODE_THREADS, 1, 1,   \
+			     (unsigned)vt->smem, NULL, params, NULL))
+
+			for (int i = 0; i < 3; i++)
+				LAUNCH();
+			CHECK(cuEventRecord(e0, NULL));
+			for (int i = 0; i < 20; i++)
+				LAUNCH();
+			CHECK(cuEventRecord(e1, NULL));
+			CHECK(cuEventSynchronize(e1));
+			CHECK(cuEventElapsedTime(&ms, e0, e1));
+			ms /= 20;
+			for (int i = 0; i < 9; i++) {
+				CHECK(cuMemsetD32(d_flush, (unsigned)i, (256u << 20) / 4));
+				CHECK(cuEventRecord(e0, NULL));
+				LAUNCH();
+				CHECK(cuEventRecord(e1, NULL));
+				CHECK(cuEventSynchronize(e1));
+				CHECK(cuEventElapsedTime(&t[i], e0, e1));
+			}
+#undef LAUNCH
+			for (int i = 1; i < 9; i++) /* insertion sort: median */
+				for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
+					float x = t[j];
+
+					t[j] = t[j - 1], t[j - 1] = x;
+				}
+			{
+				const double bytes = (double)B * ctx * dk * esz;
+
+				printf("bench %-20s batch %3d ctx %5d splits %2d (%4d blocks): warm %.4f ms %6.0f GB/s, "
+				       "cold %.4f ms %6.0f GB/s\n",
+				       vt->name, B, ctx, S, (int)gx * S * B, ms, bytes / (ms * 1e6), t[4],
+				       bytes / (t[4] * 1e6));
+			}
+			cuMemFree(d_kv), cuMemFree(d_q), cuMemFree(d_out), cuMemFree(d_bt), cuMemFree(d_lens);
+			cuMemFree(d_scale);
+			free(bt), free(lens), free(perm), free(q);
+		}
+	}
+	cuMemFree(d_flush);
+	cuEventDestroy(e0), cuEventDestroy(e1);
+}
+
 int main(int argc, char **argv)
 {
-	CUdevice dev;
-	CUcontext ctx;
 	CUmodule mod;
 	CUfunction fns[NVARIANTS];
 	int fails = 0;
 
-	CHECK(cuInit(0));
-	CHECK(cuDeviceGet(&dev, 0));
-	CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-	CHECK(cuCtxSetCurrent(ctx));
-	if (argc > 1) {
-		CHECK(cuModuleLoad(&mod, argv[1]));
-		printf("ok - %s loaded\n", argv[1]);
-	} else {
-		size_t len;
-		const void *fatbin = bundle_fatbin(&len);
-
-		CHECK(cuModuleLoadData(&mod, fatbin));
-		printf("ok - bundled fatbin (%zu bytes) loaded\n", len);
-	}
+	mod = gpu_test_module(argc > 1 ? argv[1] : NULL);
 	for (int i = 0; i < NVARIANTS; i++)
 		CHECK(cuModuleGetFunction(&fns[i], mod, variants[i].name));
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		fails += run_case(fns, &cases[i]) != 0;
+	if (getenv("DECODE_ATTN_BENCH") && atoi(getenv("DECODE_ATTN_BENCH")) > 0)
+		bench(fns);
 	CHECK(cuModuleUnload(mod));
 	return fails ? 1 : 0;
 }

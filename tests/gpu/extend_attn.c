@@ -696,25 +696,10 @@ static void bench(CUmodule mod)
 
 int main(int argc, char **argv)
 {
-	CUdevice dev;
-	CUcontext ctx;
 	CUmodule mod;
 	int fails = 0;
 
-	CHECK(cuInit(0));
-	CHECK(cuDeviceGet(&dev, 0));
-	CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-	CHECK(cuCtxSetCurrent(ctx));
-	if (argc > 1) {
-		CHECK(cuModuleLoad(&mod, argv[1]));
-		printf("ok - %s loaded\n", argv[1]);
-	} else {
-		size_t len;
-		const void *fatbin = bundle_fatbin(&len);
-
-		CHECK(cuModuleLoadData(&mod, fatbin));
-		printf("ok - bundled fatbin (%zu bytes) loaded\n", len);
-	}
+	mod = gpu_test_module(argc > 1 ? argv[1] : NULL);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		if (!getenv("EXTEND_ATTN_CASE") || atoi(getenv("EXTEND_ATTN_CASE")) == (int)i)
 			fails += run_case(mod, &cases[i]);

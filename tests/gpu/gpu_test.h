@@ -90,4 +90,33 @@ static inline double e4m3_to_double(uint8_t b)
 	return (b & 0x80) ? -v : v;
 }
 
+/*
+ * gpu_test_module - device 0's primary context made current, and the module
+ * under test: the cubin or fatbin @path (a standalone build), or with @path
+ * NULL the bundle embedded in the shim (declare bundle_fatbin first by
+ * including shim/reroute/bundle.h).  Prints which, as a TAP line.
+ */
+#ifdef SM120_REROUTE_BUNDLE_H
+static inline CUmodule gpu_test_module(const char *path)
+{
+	CUdevice dev;
+	CUcontext ctx;
+	CUmodule mod;
+	size_t len;
+
+	CHECK(cuInit(0));
+	CHECK(cuDeviceGet(&dev, 0));
+	CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+	CHECK(cuCtxSetCurrent(ctx));
+	if (path) {
+		CHECK(cuModuleLoad(&mod, path));
+		printf("ok - %s loaded\n", path);
+	} else {
+		CHECK(cuModuleLoadData(&mod, bundle_fatbin(&len)));
+		printf("ok - bundled fatbin (%zu bytes) loaded\n", len);
+	}
+	return mod;
+}
+#endif
+
 #endif

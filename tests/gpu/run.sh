@@ -17,21 +17,25 @@ for t in "$@"; do
 	"$t" >"$log" 2>&1 || echo "not ok - $t exited $?" >>"$log"
 	count
 done
-# The bundled kernels under compute-sanitizer memcheck (when the toolkit has
-# it): no out-of-bounds or misaligned access in any decode case or in one
-# extend case of each head size.
+# The bundled kernels under compute-sanitizer (when the toolkit has it):
+# memcheck (no out-of-bounds or misaligned access), racecheck (no
+# shared-memory hazard) and, for decode's two warp groups, synccheck (barrier
+# use) on every decode case and on one extend case of each head size.
 san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 if [ -n "$san" ]; then
-	for c in decode_attn extend_attn:0 extend_attn:5 extend_attn:9; do
-		t=${c%%:*} case=${c#*:}
-		[ "$case" = "$c" ] && case=
-		if EXTEND_ATTN_CASE=$case "$san" --tool memcheck --print-limit 5 \
+	for c in memcheck:decode_attn racecheck:decode_attn synccheck:decode_attn memcheck:extend_attn:0 \
+		memcheck:extend_attn:5 memcheck:extend_attn:9 racecheck:extend_attn:0 \
+		racecheck:extend_attn:5 racecheck:extend_attn:9; do
+		tool=${c%%:*} rest=${c#*:}
+		t=${rest%%:*} case=${rest#*:}
+		[ "$case" = "$rest" ] && case=
+		if EXTEND_ATTN_CASE=$case "$san" --tool "$tool" --print-limit 5 \
 			"${SM120_BUILD:-build}/test/gpu_$t" >"$log" 2>&1 &&
-			grep -q "ERROR SUMMARY: 0 errors" "$log"; then
-			echo "ok - memcheck: gpu_$t ${case:+case $case }has no memory error" >"$log"
+			grep -qE "(ERROR|RACECHECK) SUMMARY: 0 (errors|hazards)" "$log"; then
+			echo "ok - $tool: gpu_$t ${case:+case $case }is clean" >"$log"
 		else
 			sed 's/^/# /' "$log" | tail -8 >"$log.tail"
-			{ echo "not ok - memcheck: gpu_$t ${case:+case $case}"; cat "$log.tail"; } >"$log"
+			{ echo "not ok - $tool: gpu_$t ${case:+case $case}"; cat "$log.tail"; } >"$log"
 		fi
 		count
 	done
