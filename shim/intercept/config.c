@@ -1,6 +1,7 @@
 /* config.c - see config.h. */
 #include "config.h"
 
+#include <ctype.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -29,6 +30,33 @@ static void expand_pid(const char *in, char *out, size_t n)
 		}
 	}
 	out[o < n ? o : n - 1] = '\0';
+}
+
+static const char *const setting_names[RULE_NSETTINGS] = {
+#define SETTING_NAME(name, values) #name,
+	RULE_SETTINGS(SETTING_NAME)
+#undef SETTING_NAME
+};
+
+/* read_settings - SM120SHIM_<NAME> of every rule setting, copied (too long: unset, and said). */
+static void read_settings(void)
+{
+	char var[64];
+	int i;
+
+	for (i = 0; i < RULE_NSETTINGS; i++) {
+		size_t o = (size_t)snprintf(var, sizeof(var), "SM120SHIM_"), k;
+		const char *v;
+
+		for (k = 0; setting_names[i][k] && o + 1 < sizeof(var); k++)
+			var[o++] = (char)toupper((unsigned char)setting_names[i][k]);
+		var[o] = '\0';
+		v = getenv(var);
+		if (v && strlen(v) >= sizeof(cfg.settings[i]))
+			shim_log_warn("%s='%.40s...' is too long; taken as unset", var, v);
+		else if (v)
+			strcpy(cfg.settings[i], v);
+	}
 }
 
 static void cfg_init(void)
@@ -69,12 +97,24 @@ static void cfg_init(void)
 	}
 	if (log && *log)
 		expand_pid(log, cfg.log_path, sizeof(cfg.log_path));
+	read_settings();
 }
 
 const struct shim_config *shim_config(void)
 {
 	pthread_once(&cfg_once, cfg_init);
 	return &cfg;
+}
+
+const char *shim_setting(const char *name)
+{
+	const struct shim_config *c = shim_config();
+	int i;
+
+	for (i = 0; i < RULE_NSETTINGS; i++)
+		if (strcmp(setting_names[i], name) == 0)
+			return c->settings[i][0] ? c->settings[i] : NULL;
+	return NULL;
 }
 
 /* Target auto: every device's limits, read once the driver can answer. */

@@ -11,6 +11,8 @@
  *                        (default: the most any rule's tiles need), off, or
  *                        BYTES
  *   SM120SHIM_LOG        JSON-lines log file; %p is replaced by the pid
+ *   SM120SHIM_<SETTING>  values rules need that a launch cannot show
+ *                        (RULE_SETTINGS: KV_CACHE_DTYPE, PAGE_SIZE)
  * A bad value is reported once on stderr and the safe choice is taken:
  * diagnose for the mode (changes nothing), sm120 for the target.
  */
@@ -21,6 +23,7 @@
 #include <stdint.h>
 
 #include "../route/route.h"
+#include "../route/rules.h"
 
 struct shim_config {
 	enum shim_mode mode;
@@ -28,10 +31,14 @@ struct shim_config {
 	struct target_limits target;  /* valid unless target_auto (then see shim_limits) */
 	uint32_t advertise;           /* 0: none */
 	char log_path[4096];          /* "" if no log */
+	char settings[RULE_NSETTINGS][64]; /* SM120SHIM_<SETTING>, by RULE_SETTINGS row; "" unset */
 };
 
 /* shim_config - the settings (read on the first call). */
 const struct shim_config *shim_config(void);
+
+/* shim_setting - the value of rule setting @name (SM120SHIM_<NAME>), or NULL if unset. */
+const char *shim_setting(const char *name);
 
 /*
  * shim_limits - the limits launches are judged against: the emulated profile,

@@ -45,7 +45,7 @@ CUdevice shim_current_device(void);
 void shim_image_loaded(void *owner, enum shim_hook_id via, const void *image, const char *path,
 		       int preserved);
 
-/* shim_image_unloaded - forget @owner's image and mark its kernel handles dead. */
+/* shim_image_unloaded - forget @owner's image and mark its kernel handles dead (no-op in mode off). */
 void shim_image_unloaded(void *owner);
 
 #endif

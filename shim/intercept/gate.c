@@ -121,7 +121,7 @@ static int plan_reroute(struct kernel_rec *r, const struct shim_launch *l,
 	uint32_t sizes[RULE_MAX_PARAMS], i, n;
 	struct select_launch sl = { .kernel = r ? r->name : "?", .param_sizes = sizes,
 				    .params = l->params, .dynamic_smem = l->smem,
-				    .setting = reroute_setting };
+				    .setting = shim_setting };
 
 	if (!k)
 		return sm_err_set(why, -ENOENT, "the kernel is unknown to the driver");
@@ -134,26 +134,25 @@ static int plan_reroute(struct kernel_rec *r, const struct shim_launch *l,
 	return reroute_select(rules_builtin, rules_builtin_count, &sl, plan, rule, why);
 }
 
-int shim_launch_gate(const struct shim_launch *l)
+/*
+ * judge_launch - the over-limit candidate @l against the current device's
+ * limits @t: log, refuse or reroute it.  Kept out of shim_launch_gate so the
+ * common case prepares none of this state.
+ */
+static __attribute__((noinline)) int judge_launch(const struct shim_launch *l,
+						   const struct target_limits *t)
 {
 	const struct shim_config *c = shim_config();
-	const struct target_limits *t;
-	struct kernel_rec *r;
-	struct route_launch rl = { 0, l->smem, 0 };
-	struct verdict v = { .event = "launch", .via = l->via, .dynamic = l->smem, .launch = l };
+	struct kernel_rec *r = shim_kernel(l->f, 0, NULL, NULL);
+	struct route_launch rl = { r ? r->static_smem : 0, l->smem, 0 };
+	struct verdict v = { .event = "launch", .via = l->via, .static_smem = rl.static_smem,
+			     .dynamic = l->smem, .launch = l };
 	struct reroute_plan plan;
 	const struct rule *rule = NULL;
 	struct sm_err why = { "" };
 	enum route_action a;
 	int rc = 0, tried = 0;
 
-	if (c->mode == SHIM_MODE_OFF)
-		return 0;
-	t = shim_limits_floor();
-	if (!t || (uint64_t)l->smem + MAX_STATIC_SMEM <= t->optin_per_block || !(t = shim_limits()))
-		return 0;
-	r = shim_kernel(l->f, 0, NULL, NULL);
-	rl.static_smem = v.static_smem = r ? r->static_smem : 0;
 	if (c->mode == SHIM_MODE_REROUTE &&
 	    (uint64_t)rl.static_smem + l->smem > t->optin_per_block) {
 		rc = plan_reroute(r, l, &plan, &rule, &why);
@@ -182,6 +181,18 @@ int shim_launch_gate(const struct shim_launch *l)
 	v.reason = tried && rc != -ENOENT ? why.msg : NULL;
 	report(r, &v, t);
 	return a == ROUTE_REFUSE ? CUDA_ERROR_INVALID_VALUE : 0;
+}
+
+int shim_launch_gate(const struct shim_launch *l)
+{
+	const struct target_limits *t;
+
+	if (shim_config()->mode == SHIM_MODE_OFF)
+		return 0;
+	t = shim_limits_floor();
+	if (!t || (uint64_t)l->smem + MAX_STATIC_SMEM <= t->optin_per_block || !(t = shim_limits()))
+		return 0;
+	return judge_launch(l, t);
 }
 
 int shim_set_dynamic_gate(enum shim_hook_id via, void *handle, int is_kernel, int *value)

@@ -56,7 +56,7 @@ void shim_image_loaded(void *owner, enum shim_hook_id via, const void *image, co
 	char origin[192], arch[16] = "";
 	const void *bytes = image;
 	size_t len = 0;
-	int rc, in_object = 0;
+	int rc, in_object = 0, nth;
 
 	if (shim_config()->mode == SHIM_MODE_OFF || !owner)
 		return;
@@ -79,15 +79,17 @@ void shim_image_loaded(void *owner, enum shim_hook_id via, const void *image, co
 		.arch = arch[0] ? arch : NULL, .kernels = sum.n_kernels, .static_smem = -1,
 		.dynamic_smem = -1, .limit = -1, .regs = -1, .param_bytes = -1,
 		.error = rc ? err.msg : NULL });
-	if (rc && atomic_fetch_add(&warnings, 1) < MAX_IMAGE_WARNINGS)
+	if (rc && (nth = atomic_fetch_add(&warnings, 1)) < MAX_IMAGE_WARNINGS)
 		shim_log_warn("%s (loaded by %s); its kernels are judged by what the driver reports%s",
 			      err.msg, shim_hook_table[via].name,
-			      atomic_load(&warnings) == MAX_IMAGE_WARNINGS ?
+			      nth == MAX_IMAGE_WARNINGS - 1 ?
 				      "; further unreadable images are only in SM120SHIM_LOG" : "");
 }
 
 void shim_image_unloaded(void *owner)
 {
+	if (shim_config()->mode == SHIM_MODE_OFF)
+		return; /* nothing was recorded */
 	handles_drop_owner(owner);
 	loaded_drop(owner);
 }

@@ -95,7 +95,7 @@ void handles_drop_owner(const void *owner)
 	if (!owner)
 		return;
 	put_lock();
-	for (i = 0; i < SLOTS; i++) {
+	for (i = 0; filled && i < SLOTS; i++) {
 		struct kernel_rec *r = atomic_load(&slots[i]);
 
 		if (r && r->owner == owner)

@@ -1,7 +1,6 @@
 /* reroute.c - see reroute.h. */
 #include "reroute.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -182,16 +181,4 @@ CUresult reroute_launch(const struct reroute_plan *plan, CUstream stream, int pe
 				      plan->dynamic_smem, stream, params, NULL);
 	sm_err_set(why, -ENOENT, "this shim's bundle has no kernel %s", plan->kernel);
 	return CUDA_ERROR_NOT_FOUND;
-}
-
-const char *reroute_setting(const char *name)
-{
-	char var[64];
-	size_t i, o = strlen("SM120SHIM_");
-
-	memcpy(var, "SM120SHIM_", o);
-	for (i = 0; name[i] && o + 1 < sizeof(var); i++)
-		var[o++] = (char)toupper((unsigned char)name[i]);
-	var[o] = '\0';
-	return getenv(var);
 }

@@ -33,7 +33,4 @@ void reroute_prepare(void);
 CUresult reroute_launch(const struct reroute_plan *plan, CUstream stream, int per_thread,
 			struct sm_err *why);
 
-/* reroute_setting - SM120SHIM_<NAME> (upper-cased @name), or NULL if unset. */
-const char *reroute_setting(const char *name);
-
 #endif

@@ -60,6 +60,8 @@ struct rule {
 
 /* The deployment settings a rule may need, with the values each accepts (SM120SHIM_<NAME>). */
 #define RULE_SETTINGS(X) X(kv_cache_dtype, "bf16 fp8_e4m3") X(page_size, "tokens per KV page")
+#define RULE_SETTING_COUNT(name, values) +1
+#define RULE_NSETTINGS (0 RULE_SETTINGS(RULE_SETTING_COUNT))
 
 /* The rules compiled from the JSON files in rules/ (build/rules/rules_table.c). */
 extern const struct rule rules_builtin[];

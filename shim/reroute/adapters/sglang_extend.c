@@ -84,11 +84,27 @@ static int check_extras(const struct adapter_input *in, int32_t batch, struct sm
 	return 0;
 }
 
-/* kernel_for - the bundled kernel of head sizes @lq/@lv and the cache dtype setting. */
-static const char *kernel_for(const struct adapter_input *in, int lq, int lv, int *fp8,
-			      struct sm_err *why)
+/* The bundled extend kernels, one row per head-size pair (extend.h). */
+static const struct variant {
+	int lq, lv;
+	const char *bf16, *fp8;   /* kernel names by KV cache dtype */
+	int rows;                 /* packed rows per block */
+	unsigned int smem;        /* dynamic shared memory */
+} variants[] = {
+	{ 576, 512, ATTN_EXTEND_MLA576_BF16, ATTN_EXTEND_MLA576_FP8, ATTN_EXTEND_ROWS_MLA576,
+	  ATTN_EXTEND_SMEM_MLA576 },
+	{ 192, 128, ATTN_EXTEND_192_BF16, ATTN_EXTEND_192_FP8, ATTN_EXTEND_ROWS_192,
+	  ATTN_EXTEND_SMEM_192 },
+	{ 128, 128, ATTN_EXTEND_128_BF16, ATTN_EXTEND_128_FP8, ATTN_EXTEND_ROWS_128,
+	  ATTN_EXTEND_SMEM_128 },
+};
+
+/* variant_for - the kernel row of head sizes @lq/@lv, and the cache dtype setting. */
+static const struct variant *variant_for(const struct adapter_input *in, int lq, int lv, int *fp8,
+					 struct sm_err *why)
 {
 	const char *dtype = in->setting ? in->setting("kv_cache_dtype") : NULL;
+	size_t i;
 
 	if (!dtype) {
 		sm_err_set(why, -EINVAL, "the KV cache dtype is compiled into %s and cannot be read "
@@ -106,12 +122,9 @@ static const char *kernel_for(const struct adapter_input *in, int lq, int lv, in
 			   "that release scales FP8 keys is not verified", in->rule->id);
 		return NULL;
 	}
-	if (lq == 576 && lv == 512)
-		return *fp8 ? ATTN_EXTEND_MLA576_FP8 : ATTN_EXTEND_MLA576_BF16;
-	if (lq == 192 && lv == 128)
-		return *fp8 ? ATTN_EXTEND_192_FP8 : ATTN_EXTEND_192_BF16;
-	if (lq == 128 && lv == 128)
-		return *fp8 ? ATTN_EXTEND_128_FP8 : ATTN_EXTEND_128_BF16;
+	for (i = 0; i < sizeof(variants) / sizeof(variants[0]); i++)
+		if (variants[i].lq == lq && variants[i].lv == lv)
+			return &variants[i];
 	sm_err_set(why, -EINVAL, "head sizes Lq %d, Lv %d have no bundled extend kernel", lq, lv);
 	return NULL;
 }
@@ -132,10 +145,10 @@ int adapt_sglang_extend(const struct adapter_input *in, struct reroute_plan *pla
 		"Q_Extend", "K_Extend", "V_Extend", "O_Extend", "K_Buffer", "V_Buffer",
 		"qo_indptr", "kv_indptr", "kv_indices", "LSE_Extend",
 	};
-	int64_t hq = in->grid[1], hkv, rows, lq, lv;
+	int64_t hq = in->grid[1], hkv, lq, lv;
 	unsigned int i, n_ptrs = adapter_has(in, "LSE_Extend") ? 10 : 9;
 	int fp8 = 0, per16;
-	const char *kernel;
+	const struct variant *k;
 
 	if (adapter_value(in, "Lq", &lq_d, why) || adapter_value(in, "Lv", &lv_d, why) ||
 	    adapter_value(in, "BLOCK_M", &bm_d, why) || adapter_value(in, "num_warps", &warps_d, why) ||
@@ -187,8 +200,8 @@ int adapt_sglang_extend(const struct adapter_input *in, struct reroute_plan *pla
 				  (long long)hkv, (long long)lq, (long long)lv);
 	if (check_pages(in, s[8], s[10], why) || check_extras(in, (int32_t)in->grid[0], why))
 		return -EINVAL;
-	kernel = kernel_for(in, (int)lq, (int)lv, &fp8, why);
-	if (!kernel)
+	k = variant_for(in, (int)lq, (int)lv, &fp8, why);
+	if (!k)
 		return -EINVAL;
 	per16 = fp8 ? 16 : 8;
 	for (i = 0; i < 12; i++)
@@ -215,16 +228,14 @@ int adapt_sglang_extend(const struct adapter_input *in, struct reroute_plan *pla
 	a.flags = causal != 0 ? ATTN_EXTEND_CAUSAL : 0;
 
 	/* Triton covered max_len_extend <= grid z * BLOCK_M rows per sequence. */
-	rows = lq == 576 ? ATTN_EXTEND_ROWS_MLA576 : ATTN_EXTEND_ROWS_128;
-	plan->kernel = kernel;
+	plan->kernel = fp8 ? k->fp8 : k->bf16;
 	memcpy(plan->args, &a, sizeof(a));
 	plan->args_size = sizeof(a);
-	plan->grid[0] = (unsigned int)((in->grid[2] * (int64_t)bm_d * group + rows - 1) / rows);
+	plan->grid[0] = (unsigned int)((in->grid[2] * (int64_t)bm_d * group + k->rows - 1) / k->rows);
 	plan->grid[1] = (unsigned int)hkv;
 	plan->grid[2] = in->grid[0];
 	plan->block[0] = ATTN_EXTEND_THREADS;
 	plan->block[1] = plan->block[2] = 1;
-	plan->dynamic_smem = lq == 576 ? ATTN_EXTEND_SMEM_MLA576 :
-			     lq == 192 ? ATTN_EXTEND_SMEM_192 : ATTN_EXTEND_SMEM_128;
+	plan->dynamic_smem = k->smem;
 	return 0;
 }
