@@ -15,7 +15,7 @@ NVFX := $(NVCC) -Ikernels -Xcudafe --diag_suppress=177
 FIXTURES := $(FX)/params.sm_90.cubin $(FX)/params.sm_90a.cubin $(FX)/params.sm_120.cubin \
 	$(FX)/params.sm_86.cubin $(FX)/params.fatbin $(FX)/params.zstd.fatbin \
 	$(FX)/params.lz4.fatbin $(FX)/libparams.so $(FX)/params.o $(FX)/params_rdc.o \
-	$(FX)/triton_cache $(FX)/empty_section.o
+	$(FX)/triton_cache $(FX)/empty_section.o $(FX)/sglang_extend.sm_90.cubin
 
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(T)/%,$(wildcard tests/unit/test_*.c))
 
@@ -42,6 +42,9 @@ $(FX)/params.o: tests/fixtures/params.cu $(B)/.deps-ok
 $(FX)/params_rdc.o: tests/fixtures/params.cu $(B)/.deps-ok
 	$(msg) NVCC $@
 	$(Q)mkdir -p $(FX) && $(NVFX) -c -rdc=true -arch=sm_120 $< -o $@
+$(FX)/sglang_extend.sm_90.cubin: tests/fixtures/sglang_extend.cu $(B)/.deps-ok
+	$(msg) NVCC $@
+	$(Q)mkdir -p $(FX) && $(NVFX) -cubin -arch=sm_90 $< -o $@
 $(FX)/triton_like.cubin: tests/fixtures/triton_like.cu $(B)/.deps-ok
 	$(msg) NVCC $@
 	$(Q)mkdir -p $(FX) && $(NVFX) -cubin -arch=sm_90a $< -o $@
@@ -65,6 +68,7 @@ $(T)/test_%: tests/unit/test_%.c tests/unit/fixture.h $(CORE_SRCS) $(B)/.deps-ok
 # a real process does (tests/shim, run by tests/scripts/test_intercept.sh).
 FAKE_DIR := $(T)/fakecuda
 SHIM_TEST_BINS := $(FAKE_DIR)/libcuda.so.1 $(T)/shim_paths $(T)/shim_ctor $(T)/shim_next \
+	$(T)/shim_reroute \
 	$(T)/shim_limits
 $(FAKE_DIR)/libcuda.so.1: tests/shim/fakecuda.c $(B)/.deps-ok
 	$(msg) CC $@
@@ -73,6 +77,9 @@ $(FAKE_DIR)/libcuda.so.1: tests/shim/fakecuda.c $(B)/.deps-ok
 $(T)/shim_paths: tests/shim/paths.c $(FAKE_DIR)/libcuda.so.1
 	$(msg) CC $@
 	$(Q)$(CC) $(PLAIN_CFLAGS) -I$(CUDA_HOME)/include -o $@ $< $(FAKE_DIR)/libcuda.so.1 -ldl -lpthread
+$(T)/shim_reroute: tests/shim/reroute.c $(FAKE_DIR)/libcuda.so.1
+	$(msg) CC $@
+	$(Q)$(CC) $(PLAIN_CFLAGS) -I$(CUDA_HOME)/include -o $@ $< $(FAKE_DIR)/libcuda.so.1
 $(T)/shim_limits: tests/shim/limits.c $(FAKE_DIR)/libcuda.so.1
 	$(msg) CC $@
 	$(Q)$(CC) $(PLAIN_CFLAGS) -I$(CUDA_HOME)/include -o $@ $< $(FAKE_DIR)/libcuda.so.1

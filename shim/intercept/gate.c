@@ -172,10 +172,11 @@ static __attribute__((noinline)) int judge_launch(const struct shim_launch *l,
 			report(r, &v, t);
 			return SHIM_GATE_DONE;
 		}
+		/* What the target does with this launch: refuse it; why is in the reason. */
 		v.action = "refuse";
 		v.reason = why.msg;
 		report(r, &v, t);
-		return (int)cr;
+		return CUDA_ERROR_INVALID_VALUE;
 	}
 	v.action = route_action_name(a);
 	v.reason = tried && rc != -ENOENT ? why.msg : NULL;

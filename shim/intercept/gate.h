@@ -25,9 +25,10 @@ struct shim_launch {
 /*
  * shim_launch_gate - judge launch @l.  Returns 0 to call the driver,
  * SHIM_GATE_DONE when the launch was rerouted (the hook answers success),
- * or a CUresult error (> 0) to refuse, as the target's driver would
- * (CUDA_ERROR_INVALID_VALUE).  Logs violations and reroutes.  The common
- * case (small dynamic smem) costs two compares and no lookup.
+ * or CUDA_ERROR_INVALID_VALUE to refuse, as the target's driver would (also
+ * when a planned reroute cannot be launched; the log says why).  Logs
+ * violations and reroutes.  The common case (small dynamic smem) costs two
+ * compares and no lookup.
  */
 int shim_launch_gate(const struct shim_launch *l);
 
