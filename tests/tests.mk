@@ -110,7 +110,7 @@ test: all $(FIXTURES) $(UNIT_TESTS) $(SHIM_TEST_BINS) $(FUZZ_BIN)
 include tests/fuzz/fuzz.mk
 
 # ------------------------------------------------------------------ GPU
-GPU_TESTS := $(T)/gpu_decode_merge $(T)/gpu_decode_attn $(T)/gpu_extend_attn
+GPU_TESTS := $(T)/gpu_decode_merge $(T)/gpu_decode_attn $(T)/gpu_extend_attn $(T)/gpu_moe_gemm
 GPU_BENCH := $(T)/gpu_bench_launch $(T)/gpu_bench_peaks $(T)/bench_peaks.cubin
 GPU_SHIMMED := $(T)/gpu_reroute_contexts $(T)/framework_stage1.cubin
 $(T)/framework_stage1.cubin: tests/gpu/framework_stage1.cu $(B)/.deps-ok

@@ -34,6 +34,7 @@ struct search {
 	uint64_t *kept;
 	int max;
 	int found;
+	int supported_only;   /* read unsupported parameters as dropped */
 };
 
 static void search(struct search *s, uint32_t i, uint32_t j, uint64_t mask)
@@ -48,13 +49,24 @@ static void search(struct search *s, uint32_t i, uint32_t j, uint64_t mask)
 	p = &s->r->params[i];
 	if (p->drop != RULE_KEPT)
 		search(s, i + 1, j, mask);
-	if (j < s->n && s->sizes[j] == rule_type_size((enum rule_type)p->type))
+	if (p->drop != RULE_DROP_ALWAYS && !(s->supported_only && p->unsupported) && j < s->n && s->sizes[j] == rule_type_size((enum rule_type)p->type))
 		search(s, i + 1, j + 1, mask | (1ull << i));
 }
 
 int rule_match(const struct rule *r, const uint32_t *sizes, uint32_t n, uint64_t *kept, int max)
 {
-	struct search s = { r, sizes, n, kept, max, 0 };
+	struct search s = { r, sizes, n, kept, max, 0, 0 };
+
+	if (r->n_params > RULE_MAX_PARAMS || n > r->n_params)
+		return 0;
+	search(&s, 0, 0, 0);
+	return s.found;
+}
+
+int rule_match_supported(const struct rule *r, const uint32_t *sizes, uint32_t n, uint64_t *kept,
+			 int max)
+{
+	struct search s = { r, sizes, n, kept, max, 0, 1 };
 
 	if (r->n_params > RULE_MAX_PARAMS || n > r->n_params)
 		return 0;

@@ -20,6 +20,7 @@ enum rule_drop {
 	RULE_KEPT = 0,       /* always present */
 	RULE_DROP_NONE,      /* a pointer Triton drops when it is passed as None */
 	RULE_DROP_ONE,       /* an int Triton drops when it equals 1 */
+	RULE_DROP_ALWAYS,    /* an int the framework always passes as 1: never present */
 };
 
 struct rule_param {
@@ -59,7 +60,11 @@ struct rule {
 #define RULE_MAX_PARAMS 64
 
 /* The deployment settings a rule may need, with the values each accepts (SM120SHIM_<NAME>). */
-#define RULE_SETTINGS(X) X(kv_cache_dtype, "bf16 fp8_e4m3") X(page_size, "tokens per KV page")
+#define RULE_SETTINGS(X)                                                            \
+	X(kv_cache_dtype, "bf16 fp8_e4m3")                                          \
+	X(page_size, "tokens per KV page")                                          \
+	X(top_k, "experts per token (config.json num_experts_per_tok)")            \
+	X(hidden_size, "the model's hidden size (config.json hidden_size)")
 #define RULE_SETTING_COUNT(name, values) +1
 #define RULE_NSETTINGS (0 RULE_SETTINGS(RULE_SETTING_COUNT))
 
@@ -80,6 +85,15 @@ int rule_type_parse(const char *s);
  * how many ways there are (0: no match).  Pure.
  */
 int rule_match(const struct rule *r, const uint32_t *sizes, uint32_t n, uint64_t *kept, int max);
+
+/*
+ * rule_match_supported - rule_match over the readings an adapter can take:
+ * parameters marked unsupported are read as dropped.  The shim tries these
+ * first; only when there are none does it look at the others, to say which
+ * unsupported parameter the launch passes.  Pure.
+ */
+int rule_match_supported(const struct rule *r, const uint32_t *sizes, uint32_t n, uint64_t *kept,
+			 int max);
 
 /* rule_tile_for - @r's tile for a launch with @dynamic_smem bytes, or NULL. */
 const struct rule_tile *rule_tile_for(const struct rule *r, uint64_t dynamic_smem);

@@ -98,3 +98,6 @@ print("hopper: the configuration rerouted, native with wgmma; hop-nowg: the same
       "decode 1 stage), without wgmma.  'of ceiling': the bundled kernel's TFLOP/s over the "
       "mma.sync rate (extend) or its KV bytes/s over the read bandwidth (decode).")
 PY
+
+echo
+sh tests/gpu/bench_moe.sh || exit 1

@@ -1,8 +1,8 @@
 /*
  * bench_peaks.c - measured ceilings for `make bench-gpu`: the mma.sync bf16
- * rate (TFLOP/s) and the streaming read bandwidth (GB/s) of device 0, with
+ * and FP8 rates (TFLOP/s) and the streaming read bandwidth (GB/s) of device 0, with
  * the kernels of bench_peaks.cu (cubin path in argv[1]).  Prints
- * "mma_sync_bf16_tflops <x>" and "read_gbps <y>", best of 5.
+ * "mma_sync_bf16_tflops <x>", "mma_sync_fp8_tflops <x>" and "read_gbps <y>", best of 5.
  */
 #include <cuda.h>
 #include <stdio.h>
@@ -36,7 +36,7 @@ int main(int argc, char **argv)
 	CUdevice dev;
 	CUcontext ctx;
 	CUmodule mod;
-	CUfunction mma, rd;
+	CUfunction mma, mma8, rd;
 	CUdeviceptr out, buf;
 	int sms, iters = 4096;
 	size_t n = (size_t)4 << 30;                 /* 4 GiB read */
@@ -57,6 +57,7 @@ int main(int argc, char **argv)
 	CHECK(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
 	CHECK(cuModuleLoad(&mod, argv[1]));
 	CHECK(cuModuleGetFunction(&mma, mod, "mma_peak"));
+	CHECK(cuModuleGetFunction(&mma8, mod, "mma_peak_fp8"));
 	CHECK(cuModuleGetFunction(&rd, mod, "read_bw"));
 	grid = (unsigned int)sms * 8;
 	CHECK(cuMemAlloc(&out, (size_t)grid * 256 * 4));
@@ -65,6 +66,9 @@ int main(int argc, char **argv)
 	ms = best_ms(mma, grid, mma_params);
 	printf("mma_sync_bf16_tflops %.1f\n",
 	       (double)grid * 8 /* warps */ * iters * 8 * 4096.0 / (ms * 1e-3) / 1e12);
+	ms = best_ms(mma8, grid, mma_params);
+	printf("mma_sync_fp8_tflops %.1f\n",
+	       (double)grid * 8 /* warps */ * iters * 8 * 8192.0 / (ms * 1e-3) / 1e12);
 	ms = best_ms(rd, (unsigned int)sms * 16, rd_params);
 	printf("read_gbps %.0f\n", (double)n / (ms * 1e-3) / 1e9);
 	return 0;

@@ -3,6 +3,7 @@
  * against, with the instructions SM120 has:
  *   mma_peak  back-to-back mma.sync m16n8k16 bf16 -> fp32 from registers
  *             (8 independent accumulators per warp), no memory traffic;
+ *   mma_peak_fp8  the same with m16n8k32 FP8 E4M3 (the w8a8 MoE kernels);
  *   read_bw   a streaming read of a large buffer in 16-byte loads.
  * Built into a cubin by tests/tests.mk; tests/gpu/bench_peaks.c launches it.
  */
@@ -18,6 +19,28 @@ extern "C" __global__ void __launch_bounds__(256) mma_peak(float *out, int iters
 #pragma unroll
 		for (int j = 0; j < 8; j++)
 			asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+				     "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+				     : "+f"(c[j][0]), "+f"(c[j][1]), "+f"(c[j][2]), "+f"(c[j][3])
+				     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+	}
+	float s = 0.f;
+#pragma unroll
+	for (int j = 0; j < 8; j++)
+		s += c[j][0] + c[j][1] + c[j][2] + c[j][3];
+	if (s == 1.2345f)
+		out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
+
+extern "C" __global__ void __launch_bounds__(256) mma_peak_fp8(float *out, int iters)
+{
+	uint32_t a[4] = { 0x38383838u ^ threadIdx.x, 0x38383838u, 0x38383838u, 0x38383838u };
+	uint32_t b[2] = { 0x38383838u, 0x38383838u ^ blockIdx.x };
+	float c[8][4] = {};
+
+	for (int i = 0; i < iters; i++) {
+#pragma unroll
+		for (int j = 0; j < 8; j++)
+			asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 "
 				     "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
 				     : "+f"(c[j][0]), "+f"(c[j][1]), "+f"(c[j][2]), "+f"(c[j][3])
 				     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));

@@ -1,8 +1,9 @@
 #!/bin/sh
 # run.sh GPU_TEST... - `make test-gpu`: the GPU test programs, the bundled
 # kernels under compute-sanitizer, the GPU scan checks, the shim under
-# PyTorch + Triton (shim_gpu.sh) and the reroute suite (reroute_gpu.sh);
-# prints "N passed, N failed" last.  Needs an NVIDIA GPU.
+# PyTorch + Triton (shim_gpu.sh), the attention reroute suite
+# (reroute_gpu.sh) and the fused-MoE one (moe_reroute_gpu.sh); prints
+# "N passed, N failed" last.  Needs an NVIDIA GPU.
 set -u
 log=$(mktemp)
 trap 'rm -f "$log" "$log.tail"' EXIT
@@ -25,11 +26,12 @@ san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2
 if [ -n "$san" ]; then
 	for c in memcheck:decode_attn racecheck:decode_attn synccheck:decode_attn memcheck:extend_attn:0 \
 		memcheck:extend_attn:5 memcheck:extend_attn:9 racecheck:extend_attn:0 \
-		racecheck:extend_attn:5 racecheck:extend_attn:9; do
+		racecheck:extend_attn:5 racecheck:extend_attn:9 memcheck:moe_gemm:9 memcheck:moe_gemm:10 \
+		memcheck:moe_gemm:27 racecheck:moe_gemm:2 racecheck:moe_gemm:14; do
 		tool=${c%%:*} rest=${c#*:}
 		t=${rest%%:*} case=${rest#*:}
 		[ "$case" = "$rest" ] && case=
-		if EXTEND_ATTN_CASE=$case "$san" --tool "$tool" --print-limit 5 \
+		if EXTEND_ATTN_CASE=$case MOE_GEMM_CASE=$case "$san" --tool "$tool" --print-limit 5 \
 			"${SM120_BUILD:-build}/test/gpu_$t" >"$log" 2>&1 &&
 			grep -qE "(ERROR|RACECHECK) SUMMARY: 0 (errors|hazards)" "$log"; then
 			echo "ok - $tool: gpu_$t ${case:+case $case }is clean" >"$log"
@@ -45,6 +47,8 @@ count
 sh tests/gpu/shim_gpu.sh >"$log" 2>&1
 count
 sh tests/gpu/reroute_gpu.sh >"$log" 2>&1
+count
+sh tests/gpu/moe_reroute_gpu.sh >"$log" 2>&1
 count
 echo
 echo "$passed passed, $failed failed"

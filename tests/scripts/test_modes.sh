@@ -106,8 +106,8 @@ run mixed1 SM120SHIM_MODE=diagnose FAKECUDA_DEVICES=2 FAKECUDA_OPTIN_1=101376 FA
 	{ echo "not ok - mixed devices"; cat "$work"/mixed*.jsonl; }
 
 run default SM120SHIM_TARGET=sm120
-expect default "the default mode (reroute) advertises the most a rule reroutes (SGLang's 106496 B)" \
-	"optin 106496" "per_sm 102400"
+expect default "the default mode (reroute) advertises the most a rule reroutes (fused MoE, block FP8, on sm_90: 197632 B)" \
+	"optin 197632" "per_sm 102400"
 expect default "... and refuses a _fwd_kernel whose parameters are not SGLang's extend kernel" \
 	"launch 106496 -> 1" "launchex 106496 -> 1"
 grep -q "kernel _fwd_kernel (from memory 0x.*refused, as that GPU would (CUDA_ERROR_INVALID_VALUE); not rerouted: _fwd_kernel has 5 parameters (8,8,4,8,8 bytes), which fit no reading of rule sglang-extend-" "$work/default.err" &&

@@ -101,4 +101,21 @@ check "--set passes a rule setting as SM120SHIM_<NAME>" 0 "$sm120" run --set kv_
 expect "kv_cache_dtype" "^SM120SHIM_KV_CACHE_DTYPE=fp8_e4m3$"
 expect "page_size" "^SM120SHIM_PAGE_SIZE=64$"
 check "--set with an unknown name exits 2" 2 "$sm120" run --set kv_dtype=bf16 -- true
-expect "naming the settings" "--set takes NAME=VALUE with NAME one of kv_cache_dtype page_size"
+expect "naming the settings" "--set takes NAME=VALUE with NAME one of kv_cache_dtype page_size top_k hidden_size"
+
+# --model: top_k and hidden_size from config.json (Kimi K2.5 nests them in
+# text_config); --set wins over it; a config without them exits 2 naming it.
+mkdir -p "$work/k25" "$work/dense"
+printf '{"architectures": ["KimiK25ForConditionalGeneration"], "text_config": {"hidden_size": 7168, "num_experts_per_tok": 8}}\n' >"$work/k25/config.json"
+printf '{"hidden_size": 4096}\n' >"$work/dense/config.json"
+check "--model DIR sets top_k and hidden_size from config.json's text_config" 0 \
+	"$sm120" run --model "$work/k25" -- sh -c "$showenv"
+expect "top_k" "^SM120SHIM_TOP_K=8$"
+expect "hidden_size" "^SM120SHIM_HIDDEN_SIZE=7168$"
+check "--set wins over --model" 0 "$sm120" run --set top_k=6 --model "$work/k25/config.json" -- sh -c "$showenv"
+expect "top_k from --set" "^SM120SHIM_TOP_K=6$"
+check "--model without num_experts_per_tok exits 2" 2 "$sm120" run --model "$work/dense" -- true
+expect "naming the file and the field" "dense/config.json has no num_experts_per_tok (nor text_config.num_experts_per_tok); give it with --set top_k=N"
+check "--enable-fused-moe-sum-all-reduce is refused in reroute mode" 2 \
+	"$sm120" run -- true --enable-fused-moe-sum-all-reduce
+expect "naming the flag" "passes --enable-fused-moe-sum-all-reduce: SGLang then compiles an atomic sum"

@@ -1,7 +1,8 @@
 /*
  * test_reroute.c - the reroute decision on launches shaped exactly like
  * SGLang's extend attention and vLLM's TRITON_MLA decode at their Hopper
- * configurations (rules/ as built into the shim): which rule and reading is
+ * configurations, and the fused-MoE GEMMs of SGLang and vLLM at the FP8
+ * default (rules/ as built into the shim): which rule and reading is
  * chosen, the plan the adapter builds, and each inconsistency it must refuse
  * with a reason.
  */
@@ -16,6 +17,8 @@
 
 #include "../../kernels/attention/decode.h"
 #include "../../kernels/attention/extend.h"
+#include "../../kernels/moe/moe_gemm.h"
+#include "reroute/adapters/fused_moe.h"
 #include "reroute/adapters/select.h"
 
 /* One fake SGLang launch: parameter values by name, and which are dropped. */
@@ -30,12 +33,14 @@ struct fake {
 	struct select_launch l;
 };
 
-static const char *dtype_setting, *page_setting;
+static const char *dtype_setting, *page_setting, *top_k_setting, *hidden_setting;
 
 static const char *setting(const char *name)
 {
 	return strcmp(name, "kv_cache_dtype") == 0 ? dtype_setting :
 	       strcmp(name, "page_size") == 0	   ? page_setting :
+	       strcmp(name, "top_k") == 0	   ? top_k_setting :
+	       strcmp(name, "hidden_size") == 0	   ? hidden_setting :
 						     NULL;
 }
 
@@ -442,6 +447,192 @@ static void test_vllm_mla_decode(void **state)
 	expect_refusal(&f, "not 63488 B");
 }
 
+/*
+ * kimi_moe - Kimi K2 at TP8 (hidden 7168, 384 experts, top_k 8, I 256): the
+ * FP8 gate/up launch (N 512, K 7168) of 300 tokens at SGLang's default FP8
+ * tile (128 x 256 x 128, 8 warps), per-tensor scales, as rule @rule_id lays
+ * its parameters out.  EM = 2400 + 385 * 127.
+ */
+static void kimi_moe(struct fake *f, const char *rule_id)
+{
+	static const struct {
+		const char *name;
+		int64_t v;
+	} ints[] = {
+		{ "a_ptr", 0x100000 }, { "b_ptr", 0x200000 }, { "c_ptr", 0x300000 },
+		{ "a_scale_ptr", 0x400000 }, { "b_scale_ptr", 0x500000 }, { "topk_weights_ptr", 0x600000 },
+		{ "sorted_token_ids_ptr", 0x700000 }, { "expert_ids_ptr", 0x800000 },
+		{ "num_tokens_post_padded_ptr", 0x900000 }, { "N", 512 }, { "K", 7168 },
+		{ "EM", 2400 + 385 * 127 }, { "num_valid_tokens", 2400 }, { "stride_am", 7168 },
+		{ "stride_be", 512 * 7168 }, { "stride_bn", 7168 }, { "stride_cm", 512 },
+	};
+	static const char *const none[] = { "a_desc", "b_desc", "bias_ptr", "add_mask_ptr",
+					    "b_bias_ptr", "stride_ak", "stride_bk", "stride_cn" };
+	size_t i;
+
+	memset(f, 0, sizeof(*f));
+	f->rule = rule_by_id(rule_id);
+	for (i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
+		set(f, ints[i].name, ints[i].v);
+	for (i = 0; i < sizeof(none) / sizeof(none[0]); i++)
+		drop(f, none[i]);
+	f->l = (struct select_launch){ .kernel = "fused_moe_kernel",
+				       .grid = { (unsigned)(((2400 + 385 * 127 + 127) / 128) * 2), 1, 1 },
+				       .block = { 256, 1, 1 }, .dynamic_smem = 147456,
+				       .setting = setting };
+	top_k_setting = "8";
+	hidden_setting = "7168";
+}
+
+/* moe_plan_args - the moe_gemm_args of a launch rerouted by @rule_id (or
+ * @or_id: SGLang main without add_mask_ptr reads as the 2026-03 list). */
+static struct moe_gemm_args moe_plan_args(struct fake *f, const char *rule_id, const char *or_id)
+{
+	struct reroute_plan plan;
+	struct moe_gemm_args a;
+
+	expect_plan(f, rule_id, or_id, &plan);
+	assert_int_equal(plan.args_size, sizeof(a));
+	memcpy(&a, plan.args, sizeof(a));
+	assert_int_equal(plan.block[0], MOE_GEMM_THREADS);
+	assert_int_equal(plan.grid[2], 1);
+	return a;
+}
+
+static void test_fused_moe(void **state)
+{
+	struct fake f;
+	struct reroute_plan plan;
+	struct moe_gemm_args a;
+	static const char *const sglang[] = { "sglang-moe-2026-03", "sglang-moe-main" };
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < 2; i++) {
+		/* gate/up, per tensor: the model's top_k, no routed weight */
+		kimi_moe(&f, sglang[i]);
+		a = moe_plan_args(&f, sglang[i], sglang[1 - i]);
+		assert_int_equal(a.scale, MOE_SCALE_TENSOR);
+		assert_int_equal(a.top_k, 8);
+		assert_int_equal(a.mul_routed_weight, 0);
+		assert_int_equal(a.N, 512);
+		assert_int_equal(a.K, 7168);
+		assert_int_equal(a.block_m, 128);
+		assert_ptr_equal(a.c, (void *)0x300000);
+		assert_ptr_equal(a.sorted_ids, (void *)0x700000);
+		/* down, per channel: stride_asm/ask/bsk/bsn are 1 and dropped */
+		kimi_moe(&f, sglang[i]);
+		set(&f, "N", 7168), set(&f, "K", 256), set(&f, "stride_am", 256);
+		set(&f, "stride_be", 7168 * 256), set(&f, "stride_bn", 256), set(&f, "stride_cm", 7168);
+		set(&f, "stride_bse", 7168);
+		drop(&f, "stride_asm"), drop(&f, "stride_ask"), drop(&f, "stride_bsk"), drop(&f, "stride_bsn");
+		f.l.grid[0] = ((2400 + 385 * 127 + 127) / 128) * 28;
+		a = moe_plan_args(&f, sglang[i], sglang[1 - i]);
+		assert_int_equal(a.scale, MOE_SCALE_CHANNEL);
+		assert_int_equal(a.top_k, 1);
+		assert_int_equal(a.mul_routed_weight, 1);
+		assert_int_equal(a.bs_stride_e, 7168);
+		assert_int_equal(a.as_stride_m, 1);
+	}
+	/* 128x128 blocks: stride_ask and stride_bsk are 1 and dropped */
+	kimi_moe(&f, "sglang-moe-main");
+	set(&f, "stride_asm", 56), set(&f, "stride_bse", 4 * 56), set(&f, "stride_bsn", 56);
+	drop(&f, "stride_ask"), drop(&f, "stride_bsk");
+	a = moe_plan_args(&f, "sglang-moe-main", "sglang-moe-2026-03");
+	assert_int_equal(a.scale, MOE_SCALE_BLOCK);
+	assert_int_equal(a.group_k, 128);
+	assert_int_equal(a.as_stride_m, 56);
+	assert_int_equal(a.bs_stride_n, 56);
+	/* vLLM: its own list, same plan; 4 tokens: the k-split 16-row kernel */
+	kimi_moe(&f, "vllm-moe-main");
+	set(&f, "num_valid_tokens", 32), set(&f, "EM", 32 + 385 * 127);
+	f.l.grid[0] = ((32 + 385 * 127 + 127) / 128) * 2;
+	expect_plan(&f, "vllm-moe-main", NULL, &plan);
+	assert_string_equal(plan.kernel, moe_gemm_kernel_name(MOE_FP8, 16));
+	assert_int_equal(plan.grid[0], 512 / MOE_GEMM_TN(16));
+	assert_int_equal(plan.grid[1], (32 + 385 * 127 + 15) / 16);
+	assert_int_equal(plan.dynamic_smem, moe_gemm_smem(MOE_FP8, 16));
+	/* bf16 (128 x 256 x 64 has the FP8 tile's size): no scale pointers */
+	kimi_moe(&f, "sglang-moe-2026-03");
+	drop(&f, "a_scale_ptr"), drop(&f, "b_scale_ptr");
+	expect_plan(&f, "sglang-moe-2026-03", "sglang-moe-main", &plan);
+	assert_string_equal(plan.kernel, moe_gemm_kernel_name(MOE_BF16, 16));
+	/* the Hopper sizes of the same tiles (sm_90 allocates one more stage) */
+	kimi_moe(&f, "sglang-moe-2026-03");
+	f.l.dynamic_smem = 196608;
+	a = moe_plan_args(&f, "sglang-moe-2026-03", "sglang-moe-main");
+	assert_int_equal(a.scale, MOE_SCALE_TENSOR);
+	assert_int_equal(a.bs_stride_e, 1);
+	/* only one of the scales: not an FP8 launch */
+	kimi_moe(&f, "sglang-moe-2026-03");
+	drop(&f, "a_scale_ptr");
+	expect_refusal(&f, "FP8 w8a8 with only one of a_scale and b_scale");
+}
+
+static void test_fused_moe_refusals(void **state)
+{
+	(void)state;
+	struct fake f;
+
+	kimi_moe(&f, "sglang-moe-2026-03");
+	top_k_setting = NULL;
+	expect_refusal(&f, "set SM120SHIM_TOP_K (or sm120 run --model DIR");
+	kimi_moe(&f, "sglang-moe-2026-03");
+	hidden_setting = NULL;
+	expect_refusal(&f, "set SM120SHIM_HIDDEN_SIZE");
+	kimi_moe(&f, "sglang-moe-2026-03");
+	hidden_setting = "5120";
+	expect_refusal(&f, "neither is the hidden size 5120");
+	kimi_moe(&f, "sglang-moe-2026-03");
+	top_k_setting = "7";
+	expect_refusal(&f, "2400 routed rows, not a multiple of top_k 7");
+	kimi_moe(&f, "sglang-moe-2026-03");
+	top_k_setting = "eight";
+	expect_refusal(&f, "SM120SHIM_TOP_K=eight is not top_k");
+	kimi_moe(&f, "sglang-moe-2026-03");
+	f.l.grid[0] += 2;
+	expect_refusal(&f, "is not cdiv(EM");
+	kimi_moe(&f, "sglang-moe-2026-03");
+	f.l.block[0] = 128;
+	expect_refusal(&f, "is not the tile's 8 warps");
+	kimi_moe(&f, "sglang-moe-2026-03");
+	set(&f, "stride_asm", 3);
+	expect_refusal(&f, "neither per tensor, per channel nor 128x128 blocks");
+	kimi_moe(&f, "sglang-moe-2026-03");
+	f.dropped[index_of(&f, "bias_ptr")] = 0;
+	set(&f, "bias_ptr", 0xa00000);
+	expect_refusal(&f, "bias_ptr");
+	kimi_moe(&f, "vllm-moe-main");
+	drop(&f, "sorted_token_ids_ptr");
+	expect_refusal(&f, "naive block assignment");
+	kimi_moe(&f, "sglang-moe-2026-03");
+	f.l.dynamic_smem = 73728; /* the M <= E default fits: no tile */
+	expect_refusal(&f, "not 73728 B");
+}
+
+static void test_moe_decisions(void **state)
+{
+	int32_t top_k = 0, mul = 0;
+	struct sm_err why = { "" };
+
+	(void)state;
+	assert_int_equal(moe_half(512, 7168, 7168, 8, 64, &top_k, &mul, &why), 0);
+	assert_int_equal(top_k, 8);
+	assert_int_equal(mul, 0);
+	assert_int_equal(moe_half(7168, 256, 7168, 8, 64, &top_k, &mul, &why), 0);
+	assert_int_equal(top_k, 1);
+	assert_int_equal(mul, 1);
+	assert_int_not_equal(moe_half(7168, 7168, 7168, 8, 64, &top_k, &mul, &why), 0);
+	assert_int_not_equal(moe_half(512, 7168, 7168, 1, 64, &top_k, &mul, &why), 0);
+	/* one token of Kimi: 8 rows over 384 experts -> 16 rows; 4096 tokens -> 128 */
+	assert_int_equal(moe_rows_tile(128, 8, 8 + 385 * 127), 16);
+	assert_int_equal(moe_rows_tile(128, 4096 * 8, 4096 * 8 + 385 * 127), 128);
+	assert_int_equal(moe_rows_tile(128, 512 * 8 * 4, 512 * 8 * 4 + 385 * 127), 64);
+	assert_int_equal(moe_rows_tile(64, 4096 * 8, 4096 * 8 + 385 * 63), 64);
+	assert_int_equal(moe_rows_tile(32, 8, 8 + 385 * 31), 16);
+	assert_int_equal(moe_rows_tile(8, 8, 8), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -450,6 +641,9 @@ int main(void)
 		cmocka_unit_test(test_main_dropped_int_is_told_apart),
 		cmocka_unit_test(test_inconsistent_launches_are_refused),
 		cmocka_unit_test(test_vllm_mla_decode),
+		cmocka_unit_test(test_fused_moe),
+		cmocka_unit_test(test_fused_moe_refusals),
+		cmocka_unit_test(test_moe_decisions),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

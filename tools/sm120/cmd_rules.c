@@ -158,12 +158,14 @@ static void check_params(struct rules_file *f, const char *id, const cJSON *para
 		if (t < 0)
 			complain(f, id, "%s.type: '%s' is not ptr, i64, i32, fp32 or u1", where, type);
 		if (cJSON_GetObjectItemCaseSensitive(p, "dropped_when") && !drop)
-			complain(f, id, "%s.dropped_when: must be \"none\" or \"one\"", where);
-		else if (drop && strcmp(drop, "none") != 0 && strcmp(drop, "one") != 0)
-			complain(f, id, "%s.dropped_when: '%s' is not \"none\" or \"one\"", where, drop);
+			complain(f, id, "%s.dropped_when: must be \"none\", \"one\" or \"always\"", where);
+		else if (drop && strcmp(drop, "none") != 0 && strcmp(drop, "one") != 0 &&
+			 strcmp(drop, "always") != 0)
+			complain(f, id, "%s.dropped_when: '%s' is not \"none\", \"one\" or \"always\"",
+				 where, drop);
 		else if (drop && strcmp(drop, "none") == 0 && t != RULE_PTR)
 			complain(f, id, "%s: only a ptr is dropped when None", where);
-		else if (drop && strcmp(drop, "one") == 0 && t != RULE_I32 && t != RULE_I64)
+		else if (drop && strcmp(drop, "none") != 0 && t != RULE_I32 && t != RULE_I64)
 			complain(f, id, "%s: only an i32 or i64 is dropped when it is 1", where);
 		if (sup && !cJSON_IsBool(sup))
 			complain(f, id, "%s.supported: must be true or false", where);
@@ -347,7 +349,7 @@ static void emit_rule(FILE *out, const cJSON *r, int k)
 			type_enum[rule_type_parse(
 				cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "type")))],
 			!drop ? "RULE_KEPT" : strcmp(drop, "none") == 0 ? "RULE_DROP_NONE" :
-									 "RULE_DROP_ONE",
+			strcmp(drop, "one") == 0 ? "RULE_DROP_ONE" : "RULE_DROP_ALWAYS",
 			cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(p, "supported")));
 	}
 	fputs("};\n", out);

@@ -17,6 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "../../shim/route/route.h"
 #include "../../shim/route/rules.h"
 #include "commands.h"
@@ -26,7 +28,7 @@
 
 static const char *usage_text =
 	"usage: sm120 run [--mode M] [--target T] [--log PATH] [--advertise A] [--trace]\n"
-	"                 [--set NAME=VALUE]... -- CMD [ARGS...]\n"
+	"                 [--set NAME=VALUE]... [--model DIR] -- CMD [ARGS...]\n"
 	"\n"
 	"Runs CMD with the shim preloaded (LD_PRELOAD, first); children inherit it.\n"
 	"  --mode M       off, diagnose, enforce or reroute (SM120SHIM_MODE; default reroute)\n"
@@ -41,7 +43,11 @@ static const char *usage_text =
 	"  --trace        one stderr line per intercepted call (SM120SHIM_TRACE=1)\n"
 	"  --set N=V      a value rules need that a launch cannot show (SM120SHIM_<N>):\n"
 	"                 kv_cache_dtype=bf16|fp8_e4m3 (SGLang --kv-cache-dtype),\n"
-	"                 page_size=N (vLLM --block-size); may be repeated\n"
+	"                 page_size=N (vLLM --block-size), top_k=N and hidden_size=N\n"
+	"                 (the model's; fused MoE); may be repeated\n"
+	"  --model DIR    set top_k and hidden_size from DIR/config.json (or a\n"
+	"                 config.json path): num_experts_per_tok and hidden_size, also\n"
+	"                 inside text_config; --set wins\n"
 	"Options not given keep the environment's SM120SHIM_* values.  The shim is\n"
 	"$SM120SHIM_LIB, else " SHIM_NAME " next to the sm120 program.\n"
 	"exit: CMD's status; 2 usage error or no shim, 127 CMD cannot be run\n";
@@ -131,7 +137,7 @@ static char *preload_value(const char *shim, const char *old)
  * set_setting - --set NAME=VALUE: SM120SHIM_<NAME> for a rule setting
  * (RULE_SETTINGS).  0, or non-zero after printing what is accepted.
  */
-static int set_setting(const char *arg)
+static int set_setting(const char *arg, int given[RULE_NSETTINGS])
 {
 	static const char *const names[] = {
 #define SETTING_NAME(name, values) #name,
@@ -149,12 +155,122 @@ static int set_setting(const char *arg)
 		for (; *arg != '='; arg++)
 			var[o++] = (char)toupper((unsigned char)*arg);
 		var[o] = '\0';
+		given[i] = 1;
 		return setenv(var, eq + 1, 1);
 	}
 	fprintf(stderr, "sm120 run: --set takes NAME=VALUE with NAME one of");
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		fprintf(stderr, " %s", names[i]);
 	fprintf(stderr, ", not '%s'\n", arg);
+	return -1;
+}
+
+/* read_text - the whole of @path (at most 1 MiB) as a string to free, or NULL with errno set. */
+static char *read_text(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char *text = f ? malloc((1u << 20) + 1) : NULL;
+	size_t n;
+
+	if (!text) {
+		if (f)
+			fclose(f);
+		return NULL;
+	}
+	n = fread(text, 1, 1u << 20, f);
+	fclose(f);
+	if (n == 1u << 20) {
+		free(text);
+		errno = EFBIG;
+		return NULL;
+	}
+	text[n] = '\0';
+	return text;
+}
+
+/* model_int - @key of config.json's top level, else of its text_config (Kimi K2.5); -1 if absent. */
+static long model_int(const cJSON *root, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+	const cJSON *text = cJSON_GetObjectItemCaseSensitive(root, "text_config");
+
+	if (!cJSON_IsNumber(v) && cJSON_IsObject(text))
+		v = cJSON_GetObjectItemCaseSensitive(text, key);
+	return cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble <= 1e6 ? (long)v->valuedouble : -1;
+}
+
+/*
+ * set_model - --model DIR: SM120SHIM_TOP_K and SM120SHIM_HIDDEN_SIZE from
+ * DIR/config.json (or the file DIR), except those --set gave.  0, or 2
+ * after naming the file and the field that is missing.
+ */
+static int set_model(const char *dir, const int given[RULE_NSETTINGS])
+{
+	static const struct {
+		const char *setting, *key, *var;
+	} fields[] = {
+		{ "top_k", "num_experts_per_tok", "SM120SHIM_TOP_K" },
+		{ "hidden_size", "hidden_size", "SM120SHIM_HIDDEN_SIZE" },
+	};
+	static const char *const names[] = {
+#define SETTING_NAME(name, values) #name,
+		RULE_SETTINGS(SETTING_NAME)
+#undef SETTING_NAME
+	};
+	char path[PATH_MAX], num[32];
+	struct stat st;
+	cJSON *root;
+	char *text;
+	size_t i, j;
+	int rc = 0;
+
+	snprintf(path, sizeof(path), "%s%s", dir,
+		 stat(dir, &st) == 0 && S_ISDIR(st.st_mode) ? "/config.json" : "");
+	text = read_text(path);
+	if (!text) {
+		fprintf(stderr, "sm120 run: --model: cannot read %s: %s\n", path, strerror(errno));
+		return 2;
+	}
+	root = cJSON_Parse(text);
+	free(text);
+	if (!root) {
+		fprintf(stderr, "sm120 run: --model: %s is not JSON\n", path);
+		return 2;
+	}
+	for (i = 0; i < sizeof(fields) / sizeof(fields[0]) && !rc; i++) {
+		long v = model_int(root, fields[i].key);
+
+		for (j = 0; j < RULE_NSETTINGS && strcmp(names[j], fields[i].setting) != 0; j++)
+			;
+		if (j < RULE_NSETTINGS && given[j])
+			continue;
+		if (v < 0) {
+			fprintf(stderr, "sm120 run: --model: %s has no %s (nor text_config.%s); give it "
+				"with --set %s=N\n", path, fields[i].key, fields[i].key, fields[i].setting);
+			rc = 2;
+			break;
+		}
+		snprintf(num, sizeof(num), "%ld", v);
+		if (setenv(fields[i].var, num, 1) != 0)
+			rc = 2;
+	}
+	cJSON_Delete(root);
+	return rc;
+}
+
+/*
+ * sum_all_reduce_flag - SGLang's --enable-fused-moe-sum-all-reduce compiles
+ * an atomic sum into the down launch that the launch does not show: a
+ * rerouted down would write instead of add.  The index of the flag in
+ * @argv, or -1.
+ */
+static int sum_all_reduce_flag(char **argv)
+{
+	int i;
+
+	for (i = 0; argv[i]; i++)
+		if (strcmp(argv[i], "--enable-fused-moe-sum-all-reduce") == 0)
+			return i;
 	return -1;
 }
 
@@ -186,21 +302,26 @@ int cmd_run(int argc, char **argv)
 		{ "advertise", required_argument, NULL, 'a' },
 		{ "trace", no_argument, NULL, 'T' },
 		{ "set", required_argument, NULL, 's' },
+		{ "model", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *mode = NULL, *target = NULL, *log = NULL, *advertise = NULL;
+	const char *mode = NULL, *target = NULL, *log = NULL, *advertise = NULL, *model = NULL;
+	int given[RULE_NSETTINGS] = { 0 };
 	char shim[PATH_MAX], log_abs[PATH_MAX], *preload;
 	struct target_limits limits;
 	struct sm_err err;
 	int c, trace = 0;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+m:t:l:a:Ts:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+m:t:l:a:Ts:M:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
-			if (set_setting(optarg) != 0)
+			if (set_setting(optarg, given) != 0)
 				return 2;
+			break;
+		case 'M':
+			model = optarg;
 			break;
 		case 'm':
 			mode = optarg;
@@ -239,6 +360,13 @@ int cmd_run(int argc, char **argv)
 			    ADVERTISE_MAX, advertise);
 	if (log && (!*log || absolute_path(log_abs, sizeof(log_abs), log) != 0))
 		return fail("--log takes a file name such as /tmp/sm120.%%p.jsonl, not '%s'", log);
+	if (model && set_model(model, given) != 0)
+		return 2;
+	if ((!mode || strcmp(mode, "reroute") == 0) && sum_all_reduce_flag(argv + optind) >= 0)
+		return fail("%s passes --enable-fused-moe-sum-all-reduce: SGLang then compiles an "
+			    "atomic sum into fused_moe_kernel that a launch does not show, so a "
+			    "rerouted launch would not add; drop the flag or use --mode diagnose",
+			    argv[optind]);
 	if (tool_find_shim(shim, &err) != 0)
 		return fail("%s", err.msg);
 	if (strpbrk(shim, ": "))

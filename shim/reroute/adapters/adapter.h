@@ -45,7 +45,10 @@ struct reroute_plan {
 
 /*
  * adapter_fn - fill @plan from @in, or return -EINVAL with @why naming the
- * value that is missing or inconsistent.
+ * value that is missing or inconsistent; -ENOENT when this reading of the
+ * parameters is not the rule's interface at all (another rule's launch
+ * read with this list), so that a reason from a reading that is gets
+ * reported instead.
  */
 typedef int adapter_fn(const struct adapter_input *in, struct reroute_plan *plan,
 		       struct sm_err *why);

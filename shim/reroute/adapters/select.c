@@ -12,7 +12,7 @@
  * furthest stage; among readings that got as far, the most literal one: the
  * fewest ints read as a compiled-in 1, then the most parameters present.
  */
-enum stage { STAGE_NAME = 0, STAGE_TILE, STAGE_PARAMS, STAGE_SUPPORTED, STAGE_ADAPTER };
+enum stage { STAGE_NAME = 0, STAGE_TILE, STAGE_PARAMS, STAGE_SIGNATURE, STAGE_SUPPORTED, STAGE_ADAPTER };
 
 struct progress {
 	enum stage stage;
@@ -75,7 +75,7 @@ static void try_rule(const struct rule *r, const struct select_launch *l, struct
 	uint64_t ways[MAX_WAYS];
 	struct sm_err why;
 	char sizes[256];
-	int n, i;
+	int n, i, rc;
 
 	memcpy(in.grid, l->grid, sizeof(in.grid));
 	memcpy(in.block, l->block, sizeof(in.block));
@@ -86,7 +86,9 @@ static void try_rule(const struct rule *r, const struct select_launch *l, struct
 		note(p, STAGE_TILE, NULL, 0, &why);
 		return;
 	}
-	n = rule_match(r, l->param_sizes, l->n_params, ways, MAX_WAYS);
+	n = rule_match_supported(r, l->param_sizes, l->n_params, ways, MAX_WAYS);
+	if (n == 0)
+		n = rule_match(r, l->param_sizes, l->n_params, ways, MAX_WAYS);
 	if (n == 0 || n > MAX_WAYS) {
 		sizes_text(l, sizes, sizeof(sizes));
 		sm_err_set(&why, -EINVAL, "%s has %u parameters (%s bytes), which %s %s", r->kernel,
@@ -113,11 +115,12 @@ static void try_rule(const struct rule *r, const struct select_launch *l, struct
 		}
 		in.kept = ways[i];
 		sm_err_clear(&why);
-		if (adapt(&in, &candidate, &why) != 0) {
+		rc = adapt(&in, &candidate, &why);
+		if (rc != 0) {
 			if (!why.msg[0])
 				sm_err_set(&why, -EINVAL, "adapter %s refused rule %s without a "
 					   "reason", r->adapter, r->id);
-			note(p, STAGE_ADAPTER, r, ways[i], &why);
+			note(p, rc == -ENOENT ? STAGE_SIGNATURE : STAGE_ADAPTER, r, ways[i], &why);
 			continue;
 		}
 		if (*found && memcmp(&candidate, plan, sizeof(candidate)) != 0)

@@ -1,0 +1,139 @@
+/*
+ * moe_gemm.h - one half of a fused-MoE expert layer (gate/up or down) as a
+ * grouped GEMM over the framework's aligned routing: the semantics of the
+ * Triton `fused_moe_kernel` (SGLang and vLLM) and SGLang's
+ * `fused_moe_kernel_gptq_awq`, on tiles that fit SM120's 101376 bytes.
+ *
+ * Routing, exactly as the align step lays it out (moe_align_block_size):
+ * sorted_ids[0 .. EM) lists "routed rows" grouped by expert, each expert's
+ * list padded to a multiple of block_m (the framework's BLOCK_SIZE_M, which
+ * the padding depends on) with ids >= num_valid; expert_ids[i] is the expert
+ * of sorted rows i*block_m .. i*block_m + block_m - 1 (-1: not on this rank,
+ * the rows are written as zeros); rows at or past *num_tokens_post_padded
+ * are not touched.  Routed row id (< num_valid) reads activation row
+ * id / top_k and writes output row id:
+ *
+ *   acc[id, n] = sum_k A[id / top_k, k] * W[e, n, k]      (fp32)
+ *   acc *= scale                                          (quantized variants, below)
+ *   acc += bias[e, n]                                     (if bias)
+ *   acc *= topk_weights[id]                               (if mul_routed_weight)
+ *   C[id, n] = bf16(acc)                                  (round to nearest even)
+ *
+ * Variants (one kernel each, times the row tiles below):
+ *   MOE_BF16   A bf16, W bf16 [E, N, K]: mma.sync bf16.
+ *   MOE_FP8    A and W FP8 E4M3 (w8a8), mma.sync e4m3, fp32 scales:
+ *              MOE_SCALE_TENSOR  acc *= a_scale[0] * b_scale[e * bs_stride_e]
+ *              MOE_SCALE_CHANNEL acc *= a_scale[row] * b_scale[e, n]
+ *                                (row = id / top_k: per-token activation scales)
+ *              MOE_SCALE_BLOCK   per K group g of group_k (= 128):
+ *                                acc += dot_g * a_scale[row, g] * b_scale[e, n / group_n, g]
+ *   MOE_W4A16  A bf16, W 4-bit integers packed two per byte along K (low
+ *              nibble = even k), stored u = q + 8 (SGLang gptq/awq without
+ *              zero points; compressed-tensors pack-quantized read as bytes);
+ *              bf16 scales per group_size along K:
+ *              W[e, n, k] = bf16((u - 8) * float(b_scale[e, n, k / group_size]))
+ *   MOE_NVFP4  A bf16, W E2M1 codes packed two per byte (low nibble = even k,
+ *              ModelOpt layout), E4M3 scales per 16 along K, fp32 global scale
+ *              per expert:
+ *              W[e, n, k] = bf16(e2m1(nib) * float(b_scale[e, n, k / 16]) * b_global[e])
+ * The products of the weight-only variants are the bf16 weights above, as
+ * Triton's gptq/awq kernel forms them before its dot.
+ *
+ * Precision: fp32 accumulation; FP8 products are exact in the MMA.  The
+ * result differs from Triton's only by the order of fp32 additions, which is
+ * well under one bf16 rounding of the output.
+ *
+ * Plain C: adapters, the tests and the reference engine fill this struct and
+ * pass it by value as the kernel's only parameter.  Strides are in elements
+ * of their tensors (bytes for packed 4-bit weights and E4M3 scales).
+ */
+#ifndef SM120_KERNELS_MOE_GEMM_H
+#define SM120_KERNELS_MOE_GEMM_H
+
+#include <stdint.h>
+
+enum moe_quant { MOE_BF16 = 0, MOE_FP8, MOE_W4A16, MOE_NVFP4 };
+enum moe_scale { MOE_SCALE_NONE = 0, MOE_SCALE_TENSOR, MOE_SCALE_CHANNEL, MOE_SCALE_BLOCK };
+
+/*
+ * Kernels: moe_gemm_<quant>_m<TM>: a block computes TM consecutive rows of
+ * sorted_ids (block_m must be a multiple of TM) and MOE_GEMM_TN(TM) output
+ * columns; its 8 warps split the columns, and for TM 16 (few tokens) the K
+ * dimension (MOE_GEMM_KSPLIT ways), so that small batches still put enough
+ * blocks on the weights.  Blocks whose rows are all padding exit at once.
+ * Launch: block (MOE_GEMM_THREADS, 1, 1),
+ *   grid (ceil(N / MOE_GEMM_TN(TM)), ceil(EM / TM), 1),
+ *   dynamic shared memory moe_gemm_smem(quant, TM).
+ */
+#define MOE_GEMM_THREADS 256
+#define MOE_GEMM_TN(tm) ((tm) == 16 ? 32 : 128)
+#define MOE_GEMM_KSPLIT(tm) ((tm) == 16 ? 8 : 1)
+#define MOE_GEMM_KROW 128           /* bytes of A per row, k slice and warp */
+
+#define MOE_GEMM_KERNELS(X)                                 \
+	X(MOE_BF16, 16, moe_gemm_bf16_m16)                  \
+	X(MOE_BF16, 64, moe_gemm_bf16_m64)                  \
+	X(MOE_BF16, 128, moe_gemm_bf16_m128)                \
+	X(MOE_FP8, 16, moe_gemm_fp8_m16)                    \
+	X(MOE_FP8, 64, moe_gemm_fp8_m64)                    \
+	X(MOE_FP8, 128, moe_gemm_fp8_m128)                  \
+	X(MOE_W4A16, 16, moe_gemm_w4a16_m16)                \
+	X(MOE_W4A16, 64, moe_gemm_w4a16_m64)                \
+	X(MOE_W4A16, 128, moe_gemm_w4a16_m128)              \
+	X(MOE_NVFP4, 16, moe_gemm_nvfp4_m16)                \
+	X(MOE_NVFP4, 64, moe_gemm_nvfp4_m64)                \
+	X(MOE_NVFP4, 128, moe_gemm_nvfp4_m128)
+
+/* moe_gemm_kernel_name - "moe_gemm_<quant>_m<tm>", or NULL for another pair. */
+static inline const char *moe_gemm_kernel_name(int quant, int tm)
+{
+#define MOE_GEMM_NAME_OF(q, t, name) if (quant == (q) && tm == (t)) return #name;
+	MOE_GEMM_KERNELS(MOE_GEMM_NAME_OF)
+#undef MOE_GEMM_NAME_OF
+	return 0;
+}
+
+#define MOE_GEMM_PACKED(quant) ((quant) == MOE_W4A16 || (quant) == MOE_NVFP4)
+/* Bytes of W per output column, k slice and warp: 128 for bf16 (64 k) and FP8 (128 k), 32 packed. */
+#define MOE_GEMM_BROW(quant) (MOE_GEMM_PACKED(quant) ? 32 : 128)
+/* Bytes between W rows in shared memory (packed rows padded against bank conflicts). */
+#define MOE_GEMM_BPITCH(quant, tm) \
+	(MOE_GEMM_KSPLIT(tm) * MOE_GEMM_BROW(quant) + (MOE_GEMM_PACKED(quant) ? 16 : 0))
+/* Bytes of one pipeline stage: a k tile of A and of W. */
+#define MOE_GEMM_STAGE_BYTES(quant, tm) \
+	((tm) * MOE_GEMM_KSPLIT(tm) * MOE_GEMM_KROW + MOE_GEMM_TN(tm) * MOE_GEMM_BPITCH(quant, tm))
+/* Pipeline depth: as many stages as fit in 96 KiB, at most 4. */
+#define MOE_GEMM_STAGES(quant, tm) \
+	(98304 / MOE_GEMM_STAGE_BYTES(quant, tm) > 4 ? 4 : 98304 / MOE_GEMM_STAGE_BYTES(quant, tm))
+/* moe_gemm_smem - the dynamic shared memory of a kernel. */
+#define moe_gemm_smem(quant, tm) (MOE_GEMM_STAGES(quant, tm) * MOE_GEMM_STAGE_BYTES(quant, tm))
+
+struct moe_gemm_args {
+	const void *a;                  /* [rows, K] bf16, or E4M3 for MOE_FP8 */
+	const void *b;                  /* [E, N, K] weights (packed: [E, N, K / 2] bytes) */
+	void *c;                        /* [num_valid, N] bf16, row id at c + id * c_stride_m */
+	const void *bias;               /* [E, N] bf16, or NULL */
+	const float *a_scale;           /* MOE_FP8: [1], [rows] or [rows, K / group_k] */
+	const void *b_scale;            /* fp32 (FP8), bf16 (W4A16), E4M3 (NVFP4) */
+	const float *b_global;          /* MOE_NVFP4: [E] */
+	const float *topk_weights;      /* [num_valid], read if mul_routed_weight */
+	const int32_t *sorted_ids;      /* [EM] */
+	const int32_t *expert_ids;      /* [EM / block_m] */
+	const int32_t *num_tokens_post_padded; /* [1] */
+	int64_t a_stride_m;
+	int64_t b_stride_e, b_stride_n; /* k is contiguous */
+	int64_t c_stride_m;             /* n is contiguous */
+	int64_t bias_stride_e, bias_stride_n;
+	int64_t as_stride_m, as_stride_k;          /* MOE_SCALE_CHANNEL / BLOCK */
+	int64_t bs_stride_e, bs_stride_n, bs_stride_k; /* k stride: BLOCK groups; 1 for W4A16 / NVFP4 */
+	int32_t N, K;                   /* K % 16 == 0; K % 64 == 0 for the packed variants */
+	int32_t EM, num_valid;
+	int32_t top_k;                  /* activation row = routed row / top_k */
+	int32_t block_m;                /* the framework's BLOCK_SIZE_M */
+	int32_t scale;                  /* enum moe_scale (MOE_FP8) */
+	int32_t group_n, group_k;       /* MOE_SCALE_BLOCK: group_k == 128, group_n % 128 == 0 */
+	int32_t group_size;             /* MOE_W4A16: 32, 64 or 128 (NVFP4: 16) */
+	int32_t mul_routed_weight;
+};
+
+#endif

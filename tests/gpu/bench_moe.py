@@ -1,0 +1,356 @@
+"""bench_moe.py - one configuration of the fused-MoE benchmark (GPU).
+
+Times the heaviest launch of a fused-MoE layer, the gate/up GEMM (A = hidden
+states [M, hidden], B = w1 [E, 2*I, hidden], top_k 8, uniform random
+routing with distinct experts per token, aligned by standins_moe.moe_align),
+for the Kimi K2 and GLM-4.7 shapes at TP8 (standins_moe.MODELS), through the
+SGLang 2026-03 launch interface of tests/gpu/standins_moe.py.
+
+Run as: python3 bench_moe.py CONFIG [--quant fp8_tensor,bf16[,int4]]
+            [--models kimi,glm] [--batches 1,16,512,4096] [--grid full|quick]
+            [--jobs N]
+  hopper      the over-limit configuration of standins_moe.CONFIGS (what the
+              shim reroutes), run natively on the Hopper GPU
+  sm120       the best configuration that fits SM120, per case: every point of
+              BLOCK_SIZE_M {16,32,64,128} x BLOCK_SIZE_N {64,128,256} x
+              BLOCK_SIZE_K {64,128,256} x GROUP_SIZE_M {1,16,32} x warps {4,8}
+              x stages {2,3,4,5} whose sm_120 shared memory by the measured
+              formula (num_stages-1)*(BM*BK + BK*BN)*element bytes is at most
+              101376 - 1024 B (int4, not measured: A bf16 and the packed B
+              tile pipelined, plus one dequantised bf16 B tile), and with
+              BLOCK_SIZE_M at most max(16, next_pow2(most rows of one expert))
+              (a larger row block only adds padding rows); each timed with 5
+              CUDA-graph replays, the 3 best again with 20, the best kept.
+              Compiled first in --jobs parallel processes (default: CPUs, at
+              most 16) into the Triton cache.  Runs with DISABLE_MMA_V3=1 (set
+              here unless set) so Triton keeps to the instructions SM120 has
+              (mma.sync, no wgmma).  --grid quick: GROUP_SIZE_M {1,32},
+              stages {2,3,4}.
+  rerouted    the hopper configuration under `sm120 run --mode reroute
+              --target sm120 --set top_k=8 --set hidden_size=<hidden>`: the
+              launches run on the bundled kernels.  One model per process
+              (the shim is told one hidden size): when SM120SHIM_HIDDEN_SIZE
+              is set, only the model of that hidden size runs.
+  grouped_mm  torch._grouped_mm (bf16 only): the rows of A permuted by expert
+              beforehand (not timed), one GEMM per expert over its rows
+Cases: each model x batch M x quantisation (default fp8_tensor and bf16;
+int4 = W4A16 through fused_moe_kernel_gptq_awq).
+
+Prints one JSON object per case: kernel, model, quant, batch, config, tile,
+ms (median of 20 CUDA-graph replays, with the L2 cache flushed before each
+replay, so the weights come from HBM as in a real forward pass; launch costs
+on the CPU not counted), flop (2 * M*8 * N * K, the routed rows only),
+weight_bytes (the weights and weight scales of the experts the routing
+touches: what must be read at least once), experts (touched), tflops, gbps
+(weight_bytes / time), smem (the compiled kernel's shared memory on this
+GPU).  Ratios between configurations and fractions of the ceilings
+(bench_peaks) are left to the caller.
+"""
+import itertools
+import json
+import multiprocessing
+import os
+import sys
+
+if len(sys.argv) > 1 and sys.argv[1] == "sm120":
+    # Before Triton is imported: the SM120 instruction set (no wgmma).
+    os.environ.setdefault("DISABLE_MMA_V3", "1")
+
+import torch  # noqa: E402
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import standins_moe as sm  # noqa: E402
+from test_moe_reroute import make_weight  # noqa: E402
+
+TOP_K = sm.TOP_K
+CONFIGS = ("hopper", "sm120", "rerouted", "grouped_mm")
+SMEM_BUDGET = sm.SM120_SMEM_LIMIT - 1024
+SEED = 20260911
+REPLAYS, SEARCH_REPLAYS, FINALISTS = 20, 5, 3
+FLUSH_BYTES = 256 << 20   # larger than the H200's L2 (50 MB)
+
+
+# -----------------------------------------------------------------------------
+# Timing
+# -----------------------------------------------------------------------------
+
+
+class Timer:
+    """Median milliseconds of CUDA-graph replays of a function, L2 flushed before each."""
+
+    def __init__(self):
+        self.flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda")
+
+    def __call__(self, fn, replays=REPLAYS):
+        """Two eager calls first (compile, load; under the shim: load the bundled
+        kernels, never during capture), then one capture and `replays` replays."""
+        for _ in range(2):
+            fn()
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        stream = torch.cuda.Stream()
+        with torch.cuda.stream(stream):
+            with torch.cuda.graph(graph, stream=stream):
+                fn()
+        times = []
+        for _ in range(replays):
+            self.flush.zero_()
+            a = torch.cuda.Event(enable_timing=True)
+            b = torch.cuda.Event(enable_timing=True)
+            a.record()
+            graph.replay()
+            b.record()
+            b.synchronize()
+            times.append(a.elapsed_time(b))
+        del graph
+        return sorted(times)[len(times) // 2]
+
+
+# -----------------------------------------------------------------------------
+# One case: weights, routing, the launch
+# -----------------------------------------------------------------------------
+
+
+class Case:
+    """The gate/up GEMM of one model, quantisation and batch size."""
+
+    def __init__(self, model, quant, batch, weights):
+        self.model, self.quant, self.batch = model, quant, batch
+        e, hidden, inter = sm.MODELS[model]
+        self.experts, self.k, self.n = e, hidden, 2 * inter
+        self.w, self.w_scale = weights
+        g = torch.Generator(device="cuda").manual_seed(SEED + batch)
+        x = torch.randn(batch, hidden, generator=g, device="cuda").to(torch.bfloat16)
+        self.a, self.a_scale = sm.quantize_act(x, quant)
+        logits = torch.randn(batch, e, generator=g, device="cuda")
+        top, ids = torch.topk(logits, TOP_K, dim=1)
+        self.topk_ids = ids.to(torch.int32).contiguous()
+        self.topk_weights = torch.softmax(top, dim=1).contiguous()
+        self.c = torch.empty(batch, TOP_K, self.n, dtype=torch.bfloat16, device="cuda")
+        counts = torch.bincount(self.topk_ids.reshape(-1).long(), minlength=e)
+        self.touched = int((counts > 0).sum())
+        self.most_rows = int(counts.max())
+        self.aligned = {}   # BLOCK_SIZE_M -> moe_align result
+
+    def launch(self, config):
+        bm = config["BLOCK_SIZE_M"]
+        if bm not in self.aligned:
+            self.aligned[bm] = sm.moe_align(self.topk_ids, bm, self.experts)
+        return sm.sglang_launch(self.a, self.w, self.c, self.a_scale, self.w_scale,
+                                self.topk_weights, self.topk_ids, *self.aligned[bm],
+                                False, TOP_K, config, self.quant)
+
+    def work(self):
+        """(flop, weight bytes read at least once) of the routed rows and touched experts."""
+        flop = 2 * self.batch * TOP_K * self.n * self.k
+        per_expert = {"bf16": 2 * self.n * self.k, "int4": self.n * self.k // 2}.get(
+            self.quant, self.n * self.k)
+        if self.w_scale is not None and self.w_scale.ndim > 1:
+            per_expert += self.w_scale[0].numel() * self.w_scale.element_size()
+        elif self.w_scale is not None:
+            per_expert += self.w_scale.element_size()
+        return flop, self.touched * per_expert
+
+    def record(self, config_name, ms, **extra):
+        flop, nbytes = self.work()
+        rec = dict(kernel="moe_gate_up", model=self.model, quant=self.quant, batch=self.batch,
+                   config=config_name, ms=ms, flop=flop, weight_bytes=nbytes,
+                   experts=self.touched, tflops=flop / ms / 1e9 if ms else None,
+                   gbps=nbytes / ms / 1e6 if ms else None)
+        rec.update(extra)
+        return rec
+
+
+def tile_text(config):
+    return "{BLOCK_SIZE_M}x{BLOCK_SIZE_N}x{BLOCK_SIZE_K} g{GROUP_SIZE_M} w{num_warps} " \
+           "s{num_stages}".format(**config)
+
+
+# -----------------------------------------------------------------------------
+# The SM120 search
+# -----------------------------------------------------------------------------
+
+
+def sm120_smem(config, quant):
+    """sm_120 shared memory of a configuration: the measured formula; int4 (not
+    measured) counted as A bf16 + packed B bytes per stage plus one bf16 B tile."""
+    bm, bn, bk = config["BLOCK_SIZE_M"], config["BLOCK_SIZE_N"], config["BLOCK_SIZE_K"]
+    if quant == "int4":
+        return (config["num_stages"] - 1) * (bm * bk * 2 + bk * bn) + bk * bn * 2
+    return sm.smem_formula(config, quant)
+
+
+def candidates(quant, grid):
+    gms = (1, 32) if grid == "quick" else (1, 16, 32)
+    stages = (2, 3, 4) if grid == "quick" else (2, 3, 4, 5)
+    out = []
+    for bm, bn, bk, gm, w, s in itertools.product((16, 32, 64, 128), (64, 128, 256),
+                                                  (64, 128, 256), gms, (4, 8), stages):
+        cfg = sm._cfg(bm, bn, bk, gm, w, s)
+        if sm120_smem(cfg, quant) <= SMEM_BUDGET:
+            out.append(cfg)
+    return out
+
+
+def _encode(launch):
+    """A picklable description of a launch for a compile worker: tensors by
+    dtype (the JIT specialises on dtype and 16-byte alignment only), other
+    arguments by value, compute_type by name."""
+    args = [("tensor", str(a.dtype).replace("torch.", "")) if torch.is_tensor(a) else ("value", a)
+            for a in launch.args]
+    kwargs = dict(launch.kwargs)
+    assert kwargs["compute_type"] == tl.bfloat16, "the launches here compute in bf16"
+    kwargs["compute_type"] = ("tl", "bfloat16")
+    return (launch.kernel.fn.__module__, launch.kernel.fn.__name__, launch.grid, args, kwargs)
+
+
+def _spec_key(job):
+    """What the JIT's cache key depends on: ints by (== 1, % 16 == 0), the rest as is."""
+    mod, name, _, args, kwargs = job
+    sig = tuple((t, v) if t == "tensor" or not isinstance(v, int) or isinstance(v, bool)
+                else ("int", v == 1, v % 16 == 0) for t, v in args)
+    return (mod, name, sig, tuple(sorted((k, str(v)) for k, v in kwargs.items())))
+
+
+def _compile_worker(job):
+    """In a worker process: compile one launch (no launch) into the Triton cache."""
+    mod, name, grid, args, kwargs = job
+    import importlib
+
+    sys.path.insert(0, HERE)
+    kernel = getattr(importlib.import_module(mod), name)
+    real = [torch.empty(64, dtype=getattr(torch, v), device="cuda") if t == "tensor" else v
+            for t, v in args]
+    kw = dict(kwargs)
+    kw["compute_type"] = getattr(tl, kw["compute_type"][1])
+    try:
+        return True, kernel.warmup(*real, grid=grid, **kw).metadata.shared
+    except Exception as e:  # noqa: BLE001  (a configuration Triton rejects: skipped)
+        return False, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+
+
+def precompile(jobs, n_procs):
+    """Compile the distinct launches of `jobs` in parallel; {spec key: (ok, smem or error)}."""
+    distinct = {}
+    for job in jobs:
+        distinct.setdefault(_spec_key(job), job)
+    keys = list(distinct)
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(n_procs) as pool:
+        results = pool.map(_compile_worker, [distinct[k] for k in keys], chunksize=1)
+    return dict(zip(keys, results))
+
+
+def search(case, cands, compiled, timer):
+    """Time every candidate that compiled; the best (ms, config, smem, timed count)."""
+    limit = max(16, triton.next_power_of_2(case.most_rows))
+    scores = []
+    for cfg in cands:
+        if cfg["BLOCK_SIZE_M"] > limit:
+            continue
+        launch = case.launch(cfg)
+        ok, smem = compiled.get(_spec_key(_encode(launch)), (True, None))
+        if not ok:
+            continue
+        try:
+            ms = timer(launch.run, SEARCH_REPLAYS)
+        except Exception as e:  # noqa: BLE001  (does not run here: skipped)
+            print(f"# {case.model} {case.quant} M={case.batch} {tile_text(cfg)}: "
+                  f"{type(e).__name__}", file=sys.stderr)
+            continue
+        scores.append((ms, cfg, smem))
+    scores.sort(key=lambda s: s[0])
+    final = [(timer(case.launch(cfg).run, REPLAYS), cfg, smem) for _, cfg, smem in
+             scores[:FINALISTS]]
+    final.sort(key=lambda s: s[0])
+    return (*final[0], len(scores)) if final else (None, None, None, len(scores))
+
+
+# -----------------------------------------------------------------------------
+
+
+def grouped_mm_ms(case, timer):
+    """torch._grouped_mm over the rows permuted by expert (bf16 only)."""
+    flat = case.topk_ids.reshape(-1).long()
+    order = torch.argsort(flat, stable=True)
+    a = case.a[order // TOP_K].contiguous()                     # [M*8, K], grouped by expert
+    offs = torch.cumsum(torch.bincount(flat, minlength=case.experts), 0).to(torch.int32)
+    b = case.w.transpose(1, 2)                                  # [E, K, N] (column-major)
+    return timer(lambda: torch._grouped_mm(a, b, offs=offs))
+
+
+def parse(argv):
+    opts = {"--quant": "fp8_tensor,bf16", "--models": ",".join(sm.MODELS),
+            "--batches": "1,16,512,4096", "--grid": "full",
+            "--jobs": str(min(16, os.cpu_count() or 1))}
+    rest = list(argv)
+    for opt in list(opts):
+        if opt in rest:
+            i = rest.index(opt)
+            opts[opt] = rest[i + 1]
+            del rest[i:i + 2]
+    if len(rest) != 1 or rest[0] not in CONFIGS:
+        return None
+    split = lambda s: [x for x in s.replace(" ", ",").split(",") if x]  # noqa: E731
+    return dict(config=rest[0], quants=split(opts["--quant"]), models=split(opts["--models"]),
+                batches=[int(b) for b in split(opts["--batches"])], grid=opts["--grid"],
+                jobs=int(opts["--jobs"]))
+
+
+def main(argv):
+    o = parse(argv)
+    if not o or any(q not in sm.QUANTS for q in o["quants"]) or \
+            any(m not in sm.MODELS for m in o["models"]):
+        print(__doc__)
+        return 2
+    config = o["config"]
+    models = o["models"]
+    hidden = os.environ.get("SM120SHIM_HIDDEN_SIZE")
+    if config == "rerouted" and hidden:
+        models = [m for m in models if str(sm.MODELS[m][1]) == hidden]
+    timer = Timer()
+    for model in models:
+        e, hid, inter = sm.MODELS[model]
+        for quant in o["quants"]:
+            if config == "grouped_mm" and quant != "bf16":
+                continue
+            g = torch.Generator(device="cuda").manual_seed(SEED)
+            weights = make_weight(e, 2 * inter, hid, quant, g, "cuda")
+            cases = [Case(model, quant, m, weights) for m in o["batches"]]
+            compiled = {}
+            if config == "sm120":
+                cands = candidates(quant, o["grid"])
+                jobs = [_encode(c.launch(cfg)) for c in cases for cfg in cands
+                        if cfg["BLOCK_SIZE_M"] <= max(16, triton.next_power_of_2(c.most_rows))]
+                compiled = precompile(jobs, o["jobs"])
+            for case in cases:
+                if config in ("hopper", "rerouted"):
+                    cfg = sm.CONFIGS[quant]
+                    launch = case.launch(cfg)
+                    try:
+                        smem = sm.smem_of(launch.warmup())
+                        rec = case.record(config, timer(launch.run), tile=tile_text(cfg),
+                                          smem=smem)
+                    except Exception as e:  # noqa: BLE001  (e.g. over this GPU's limit)
+                        rec = case.record(config, None, tile=tile_text(cfg),
+                                          error=f"{type(e).__name__}: {e}")
+                elif config == "sm120":
+                    ms, cfg, smem, n = search(case, cands, compiled, timer)
+                    rec = case.record(config, ms, tile=tile_text(cfg) if cfg else None,
+                                      smem=smem, candidates=n)
+                else:
+                    try:
+                        rec = case.record(config, grouped_mm_ms(case, timer), tile=None)
+                    except Exception as e:  # noqa: BLE001  (not available in this torch)
+                        rec = case.record(config, None, error=f"{type(e).__name__}: {e}")
+                print(json.dumps(rec), flush=True)
+            del cases, weights
+            torch.cuda.empty_cache()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,70 @@
+#!/bin/sh
+# bench_moe.sh - the fused-MoE part of `make bench-gpu` (tests/gpu/bench.sh
+# runs it after the attention part), one GPU, one run: the gate/up GEMM of
+# Kimi K2 and GLM-4.7 at TP8 (tests/gpu/bench_moe.py) on the bundled kernels
+# (the Hopper configuration rerouted under `sm120 run --mode reroute
+# --target sm120`) against the Hopper configuration it replaces (Triton with
+# wgmma, and without: SM120's instruction set), the best SM120-fitting Triton
+# configuration (searched, without wgmma) and torch._grouped_mm (bf16), as
+# ratios and as a fraction of the measured ceilings (mma.sync rate at large
+# batches, weight-read bandwidth at small ones).  Every figure is an H200
+# figure.  MOE_BENCH_QUANT (default fp8_tensor,bf16,int4), MOE_BENCH_GRID
+# (quick|full, default quick) narrow the run.
+set -u
+B=${SM120_BUILD:-build}
+sm120=$(pwd)/$B/sm120
+q=${MOE_BENCH_QUANT:-fp8_tensor,bf16,int4}
+grid=${MOE_BENCH_GRID:-quick}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export TRITON_CACHE_DIR=${TRITON_CACHE_DIR:-$work/triton}
+"$B/test/gpu_bench_peaks" "$B/test/bench_peaks.cubin" >"$work/peaks" || exit 1
+cd tests/gpu || exit 1
+python3 bench_moe.py hopper --quant "$q" >"$work/hopper" || exit 1
+DISABLE_MMA_V3=1 python3 bench_moe.py hopper --quant "$q" >"$work/hopper_nowgmma" || exit 1
+python3 bench_moe.py sm120 --quant "$q" --grid "$grid" >"$work/sm120" || exit 1
+python3 bench_moe.py grouped_mm >"$work/grouped_mm" || exit 1
+for m in kimi:7168 glm:5120; do
+	"$sm120" run --mode reroute --target sm120 --set top_k=8 --set hidden_size=${m#*:} \
+		--log "$work/rr.%p.jsonl" -- python3 bench_moe.py rerouted --quant "$q" --models ${m%%:*} \
+		>>"$work/rerouted" 2>>"$work/rerouted.err" || exit 1
+done
+python3 - "$work" <<'PY'
+import collections, glob, json, sys
+w = sys.argv[1]
+events = [json.loads(l) for f in glob.glob(f"{w}/rr.*.jsonl") for l in open(f)]
+acts = collections.Counter((e.get("kernel"), e["action"]) for e in events if e["event"] == "launch")
+print("fused-MoE launches in the rerouted runs:", dict(acts))
+if any(a != "reroute" for _, a in acts) or not acts:
+    print("WARNING: not every over-limit launch was rerouted; 'bundled' is not the bundled kernels alone")
+peaks = dict(l.split() for l in open(f"{w}/peaks"))
+mma16, mma8, bw = (float(peaks[k]) for k in ("mma_sync_bf16_tflops", "mma_sync_fp8_tflops", "read_gbps"))
+print(f"ceilings: mma.sync bf16 {mma16:.0f} TFLOP/s, mma.sync FP8 {mma8:.0f} TFLOP/s, "
+      f"streaming read {bw:.0f} GB/s (H200)")
+def load(name):
+    out = {}
+    for line in open(f"{w}/{name}"):
+        r = json.loads(line)
+        if "ms" in r:
+            out[(r["model"], r["quant"], r["batch"])] = r
+    return out
+hop, hopn, sm, gm, rr = (load(n) for n in ("hopper", "hopper_nowgmma", "sm120", "grouped_mm", "rerouted"))
+print()
+print("gate/up GEMM: bundled kernel vs Triton (ms; ratio = other time / bundled time, > 1: bundled faster)")
+print(f"{'model':<5} {'quant':<10} {'M':>5} {'bundled':>8} {'hopper':>8} {'ratio':>6} {'hop-nowg':>8} "
+      f"{'ratio':>6} {'sm120':>8} {'ratio':>6} {'grp_mm':>8} {'ratio':>6} {'TFLOP/s':>8} {'GB/s':>6} {'of ceiling':>10}")
+for key in sorted(rr, key=lambda k: (k[0], k[1], k[2])):
+    b = rr[key]["ms"]
+    def col(d):
+        return (f"{d[key]['ms']:>8.3f} {d[key]['ms'] / b:>6.2f}" if key in d else f"{'-':>8} {'-':>6}")
+    ceil = mma8 if key[1].startswith("fp8") else mma16
+    small = key[2] <= 16
+    frac = rr[key]["gbps"] / bw if small else rr[key]["tflops"] / ceil
+    print(f"{key[0]:<5} {key[1]:<10} {key[2]:>5} {b:>8.3f} {col(hop)} {col(hopn)} {col(sm)} {col(gm)} "
+          f"{rr[key]['tflops']:>8.1f} {rr[key]['gbps']:>6.0f} {frac:>9.2f}{'b' if small else 'c'}")
+print()
+print("hopper: the configuration rerouted (128x256, 4 stages), native with wgmma; hop-nowg: the same "
+      "without wgmma; sm120: the best SM120-fitting Triton configuration found (no wgmma); grp_mm: "
+      "torch._grouped_mm (bf16).  'of ceiling': b = weight bytes read / time over the read bandwidth "
+      "(M <= 16), c = TFLOP/s over the mma.sync rate of the dtype (larger M).")
+PY

@@ -1,0 +1,830 @@
+/*
+ * moe_gemm.c - the MoE grouped-GEMM kernels (kernels/moe/moe_gemm.h: bf16,
+ * FP8 w8a8, W4A16 and NVFP4, each with 16-, 64- and 128-row tiles) on a real
+ * GPU against a double-precision CPU reference, through the Driver API only.
+ * Kernels come from the fatbin embedded in the shim, or from the cubin or
+ * fatbin named by argv[1] (standalone use: nvcc -cubin moe_gemm.cu).
+ *
+ * The routing is built here as the framework's moe_align_block_size lays it
+ * out: distinct random experts per token, each expert's routed rows in
+ * increasing order padded to a multiple of block_m with num_valid, in a
+ * sorted_ids of num_valid + (E + 1) (block_m - 1) entries (the tail
+ * num_valid too), expert_ids -1 past the used blocks.  The cases (cases[])
+ * cover all twelve kernels; odd sizes (N 72 and 200, not multiples of the 32-
+ * or 128-column tile; K 16, 48, 192 and 208, not multiples of the 64 or 128
+ * k tile, and 1024 for the 16-row kernels, which split K over their warps;
+ * K 64, 192, 256 packed); 1, 7 and 33 tokens with top_k 1..8 over 5..9
+ * experts (most of them empty for one token); block_m 16, 64 and 128, the
+ * smaller tiles under a larger block_m too; FP8 with tensor, per-channel and
+ * 128 x 128 block scales (column-major activation scales when padded); W4A16
+ * groups of 32, 64 and 128; with and without bias and routed weights; padded
+ * strides (a, b between columns and between experts, c, bias along e and n,
+ * both scale tensors) with NaN in the padding; experts on another rank
+ * (expert_ids -1: their rows must be zeros); num_tokens_post_padded short of
+ * the padded length (the blocks past it must not be written); routed rows
+ * listed nowhere; and one medium case per variant (300 tokens, top_k 8, 16
+ * experts, N 384, K 1024) whose rows are compared with the reference in a
+ * sample (every 5th routed row, the first and last 64) and the rest checked
+ * for finiteness.  Pointers a case must not read are NULL.  The output is
+ * the NaN pattern 0x7fc0 before each launch, with GUARD more rows after the
+ * last routed row: every word that no routed row of a block before
+ * num_tokens_post_padded names (unlisted rows, rows of blocks past it, the
+ * stride padding, the guard rows) must still hold that pattern.
+ *
+ * Inputs: A ~ U(-1, 1) in bf16, or any finite E4M3 code (zeros, subnormals
+ * and 256..448 included); weights and scales drawn so that outputs are O(1);
+ * bias ~ U(-1, 1), routed weights ~ U(0.05, 1).
+ *
+ * Tolerance, per output element, from the same inputs (u = 2^-24; u' = 2^-23
+ * per addition inside the tensor cores, whose rounding is not guaranteed to
+ * be round-to-nearest).  The products are exact in fp32: bf16 x bf16 has 16
+ * significant bits and e4m3 x e4m3 8, and the weights of the weight-only
+ * variants are bf16 values that the reference forms with the kernel's fp32
+ * roundings (W4A16: (u - 8) * scale is exact, then one rounding to bf16;
+ * NVFP4: e2m1 * scale is exact, * global rounds to fp32, then to bf16), so
+ * they are the same numbers.  With S = sum_k |a_k w_k s_k| (s_k the FP8
+ * scale product of k's group, else 1) and G the number of k groups (FP8
+ * block scales: ceil(K / 128), else 1): the K additions, in any order (split
+ * over warps or not), cost at most K u' S; the scale multiplications (two
+ * roundings of u per group) and the G - 1 additions of the group terms at
+ * most (G + 4) u' S; the bias addition u (S + |bias|); the routed weight w
+ * scales all that by |w| and adds u |v|.
+ * So the fp32 value before the output rounding is within
+ *     e = |w| ((K + G + 4) u' S + u (S + |bias|)) + u |v|
+ * of the exact result v (w = 1 without routed weights), and the bf16 output
+ * must be within 2 e + half a bf16 ulp of |v| + 2 e of v (a margin of 2 on
+ * e).  Expert -1 rows must be exactly zero.  The count of outputs equal to
+ * the correctly rounded v is printed as a sanity figure.  The FP8 MMA is
+ * taken to accumulate in fp32 as the header says; an accumulator of 13
+ * significant bits (as in Ada and Hopper FP8 MMAs) would show here as
+ * errors of about 2^-13 S per MMA, several times the bound.
+ *
+ * MOE_GEMM_CASE=n runs case n only (for compute-sanitizer).
+ */
+#include "../../kernels/moe/moe_gemm.h"
+#include "../../shim/reroute/bundle.h"
+#include "gpu_test.h"
+
+#define NAN_E4M3 0x7f
+#define GUARD 2            /* poisoned output rows after the last routed row */
+#define SAMPLE_EDGE 64     /* SAMPLE: routed rows checked at each end */
+#define U24 (1.0 / 16777216.0)
+#define U23 (1.0 / 8388608.0)
+
+/* ------------------------------------------------------------ cases */
+
+struct kernel {
+	const char *name;
+	int quant, tm;
+};
+
+#define KERNEL_ROW(quant, tm, name) { #name, quant, tm },
+static const struct kernel kernels[] = { MOE_GEMM_KERNELS(KERNEL_ROW) };
+#undef KERNEL_ROW
+
+#define RW (1u << 0)     /* mul_routed_weight */
+#define BIAS (1u << 1)   /* a bias */
+#define PAD (1u << 2)    /* padded strides, NaN in the padding */
+#define OFF (1u << 3)    /* experts e % 3 == 1 on another rank: their expert_ids -1 */
+#define SHORT (1u << 4)  /* num_tokens_post_padded a third of the used blocks short */
+#define DROP (1u << 5)   /* about one routed row in 6 listed nowhere */
+#define SAMPLE (1u << 6) /* reference for a sample of the rows, finiteness for the rest */
+
+struct tcase {
+	int quant, tm; /* the kernel */
+	int M, top_k, E, N, K, block_m;
+	int scale;      /* MOE_FP8: enum moe_scale */
+	int group_size; /* MOE_W4A16 */
+	unsigned flags;
+};
+
+#define BF16 MOE_BF16
+#define FP8 MOE_FP8
+#define W4 MOE_W4A16
+#define FP4 MOE_NVFP4
+#define TENSOR MOE_SCALE_TENSOR
+#define CHANNEL MOE_SCALE_CHANNEL
+#define BLOCK MOE_SCALE_BLOCK
+static const struct tcase cases[] = {
+	/* quant, tm, tokens, top_k, experts, N, K, block_m, FP8 scales, W4A16 group, flags */
+	{ BF16, 16, 1, 1, 5, 200, 208, 16, 0, 0, 0 },
+	{ BF16, 16, 7, 2, 6, 200, 1024, 64, 0, 0, RW | BIAS | PAD | DROP },
+	{ BF16, 16, 33, 8, 9, 72, 16, 16, 0, 0, OFF | SHORT },
+	{ BF16, 64, 1, 1, 5, 200, 208, 64, 0, 0, 0 },
+	{ BF16, 64, 7, 2, 6, 200, 192, 128, 0, 0, RW | BIAS | PAD },
+	{ BF16, 128, 33, 8, 9, 200, 208, 128, 0, 0, BIAS | PAD | OFF },
+	{ BF16, 128, 33, 3, 7, 72, 192, 128, 0, 0, RW | SHORT | DROP },
+	{ BF16, 128, 7, 2, 5, 200, 16, 128, 0, 0, RW | BIAS },
+	{ BF16, 64, 300, 8, 16, 384, 1024, 64, 0, 0, RW | BIAS | PAD | SAMPLE },
+	{ FP8, 16, 7, 2, 5, 200, 208, 16, TENSOR, 0, RW | PAD },
+	{ FP8, 16, 33, 4, 8, 200, 1024, 64, BLOCK, 0, BIAS | PAD | OFF | SHORT },
+	{ FP8, 16, 1, 8, 9, 72, 48, 16, CHANNEL, 0, DROP },
+	{ FP8, 64, 7, 2, 5, 200, 208, 64, TENSOR, 0, RW },
+	{ FP8, 64, 33, 4, 8, 200, 192, 128, CHANNEL, 0, BIAS | PAD | OFF },
+	{ FP8, 128, 33, 8, 9, 200, 208, 128, BLOCK, 0, RW | BIAS | PAD },
+	{ FP8, 128, 1, 8, 9, 200, 192, 128, TENSOR, 0, SHORT | DROP },
+	{ FP8, 64, 7, 3, 6, 72, 48, 64, CHANNEL, 0, RW | DROP },
+	{ FP8, 128, 33, 2, 5, 200, 16, 128, BLOCK, 0, OFF | SHORT },
+	{ FP8, 64, 300, 8, 16, 384, 1024, 64, BLOCK, 0, RW | BIAS | PAD | SAMPLE },
+	{ W4, 16, 7, 2, 5, 200, 192, 16, 0, 32, RW | BIAS },
+	{ W4, 16, 33, 8, 9, 200, 1024, 64, 0, 128, PAD | OFF | SHORT },
+	{ W4, 16, 1, 3, 6, 72, 64, 16, 0, 64, DROP },
+	{ W4, 64, 7, 2, 5, 200, 192, 64, 0, 32, BIAS },
+	{ W4, 64, 33, 4, 8, 200, 256, 128, 0, 128, RW | PAD | OFF },
+	{ W4, 128, 33, 8, 9, 200, 192, 128, 0, 32, RW | BIAS | PAD | SHORT },
+	{ W4, 128, 1, 3, 6, 72, 64, 128, 0, 64, DROP },
+	{ W4, 128, 300, 8, 16, 384, 1024, 128, 0, 128, RW | BIAS | PAD | SAMPLE },
+	{ FP4, 16, 7, 2, 5, 200, 192, 16, 0, 0, RW | PAD },
+	{ FP4, 16, 33, 4, 8, 200, 1024, 64, 0, 0, BIAS | OFF | SHORT },
+	{ FP4, 16, 1, 1, 5, 72, 64, 16, 0, 0, 0 },
+	{ FP4, 64, 7, 2, 5, 200, 192, 64, 0, 0, RW },
+	{ FP4, 64, 33, 8, 9, 200, 192, 128, 0, 0, BIAS | PAD | OFF | DROP },
+	{ FP4, 128, 33, 4, 7, 200, 256, 128, 0, 0, RW | BIAS | PAD | SHORT },
+	{ FP4, 128, 1, 1, 5, 72, 192, 128, 0, 0, 0 },
+	{ FP4, 64, 300, 8, 16, 384, 1024, 64, 0, 0, RW | BIAS | PAD | SAMPLE },
+};
+#undef BF16
+#undef FP8
+#undef W4
+#undef FP4
+#undef TENSOR
+#undef CHANNEL
+#undef BLOCK
+
+/* find_kernel - the kernels[] entry of a case. */
+static const struct kernel *find_kernel(const struct tcase *tc)
+{
+	for (size_t i = 0; i < sizeof(kernels) / sizeof(kernels[0]); i++)
+		if (kernels[i].quant == tc->quant && kernels[i].tm == tc->tm)
+			return &kernels[i];
+	fprintf(stderr, "no kernel for quant %d, %d rows\n", tc->quant, tc->tm);
+	exit(1);
+}
+
+/* describe - one line for the case's TAP result. */
+static void describe(int idx, char *buf, size_t len)
+{
+	static const char *const scales[] = { "", ", tensor scales", ", channel scales", ", 128x128 block scales" };
+	static const struct {
+		unsigned flag;
+		const char *what;
+	} flags[] = {
+		{ RW, ", routed weights" },
+		{ BIAS, ", bias" },
+		{ PAD, ", padded strides" },
+		{ OFF, ", experts on another rank" },
+		{ SHORT, ", short num_tokens_post_padded" },
+		{ DROP, ", unlisted rows" },
+		{ SAMPLE, ", sampled rows" },
+	};
+	const struct tcase *tc = &cases[idx];
+	const struct kernel *kd = find_kernel(tc);
+	size_t n = 0;
+
+	n += (size_t)snprintf(buf, len, "case %d: %s, M %d top_k %d E %d N %d K %d block_m %d%s", idx, kd->name,
+			      tc->M, tc->top_k, tc->E, tc->N, tc->K, tc->block_m,
+			      kd->quant == MOE_FP8 ? scales[tc->scale] : "");
+	if (kd->quant == MOE_W4A16 && n < len)
+		n += (size_t)snprintf(buf + n, len - n, ", group %d", tc->group_size);
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+		if ((tc->flags & flags[i].flag) && n < len)
+			n += (size_t)snprintf(buf + n, len - n, "%s", flags[i].what);
+}
+
+/* ------------------------------------------------------------ inputs */
+
+static int irand(int n) /* [0, n) */
+{
+	return (int)(urand() * n);
+}
+
+static double urange(double lo, double hi)
+{
+	return lo + (hi - lo) * urand();
+}
+
+/* x rounded to the nearest bf16 (8 significant bits, ties to even). */
+static double bf16_round(double x)
+{
+	int e;
+	double m;
+
+	if (x == 0 || !isfinite(x))
+		return x;
+	m = frexp(x, &e);
+	return ldexp(rint(ldexp(m, 8)), e - 8);
+}
+
+/* A random finite E4M3 code, every exponent, zeros and subnormals included. */
+static uint8_t e4m3_code(void)
+{
+	uint8_t c;
+
+	do
+		c = (uint8_t)(rand64() >> 24);
+	while ((c & 0x7f) == NAN_E4M3);
+	return c;
+}
+
+/*
+ * One case on the host: the kernel's arguments (dimensions and strides; the
+ * pointers are set at launch), the buffers as uploaded, with NaN wherever
+ * the kernel must not look, and the reference's exact copies of A and of the
+ * (dequantized) weights.
+ */
+struct host {
+	const struct tcase *tc;
+	int quant, nv, nblk; /* num_valid, expert_ids entries */
+	int32_t ntpp;        /* num_tokens_post_padded */
+	struct moe_gemm_args g;
+	size_t a_bytes, b_bytes, c_elems, bias_elems, as_elems, bs_elems, bs_esz;
+	uint8_t *a;      /* bf16 or E4M3 [M, a_stride_m] */
+	uint8_t *b;      /* bf16, E4M3 or packed 4-bit [E, b_stride_e] */
+	uint8_t *bs;     /* b_scale: fp32 (FP8), bf16 (W4A16) or E4M3 (NVFP4) */
+	uint16_t *c;     /* [num_valid + GUARD, c_stride_m], as downloaded */
+	uint16_t *bias;  /* [E, bias_stride_e] or NULL */
+	float *as;       /* a_scale (FP8) or NULL */
+	float *bg;       /* b_global (NVFP4) or NULL */
+	float *tw;       /* topk_weights (mul_routed_weight) or NULL */
+	int32_t *sorted; /* [EM] */
+	int32_t *expert; /* [nblk] */
+	float *ad;       /* A [M, K] */
+	float *wd;       /* W [E, N, K], the values the products use */
+};
+
+/* layout - dimensions, strides and buffer sizes (PAD: padding of 16-byte multiples). */
+static void layout(struct host *hs)
+{
+	const struct tcase *tc = hs->tc;
+	struct moe_gemm_args *g = &hs->g;
+	const int pad = (tc->flags & PAD) != 0;
+	const int packed = hs->quant == MOE_W4A16 || hs->quant == MOE_NVFP4;
+	const int aesz = hs->quant == MOE_FP8 ? 1 : 2, wesz = hs->quant == MOE_BF16 ? 2 : 1;
+
+	memset(g, 0, sizeof(*g));
+	g->N = tc->N;
+	g->K = tc->K;
+	g->top_k = tc->top_k;
+	g->block_m = tc->block_m;
+	g->num_valid = hs->nv = tc->M * tc->top_k;
+	g->EM = hs->nv + (tc->E + 1) * (tc->block_m - 1);
+	g->mul_routed_weight = (tc->flags & RW) != 0;
+	hs->nblk = (g->EM + tc->block_m - 1) / tc->block_m;
+
+	g->a_stride_m = tc->K + pad * 48 / aesz;
+	g->b_stride_n = (packed ? tc->K / 2 : tc->K) + pad * 32 / wesz;
+	g->b_stride_e = tc->N * g->b_stride_n + pad * 64;
+	g->c_stride_m = tc->N + pad * 24;
+	g->bias_stride_n = 1 + pad;
+	g->bias_stride_e = tc->N * g->bias_stride_n + pad * 8;
+	hs->a_bytes = (size_t)tc->M * g->a_stride_m * aesz;
+	hs->b_bytes = (size_t)tc->E * g->b_stride_e * wesz;
+	hs->c_elems = (size_t)(hs->nv + GUARD) * g->c_stride_m;
+	hs->bias_elems = (tc->flags & BIAS) ? (size_t)tc->E * g->bias_stride_e : 0;
+
+	switch (hs->quant) {
+	case MOE_FP8:
+		g->scale = tc->scale;
+		hs->bs_esz = 4;
+		if (tc->scale == MOE_SCALE_TENSOR) {
+			hs->as_elems = 1;
+			g->bs_stride_e = 1 + pad;
+		} else if (tc->scale == MOE_SCALE_CHANNEL) {
+			g->as_stride_m = 1 + pad;
+			hs->as_elems = (size_t)tc->M * g->as_stride_m;
+			g->bs_stride_n = 1;
+			g->bs_stride_e = tc->N + pad * 8;
+		} else {
+			const int gk = (tc->K + 127) / 128, gn = (tc->N + 127) / 128;
+
+			g->group_k = g->group_n = 128;
+			/* padded: column-major, as per-token-group quantization can lay it out */
+			g->as_stride_m = pad ? 1 : gk;
+			g->as_stride_k = pad ? tc->M + 3 : 1;
+			hs->as_elems = (size_t)((gk - 1) * g->as_stride_k + (tc->M - 1) * g->as_stride_m + 1);
+			g->bs_stride_k = 1;
+			g->bs_stride_n = gk + pad;
+			g->bs_stride_e = gn * g->bs_stride_n + pad * 3;
+		}
+		break;
+	case MOE_W4A16:
+		g->group_size = tc->group_size;
+		hs->bs_esz = 2;
+		g->bs_stride_k = 1;
+		g->bs_stride_n = (tc->K + tc->group_size - 1) / tc->group_size + pad * 2;
+		g->bs_stride_e = tc->N * g->bs_stride_n + pad * 8;
+		break;
+	case MOE_NVFP4:
+		g->group_size = 16;
+		hs->bs_esz = 1;
+		g->bs_stride_k = 1;
+		g->bs_stride_n = tc->K / 16 + pad * 16;
+		g->bs_stride_e = tc->N * g->bs_stride_n + pad * 32;
+		break;
+	}
+	hs->bs_elems = hs->quant == MOE_BF16 ? 0 : (size_t)tc->E * g->bs_stride_e;
+}
+
+static void alloc_host(struct host *hs)
+{
+	const struct tcase *tc = hs->tc;
+
+	hs->a = malloc(hs->a_bytes);
+	hs->b = malloc(hs->b_bytes);
+	hs->c = malloc(hs->c_elems * 2);
+	hs->bias = hs->bias_elems ? malloc(hs->bias_elems * 2) : NULL;
+	hs->as = hs->as_elems ? malloc(hs->as_elems * sizeof(float)) : NULL;
+	hs->bs = hs->bs_elems ? malloc(hs->bs_elems * hs->bs_esz) : NULL;
+	hs->bg = hs->quant == MOE_NVFP4 ? malloc((size_t)tc->E * sizeof(float)) : NULL;
+	hs->tw = (tc->flags & RW) ? malloc((size_t)hs->nv * sizeof(float)) : NULL;
+	hs->sorted = malloc((size_t)hs->g.EM * sizeof(int32_t));
+	hs->expert = malloc((size_t)hs->nblk * sizeof(int32_t));
+	hs->ad = malloc((size_t)tc->M * tc->K * sizeof(float));
+	hs->wd = malloc((size_t)tc->E * tc->N * tc->K * sizeof(float));
+}
+
+static void free_host(struct host *hs)
+{
+	free(hs->a);
+	free(hs->b);
+	free(hs->c);
+	free(hs->bias);
+	free(hs->as);
+	free(hs->bs);
+	free(hs->bg);
+	free(hs->tw);
+	free(hs->sorted);
+	free(hs->expert);
+	free(hs->ad);
+	free(hs->wd);
+}
+
+/*
+ * route - moe_align_block_size on the host: top_k distinct experts per
+ * token (DROP: some slots unlisted), each expert's routed rows in increasing
+ * order padded to block_m with num_valid; OFF marks experts 1, 4, 7, ... as
+ * on another rank, SHORT stops num_tokens_post_padded early.
+ */
+static void route(struct host *hs)
+{
+	const struct tcase *tc = hs->tc;
+	const int nv = hs->nv, bm = tc->block_m;
+	int *topk = malloc((size_t)nv * sizeof(int)), *perm = malloc((size_t)tc->E * sizeof(int));
+	int pos = 0, used;
+
+	for (int t = 0; t < tc->M; t++) {
+		for (int e = 0; e < tc->E; e++)
+			perm[e] = e;
+		for (int j = 0; j < tc->top_k; j++) {
+			const int r = j + irand(tc->E - j), x = perm[r];
+
+			perm[r] = perm[j];
+			perm[j] = x;
+			topk[t * tc->top_k + j] = (tc->flags & DROP) && irand(6) == 0 ? -1 : x;
+		}
+	}
+	for (int i = 0; i < hs->g.EM; i++)
+		hs->sorted[i] = nv;
+	for (int b = 0; b < hs->nblk; b++)
+		hs->expert[b] = -1;
+	for (int e = 0; e < tc->E; e++) {
+		const int start = pos;
+
+		for (int id = 0; id < nv; id++)
+			if (topk[id] == e)
+				hs->sorted[pos++] = id;
+		pos = (pos + bm - 1) / bm * bm;
+		for (int b = start / bm; b < pos / bm; b++)
+			hs->expert[b] = (tc->flags & OFF) && e % 3 == 1 ? -1 : e;
+	}
+	used = pos / bm;
+	hs->ntpp = pos;
+	if ((tc->flags & SHORT) && used >= 2)
+		hs->ntpp = pos - bm * (used / 3 > 1 ? used / 3 : 1);
+	free(topk);
+	free(perm);
+}
+
+static void fill_a(struct host *hs)
+{
+	const struct moe_gemm_args *g = &hs->g;
+	uint16_t *a16 = (uint16_t *)hs->a;
+
+	if (hs->quant == MOE_FP8)
+		memset(hs->a, NAN_E4M3, hs->a_bytes);
+	else
+		for (size_t i = 0; i < hs->a_bytes / 2; i++)
+			a16[i] = NAN_BF16;
+	for (int r = 0; r < hs->tc->M; r++)
+		for (int k = 0; k < g->K; k++) {
+			const int64_t i = r * g->a_stride_m + k;
+			float *d = &hs->ad[(size_t)r * g->K + k];
+
+			if (hs->quant == MOE_FP8) {
+				hs->a[i] = e4m3_code();
+				*d = (float)e4m3_to_double(hs->a[i]);
+			} else {
+				a16[i] = bf16_from_double(urange(-1, 1));
+				*d = bf16_to_float(a16[i]);
+			}
+		}
+}
+
+/* fill_fp8_scales - a_scale and b_scale: products near 1 / (sum of K e4m3 products). */
+static void fill_fp8_scales(struct host *hs)
+{
+	const struct tcase *tc = hs->tc;
+	const struct moe_gemm_args *g = &hs->g;
+	const double sa = 1.0 / 128, sb = 1.0 / (128 * sqrt((double)tc->K));
+	const int gk = (tc->K + 127) / 128, gn = (tc->N + 127) / 128;
+	float *bs = (float *)hs->bs;
+
+	for (size_t i = 0; i < hs->as_elems; i++)
+		hs->as[i] = NAN;
+	for (size_t i = 0; i < hs->bs_elems; i++)
+		bs[i] = NAN;
+	switch (tc->scale) {
+	case MOE_SCALE_TENSOR:
+		hs->as[0] = (float)(sa * urange(0.5, 1.5));
+		for (int e = 0; e < tc->E; e++)
+			bs[e * g->bs_stride_e] = (float)(sb * urange(0.5, 1.5));
+		break;
+	case MOE_SCALE_CHANNEL:
+		for (int r = 0; r < tc->M; r++)
+			hs->as[r * g->as_stride_m] = (float)(sa * urange(0.5, 1.5));
+		for (int e = 0; e < tc->E; e++)
+			for (int n = 0; n < tc->N; n++)
+				bs[e * g->bs_stride_e + n * g->bs_stride_n] = (float)(sb * urange(0.5, 1.5));
+		break;
+	case MOE_SCALE_BLOCK:
+		for (int r = 0; r < tc->M; r++)
+			for (int k = 0; k < gk; k++)
+				hs->as[r * g->as_stride_m + k * g->as_stride_k] = (float)(sa * urange(0.5, 1.5));
+		for (int e = 0; e < tc->E; e++)
+			for (int n = 0; n < gn; n++)
+				for (int k = 0; k < gk; k++)
+					bs[e * g->bs_stride_e + n * g->bs_stride_n + k * g->bs_stride_k] =
+						(float)(sb * urange(0.5, 1.5));
+		break;
+	}
+}
+
+/*
+ * fill_group_scales - W4A16: bf16 scales near sqrt(3 / K) / 4.6 (4.6: the
+ * RMS of u - 8); NVFP4: positive E4M3 scales 2^-4 .. 7.5 and a global
+ * scale near 0.2 / sqrt(K), weights of RMS about sqrt(3 / K).
+ */
+static void fill_group_scales(struct host *hs)
+{
+	const struct tcase *tc = hs->tc;
+	const struct moe_gemm_args *g = &hs->g;
+	const int groups = hs->quant == MOE_W4A16 ? (tc->K + tc->group_size - 1) / tc->group_size : tc->K / 16;
+	uint16_t *bs16 = (uint16_t *)hs->bs;
+
+	if (hs->quant == MOE_W4A16)
+		for (size_t i = 0; i < hs->bs_elems; i++)
+			bs16[i] = NAN_BF16;
+	else
+		memset(hs->bs, NAN_E4M3, hs->bs_elems);
+	for (int e = 0; e < tc->E; e++)
+		for (int n = 0; n < tc->N; n++)
+			for (int k = 0; k < groups; k++) {
+				const int64_t i = e * g->bs_stride_e + n * g->bs_stride_n + k;
+
+				if (hs->quant == MOE_W4A16)
+					bs16[i] = bf16_from_double(urange(0.5, 1.5) * sqrt(3.0 / tc->K) / 4.6);
+				else
+					hs->bs[i] = (uint8_t)((3 + irand(7)) << 3 | irand(8));
+			}
+	for (int e = 0; e < tc->E && hs->bg; e++)
+		hs->bg[e] = (float)(urange(0.5, 1.5) * 0.2 / sqrt((double)tc->K));
+}
+
+/*
+ * dequant - weight k of column n of expert e from its 4-bit code q, as the
+ * header defines it: fp32 products in that order, then rounded to bf16.
+ */
+static float dequant(const struct host *hs, int e, int n, int k, int q)
+{
+	static const float e2m1[8] = { 0, 0.5f, 1, 1.5f, 2, 3, 4, 6 };
+	const struct moe_gemm_args *g = &hs->g;
+	const int64_t s = e * g->bs_stride_e + n * g->bs_stride_n + k / g->group_size;
+	float w;
+
+	if (hs->quant == MOE_W4A16) {
+		w = (float)(q - 8) * bf16_to_float(((const uint16_t *)hs->bs)[s]);
+	} else {
+		w = ((q & 8) ? -e2m1[q & 7] : e2m1[q & 7]) * (float)e4m3_to_double(hs->bs[s]);
+		w = w * hs->bg[e];
+	}
+	return bf16_to_float(bf16_from_double(w));
+}
+
+/* fill_w - weights (after the scales they depend on): NaN padding, 7s between packed columns. */
+static void fill_w(struct host *hs)
+{
+	const struct tcase *tc = hs->tc;
+	const struct moe_gemm_args *g = &hs->g;
+	const double amp = sqrt(3.0 / tc->K);
+	uint16_t *b16 = (uint16_t *)hs->b;
+
+	if (hs->quant == MOE_BF16)
+		for (size_t i = 0; i < hs->b_bytes / 2; i++)
+			b16[i] = NAN_BF16;
+	else
+		memset(hs->b, hs->quant == MOE_FP8 ? NAN_E4M3 : 0x77, hs->b_bytes);
+	for (int e = 0; e < tc->E; e++)
+		for (int n = 0; n < tc->N; n++) {
+			const int64_t col = e * g->b_stride_e + n * g->b_stride_n;
+			float *d = &hs->wd[((size_t)e * tc->N + n) * tc->K];
+
+			for (int k = 0; k < tc->K; k++) {
+				if (hs->quant == MOE_BF16) {
+					b16[col + k] = bf16_from_double(amp * urange(-1, 1));
+					d[k] = bf16_to_float(b16[col + k]);
+				} else if (hs->quant == MOE_FP8) {
+					hs->b[col + k] = e4m3_code();
+					d[k] = (float)e4m3_to_double(hs->b[col + k]);
+				} else {
+					const int q = irand(16);
+
+					if (k & 1)
+						hs->b[col + k / 2] |= (uint8_t)(q << 4);
+					else
+						hs->b[col + k / 2] = (uint8_t)q;
+					d[k] = dequant(hs, e, n, k, q);
+				}
+			}
+		}
+}
+
+static void fill_inputs(struct host *hs)
+{
+	const struct tcase *tc = hs->tc;
+	const struct moe_gemm_args *g = &hs->g;
+
+	route(hs);
+	fill_a(hs);
+	if (hs->quant == MOE_FP8)
+		fill_fp8_scales(hs);
+	else if (hs->quant != MOE_BF16)
+		fill_group_scales(hs);
+	fill_w(hs);
+	if (hs->bias) {
+		for (size_t i = 0; i < hs->bias_elems; i++)
+			hs->bias[i] = NAN_BF16;
+		for (int e = 0; e < tc->E; e++)
+			for (int n = 0; n < tc->N; n++)
+				hs->bias[e * g->bias_stride_e + n * g->bias_stride_n] = bf16_from_double(urange(-1, 1));
+	}
+	for (int i = 0; i < hs->nv && hs->tw; i++)
+		hs->tw[i] = (float)urange(0.05, 1);
+}
+
+/* ------------------------------------------------------------ launch */
+
+/* to_device - a device copy of n bytes at p; 0 (a NULL argument) for none. */
+static CUdeviceptr to_device(const void *p, size_t n)
+{
+	CUdeviceptr d = 0;
+
+	if (p && n) {
+		CHECK(cuMemAlloc(&d, n));
+		CHECK(cuMemcpyHtoD(d, p, n));
+	}
+	return d;
+}
+
+/* launch - upload, poison the output, run the kernel once, download the output. */
+static void launch(CUmodule mod, const struct kernel *kd, struct host *hs)
+{
+	struct moe_gemm_args a = hs->g;
+	void *params[] = { &a };
+	const int smem = moe_gemm_smem(kd->quant, kd->tm);
+	CUdeviceptr d[11];
+	CUfunction fn;
+
+	d[0] = to_device(hs->a, hs->a_bytes);
+	d[1] = to_device(hs->b, hs->b_bytes);
+	CHECK(cuMemAlloc(&d[2], hs->c_elems * 2));
+	CHECK(cuMemsetD16(d[2], NAN_BF16, hs->c_elems));
+	d[3] = to_device(hs->bias, hs->bias_elems * 2);
+	d[4] = to_device(hs->as, hs->as_elems * sizeof(float));
+	d[5] = to_device(hs->bs, hs->bs_elems * hs->bs_esz);
+	d[6] = to_device(hs->bg, hs->bg ? (size_t)hs->tc->E * sizeof(float) : 0);
+	d[7] = to_device(hs->tw, hs->tw ? (size_t)hs->nv * sizeof(float) : 0);
+	d[8] = to_device(hs->sorted, (size_t)a.EM * sizeof(int32_t));
+	d[9] = to_device(hs->expert, (size_t)hs->nblk * sizeof(int32_t));
+	d[10] = to_device(&hs->ntpp, sizeof(int32_t));
+	a.a = (const void *)d[0];
+	a.b = (const void *)d[1];
+	a.c = (void *)d[2];
+	a.bias = (const void *)d[3];
+	a.a_scale = (const float *)d[4];
+	a.b_scale = (const void *)d[5];
+	a.b_global = (const float *)d[6];
+	a.topk_weights = (const float *)d[7];
+	a.sorted_ids = (const int32_t *)d[8];
+	a.expert_ids = (const int32_t *)d[9];
+	a.num_tokens_post_padded = (const int32_t *)d[10];
+
+	CHECK(cuModuleGetFunction(&fn, mod, kd->name));
+	CHECK(cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem));
+	CHECK(cuLaunchKernel(fn, (unsigned)((a.N + MOE_GEMM_TN(kd->tm) - 1) / MOE_GEMM_TN(kd->tm)),
+			     (unsigned)((a.EM + kd->tm - 1) / kd->tm), 1, MOE_GEMM_THREADS, 1, 1, (unsigned)smem,
+			     NULL, params, NULL));
+	CHECK(cuCtxSynchronize());
+	CHECK(cuMemcpyDtoH(hs->c, d[2], hs->c_elems * 2));
+	for (size_t i = 0; i < sizeof(d) / sizeof(d[0]); i++)
+		if (d[i])
+			CHECK(cuMemFree(d[i]));
+}
+
+/* ------------------------------------------------------------ reference and checks */
+
+/* dot_scale - the FP8 scale product of k group kg of (row, e, n); 1 for the other variants. */
+static double dot_scale(const struct host *hs, int row, int e, int n, int kg)
+{
+	const struct moe_gemm_args *g = &hs->g;
+	const float *bs = (const float *)hs->bs;
+
+	if (hs->quant != MOE_FP8)
+		return 1;
+	switch (g->scale) {
+	case MOE_SCALE_TENSOR:
+		return (double)hs->as[0] * bs[e * g->bs_stride_e];
+	case MOE_SCALE_CHANNEL:
+		return (double)hs->as[row * g->as_stride_m] * bs[e * g->bs_stride_e + n * g->bs_stride_n];
+	default:
+		return (double)hs->as[row * g->as_stride_m + kg * g->as_stride_k] *
+		       bs[e * g->bs_stride_e + n / g->group_n * g->bs_stride_n + kg * g->bs_stride_k];
+	}
+}
+
+/* expect - the exact C[id, n] of expert e, and the bound on the kernel's error (top comment). */
+static double expect(const struct host *hs, int id, int e, int n, double *bound)
+{
+	const struct moe_gemm_args *g = &hs->g;
+	const int row = id / g->top_k, K = g->K;
+	const int gk = hs->quant == MOE_FP8 && g->scale == MOE_SCALE_BLOCK ? g->group_k : K;
+	const float *a = hs->ad + (size_t)row * K, *w = hs->wd + ((size_t)e * g->N + n) * K;
+	double v = 0, S = 0, bias = 0, rw = 1, err;
+	int groups = 0;
+
+	for (int k0 = 0; k0 < K; k0 += gk, groups++) {
+		const double sc = dot_scale(hs, row, e, n, k0 / gk);
+		double dot = 0, mag = 0;
+
+		for (int k = k0; k < K && k < k0 + gk; k++) {
+			const double p = (double)a[k] * w[k];
+
+			dot += p;
+			mag += fabs(p);
+		}
+		v += dot * sc;
+		S += mag * fabs(sc);
+	}
+	if (hs->bias)
+		bias = bf16_to_float(hs->bias[e * g->bias_stride_e + n * g->bias_stride_n]);
+	if (g->mul_routed_weight)
+		rw = hs->tw[id];
+	v = (v + bias) * rw;
+	err = fabs(rw) * ((K + groups + 4) * U23 * S + U24 * (S + fabs(bias))) + U24 * fabs(v);
+	*bound = 2 * err + 0.5 * bf16_ulp(fabs(v) + 2 * err);
+	return v;
+}
+
+struct stats {
+	long bad, poisoned, checked, exact, finite_only;
+	double worst, err, bound; /* max |err| / bound, and that element's error and bound */
+	int row, col;
+	char first[128];          /* the first failure */
+};
+
+/* note - count a failure in *count; the first few are described on stderr. */
+static void note(struct stats *st, long *count, const char *what, int id, int64_t n, double got, double want,
+		 double bound)
+{
+	if (st->bad + st->poisoned == 0)
+		snprintf(st->first, sizeof(st->first), "%s at row %d col %ld", what, id, (long)n);
+	if (st->bad + st->poisoned < 6)
+		fprintf(stderr, "  %s: row %d col %ld: got %.7g want %.7g (bound %.3g)\n", what, id, (long)n, got,
+			want, bound);
+	(*count)++;
+}
+
+static void check_value(const struct host *hs, int id, int e, int n, double got, struct stats *st)
+{
+	double bound, want = expect(hs, id, e, n, &bound), err = fabs(got - want);
+	double ratio = isnan(err) ? INFINITY : err / bound;
+
+	st->checked++;
+	st->exact += got == bf16_round(want);
+	if (!(err <= bound))
+		note(st, &st->bad, "value", id, n, got, want, bound);
+	if (ratio > st->worst) {
+		st->worst = ratio;
+		st->err = err;
+		st->bound = bound;
+		st->row = id;
+		st->col = n;
+	}
+}
+
+static int sampled(const struct host *hs, int id)
+{
+	return !(hs->tc->flags & SAMPLE) || id % 5 == 0 || id < SAMPLE_EDGE || id >= hs->nv - SAMPLE_EDGE;
+}
+
+/*
+ * check - every word of the output: routed rows of the blocks before
+ * num_tokens_post_padded against the reference (zeros for expert -1),
+ * everything else still the poison pattern.
+ */
+static void check(const struct host *hs, struct stats *st)
+{
+	const struct moe_gemm_args *g = &hs->g;
+	const int rows = hs->nv + GUARD;
+	int *owner = malloc((size_t)rows * sizeof(int)); /* expert of a written row; -2: not written */
+
+	for (int id = 0; id < rows; id++)
+		owner[id] = -2;
+	for (int i = 0; i < hs->ntpp; i++)
+		if (hs->sorted[i] < hs->nv)
+			owner[hs->sorted[i]] = hs->expert[i / g->block_m];
+	for (int id = 0; id < rows; id++) {
+		const uint16_t *c = hs->c + (size_t)id * g->c_stride_m;
+
+		for (int64_t n = 0; n < g->c_stride_m; n++) {
+			const double got = bf16_to_float(c[n]);
+
+			if (owner[id] == -2 || n >= g->N) {
+				if (c[n] != NAN_BF16)
+					note(st, &st->poisoned, "written outside the routed rows", id, n, got, NAN, 0);
+			} else if (owner[id] == -1) {
+				st->checked++;
+				st->exact += (c[n] & 0x7fff) == 0;
+				if (c[n] & 0x7fff)
+					note(st, &st->bad, "expert -1 (zero expected)", id, n, got, 0, 0);
+			} else if (!sampled(hs, id)) {
+				st->finite_only++;
+				if (!isfinite(got))
+					note(st, &st->bad, "finite expected", id, n, got, 0, 0);
+			} else {
+				check_value(hs, id, owner[id], (int)n, got, st);
+			}
+		}
+	}
+	free(owner);
+}
+
+/* ------------------------------------------------------------ main */
+
+static int run_case(CUmodule mod, int idx)
+{
+	const struct tcase *tc = &cases[idx];
+	const struct kernel *kd = find_kernel(tc);
+	struct host hs;
+	struct stats st;
+	char what[512];
+
+	gpu_test_rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)(idx + 1) * 0xd1b54a32d192ed03ull; /* per case */
+	memset(&hs, 0, sizeof(hs));
+	memset(&st, 0, sizeof(st));
+	hs.tc = tc;
+	hs.quant = kd->quant;
+	layout(&hs);
+	alloc_host(&hs);
+	fill_inputs(&hs);
+	launch(mod, kd, &hs);
+	check(&hs, &st);
+
+	describe(idx, what, sizeof(what));
+	if (st.worst > 1)
+		printf("not ok - %s (max err %.3g at row %d col %d, bound %.3g; %ld bad of %ld checked, "
+		       "%ld words outside the routed rows written)\n",
+		       what, st.err, st.row, st.col, st.bound, st.bad, st.checked + st.finite_only, st.poisoned);
+	else if (st.bad || st.poisoned)
+		printf("not ok - %s (first: %s; %ld bad of %ld checked, %ld words outside the routed rows written)\n",
+		       what, st.first, st.bad, st.checked + st.finite_only, st.poisoned);
+	else
+		printf("ok - %s: %ld checked (%ld more only for finiteness), %ld correctly rounded, "
+		       "worst error %.2f of the bound\n",
+		       what, st.checked, st.finite_only, st.exact, st.worst);
+	free_host(&hs);
+	return st.bad || st.poisoned;
+}
+
+int main(int argc, char **argv)
+{
+	const char *only = getenv("MOE_GEMM_CASE");
+	CUmodule mod;
+	int fails = 0;
+
+	mod = gpu_test_module(argc > 1 ? argv[1] : NULL);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		if (!only || atoi(only) == (int)i)
+			fails += run_case(mod, (int)i);
+	CHECK(cuModuleUnload(mod));
+	return fails ? 1 : 0;
+}

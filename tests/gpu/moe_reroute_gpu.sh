@@ -1,0 +1,181 @@
+#!/bin/sh
+# moe_reroute_gpu.sh - the shim's reroute mode on fused-MoE Triton launches
+# (GPU): stand-ins with the launch interfaces of SGLang's `fused_moe_kernel`
+# (2026-03 and upstream main), vLLM's `fused_moe_kernel` and SGLang's
+# `fused_moe_kernel_gptq_awq` (tests/gpu/standins_moe.py), at the Hopper
+# configurations that overflow SM120 (standins_moe.CONFIGS), on Kimi K2 and
+# GLM-4.7 shapes at TP8, SM120 emulated on a bigger GPU.  For each model and
+# case (signature:quantisation) every batch size runs in one process, plainly
+# and under `sm120 run --mode reroute --target sm120 --set top_k=8 --set
+# hidden_size=<hidden>`; the results are compared with a float64 reference
+# (tests/gpu/test_moe_reroute.py check); the JSON log must show every
+# fused-MoE launch rerouted (with the parameter count of its signature and
+# quantisation) and nothing refused.  One case per model also runs inside a
+# CUDA graph.  Without --set top_k the gate/up launch must be refused with a
+# reason naming SM120SHIM_TOP_K, and `--mode enforce` must reproduce
+# Triton's OutOfResources.  Prints "ok - ..." / "not ok - ...".
+#
+# Environment (to keep GPU time small):
+#   MOE_BATCHES       batch sizes M          (default "1 7 64 512 4096")
+#   MOE_MODELS        models                 (default "kimi glm")
+#   MOE_CASES         signature:quantisation (default: SGLang 2026-03 with every
+#                     quantisation (int4: the gptq/awq kernel), SGLang main and
+#                     vLLM with FP8 per-tensor)
+#   MOE_GRAPH_CASES   cases also run in a CUDA graph (default "sglang:fp8_tensor";
+#                     empty: none)
+#   MOE_GRAPH_BATCHES batch sizes of the graph runs (default "7 512")
+#   MOE_SMEM=1        first print the stand-ins' shared memory on this GPU and
+#                     sm_120 (standins_moe.py smem; compiles every case twice)
+set -u
+B=${SM120_BUILD:-build}
+sm120=$(pwd)/$B/sm120
+py=tests/gpu/test_moe_reroute.py
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export TRITON_CACHE_DIR="$work/triton"   # compiled once, shared by the runs below
+export MOE_BATCHES="${MOE_BATCHES:-1 7 64 512 4096}"
+models=${MOE_MODELS:-kimi glm}
+cases=${MOE_CASES:-sglang:fp8_tensor sglang:fp8_channel sglang:fp8_block sglang:bf16 sglang:int4 sglang_main:fp8_tensor vllm:fp8_tensor}
+graph_cases=${MOE_GRAPH_CASES-sglang:fp8_tensor}
+graph_batches=${MOE_GRAPH_BATCHES:-7 512}
+
+# step NAME OUT CMD... - run CMD with its output in OUT; pass its TAP and
+# comment lines through, and the shim's stderr lines as comments; a nonzero
+# exit is a failure of its own, shown with the end of the output.
+step() {
+	name=$1 out=$2
+	shift 2
+	"$@" >"$out" 2>&1
+	rc=$?
+	grep -E '^(ok |not ok|# )' "$out"
+	grep '^sm120shim:' "$out" | sort -u | head -n 4 | sed 's/^/# /'
+	if [ "$rc" != 0 ]; then
+		echo "not ok - $name exited $rc"
+		grep -vE '^(ok |not ok|# )' "$out" | tail -n 15 | sed 's/^/#   /'
+	fi
+	return "$rc"
+}
+
+# hidden_of MODEL - the model's hidden size (standins_moe.MODELS): what the shim
+# is told so it can tell the gate/up launch (K = hidden) from the down one.
+hidden_of() {
+	case $1 in
+	kimi) echo 7168 ;;
+	glm) echo 5120 ;;
+	*) echo 0 ;;
+	esac
+}
+
+# logcheck TAG SIG QUANT BATCHES - every fused-MoE launch in the JSON logs
+# $work/rr-TAG.*.jsonl rerouted (rerouted_to set), with the kernel name and
+# cubin parameter count of SIG/QUANT, at least two per batch (gate/up and
+# down), and no refusal anywhere.
+logcheck() {
+	python3 - "$work" "$@" <<'PY'
+import glob, json, sys
+work, tag, sig, quant, batches = sys.argv[1:6]
+# Cubin parameters per quantisation (standins_moe.EXPECTED_PARAMS: the same for
+# SGLang 2026-03, SGLang main and vLLM; `standins_moe.py smem` measures them):
+# FP8 per-tensor 26, per-channel 22 (the scale strides equal to 1 dropped),
+# block 24, bf16 24; the gptq/awq kernel (int4) 21.
+params = {"fp8_tensor": 26, "fp8_channel": 22, "fp8_block": 24, "bf16": 24, "int4": 21}
+kernel = "fused_moe_kernel_gptq_awq" if quant == "int4" else "fused_moe_kernel"
+names = ("fused_moe_kernel", "fused_moe_kernel_gptq_awq")
+ev = [json.loads(l) for f in glob.glob(f"{work}/rr-{tag}.*.jsonl") for l in open(f)]
+moe = [e for e in ev if e.get("event") == "launch" and e.get("kernel") in names]
+rr = [e for e in moe if e.get("action") == "reroute"]
+other = [e for e in moe if e.get("action") != "reroute"]
+refused = [e for e in ev if e.get("action") == "refuse"]
+n_batches = len(batches.split())
+sizes = sorted({len(e.get("param_sizes") or []) for e in moe})
+print(f"# {tag}: {len(ev)} events, {len(moe)} fused-MoE launches, {len(rr)} rerouted by "
+      f"{sorted({str(e.get('rule')) for e in rr})} to "
+      f"{sorted({str(e.get('rerouted_to')) for e in rr})}; cubin parameters {sizes}, "
+      f"dynamic smem {sorted({e.get('dynamic_smem') for e in moe}, key=str)}")
+for e in other[:3]:
+    print(f"# not rerouted: {e.get('kernel')}: {e.get('action')}: {e.get('reason')}")
+for e in refused[:3]:
+    print(f"# refused: {e.get('event')} {e.get('kernel')}: {e.get('reason')}")
+wrong = [e for e in moe if e.get("kernel") != kernel
+         or len(e.get("param_sizes") or []) != params[quant]]
+for e in wrong[:3]:
+    print(f"# unexpected launch: {e.get('kernel')} with {len(e.get('param_sizes') or [])} "
+          f"parameters (expected {kernel} with {params[quant]})")
+ok = len(rr) >= 2 * n_batches and not other and not refused and not wrong
+ok &= all(e.get("rerouted_to") for e in rr)
+sys.exit(0 if ok else 1)
+PY
+}
+
+if [ ! -x "$sm120" ]; then
+	echo "not ok - $sm120 is missing: build first"
+	exit 0
+fi
+
+if [ "${MOE_SMEM:-0}" = 1 ]; then
+	step "standins_moe.py smem" "$work/smem.out" python3 tests/gpu/standins_moe.py smem
+fi
+
+# run_case MODE MODEL SIG QUANT BATCHES - plain and under the shim, then the log check.
+run_case() {
+	mode=$1 model=$2 sig=$3 quant=$4 batches=$5
+	hidden=$(hidden_of "$model")
+	tag=$mode-$model-$sig-$quant
+	what="$mode $model --sig $sig --quant $quant"
+	step "$what without the shim" "$work/$tag-plain.out" \
+		env MOE_BATCHES="$batches" python3 $py "$mode" "$work/$mode-plain-$model" \
+		--model "$model" --quant "$quant" --sig "$sig"
+	step "$what under sm120 run --mode reroute --target sm120" "$work/$tag-shim.out" \
+		env MOE_BATCHES="$batches" "$sm120" run --mode reroute --target sm120 \
+		--set top_k=8 --set hidden_size="$hidden" --log "$work/rr-$tag.%p.jsonl" -- \
+		python3 $py "$mode" "$work/$mode-shim-$model" --model "$model" --quant "$quant" --sig "$sig"
+	if logcheck "$tag" "$sig" "$quant" "$batches"; then
+		echo "ok - $what: the log shows every $( [ "$quant" = int4 ] && echo fused_moe_kernel_gptq_awq || echo fused_moe_kernel) launch rerouted, nothing refused"
+	else
+		echo "not ok - $what: reroute events in the JSON log"
+	fi
+}
+
+for model in $models; do
+	for c in $cases; do
+		run_case run "$model" "${c%%:*}" "${c#*:}" "$MOE_BATCHES"
+	done
+	step "check run $model" "$work/check-run-$model.out" \
+		python3 $py check "$work/run-plain-$model" "$work/run-shim-$model"
+	for c in $graph_cases; do
+		run_case graph "$model" "${c%%:*}" "${c#*:}" "$graph_batches"
+	done
+	if [ -n "$graph_cases" ]; then
+		step "check graph $model" "$work/check-graph-$model.out" \
+			python3 $py check "$work/graph-plain-$model" "$work/graph-shim-$model"
+	fi
+	rm -rf "$work/run-plain-$model" "$work/run-shim-$model" \
+		"$work/graph-plain-$model" "$work/graph-shim-$model"   # disk: the saved outputs
+done
+
+# Without --set top_k the shim cannot know the top_k compiled into the gate/up
+# launch (8; the down launch's is 1): the launch must be refused, and the log
+# must say why, naming the variable that would have told it.
+step "refuse under sm120 run --mode reroute --target sm120 (no top_k)" "$work/refuse.out" \
+	"$sm120" run --mode reroute --target sm120 --set hidden_size=7168 \
+	--log "$work/refuse.%p.jsonl" -- python3 $py refuse
+grep -qE '^(ok|not ok) - refuse' "$work/refuse.out" || echo "not ok - refuse printed no result"
+if python3 - "$work" <<'PY'
+import glob, json, sys
+ev = [json.loads(l) for f in glob.glob(f"{sys.argv[1]}/refuse.*.jsonl") for l in open(f)]
+launch = [e for e in ev if e.get("event") == "launch" and e.get("kernel") == "fused_moe_kernel"]
+for e in launch[:3]:
+    print(f"# refuse: launch {e.get('action')}, {len(e.get('param_sizes') or [])} parameters: "
+          f"{e.get('reason')}")
+ok = bool(launch)
+for e in launch:
+    ok &= e.get("action") == "refuse" and "SM120SHIM_TOP_K" in (e.get("reason") or "")
+sys.exit(0 if ok else 1)
+PY
+then echo "ok - refuse: the log shows the gate/up fused_moe_kernel launch refused, the reason naming SM120SHIM_TOP_K"
+else echo "not ok - refuse: no refused fused_moe_kernel launch whose reason names SM120SHIM_TOP_K in the JSON log"; fi
+
+# enforce: the launches must fail exactly as on an SM120 card.
+step "enforce under sm120 run --mode enforce --target sm120" "$work/enforce.out" \
+	"$sm120" run --mode enforce --target sm120 -- python3 $py enforce
+grep -qE '^(ok|not ok) - enforce' "$work/enforce.out" || echo "not ok - enforce printed no result"
