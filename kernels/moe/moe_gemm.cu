@@ -44,30 +44,26 @@ struct shape {
 	static_assert(STAGES >= 2, "a pipeline needs two stages");
 };
 
-/* What a block knows about its rows and expert. */
+/* The block's routed ids: -1 for padding. */
 template <int TM>
 struct rows {
-	int tok[TM];          /* routed row id, -1 for padding */
-	int live;             /* any row valid */
+	int tok[TM];
 };
 
-/* load_rows - the block's routed ids; returns the number of valid rows. */
+/* load_rows - the block's routed ids; returns whether any row is valid. */
 template <int TM>
-__device__ __forceinline__ int load_rows(const moe_gemm_args &a, int m0, rows<TM> &r)
+__device__ __forceinline__ bool load_rows(const moe_gemm_args &a, int m0, rows<TM> &r)
 {
+	bool valid = false;
+
 	if (threadIdx.x < TM) {
 		int idx = m0 + (int)threadIdx.x;
 		int id = idx < a.EM ? a.sorted_ids[idx] : a.num_valid;
 
-		r.tok[threadIdx.x] = id >= 0 && id < a.num_valid ? id : -1;
+		valid = id >= 0 && id < a.num_valid;
+		r.tok[threadIdx.x] = valid ? id : -1;
 	}
-	if (threadIdx.x == 0)
-		r.live = 0;
-	__syncthreads();
-	if (threadIdx.x < TM && r.tok[threadIdx.x] >= 0)
-		atomicOr(&r.live, 1);
-	__syncthreads();
-	return r.live;
+	return __syncthreads_or(valid);
 }
 
 /* write_zeros - valid rows of a block whose expert is on another rank. */

@@ -53,9 +53,10 @@ static void search(struct search *s, uint32_t i, uint32_t j, uint64_t mask)
 		search(s, i + 1, j + 1, mask | (1ull << i));
 }
 
-int rule_match(const struct rule *r, const uint32_t *sizes, uint32_t n, uint64_t *kept, int max)
+static int match(const struct rule *r, const uint32_t *sizes, uint32_t n, uint64_t *kept, int max,
+		 int supported_only)
 {
-	struct search s = { r, sizes, n, kept, max, 0, 0 };
+	struct search s = { r, sizes, n, kept, max, 0, supported_only };
 
 	if (r->n_params > RULE_MAX_PARAMS || n > r->n_params)
 		return 0;
@@ -63,15 +64,15 @@ int rule_match(const struct rule *r, const uint32_t *sizes, uint32_t n, uint64_t
 	return s.found;
 }
 
+int rule_match(const struct rule *r, const uint32_t *sizes, uint32_t n, uint64_t *kept, int max)
+{
+	return match(r, sizes, n, kept, max, 0);
+}
+
 int rule_match_supported(const struct rule *r, const uint32_t *sizes, uint32_t n, uint64_t *kept,
 			 int max)
 {
-	struct search s = { r, sizes, n, kept, max, 0, 1 };
-
-	if (r->n_params > RULE_MAX_PARAMS || n > r->n_params)
-		return 0;
-	search(&s, 0, 0, 0);
-	return s.found;
+	return match(r, sizes, n, kept, max, 1);
 }
 
 const struct rule_tile *rule_tile_for(const struct rule *r, uint64_t dynamic_smem)

@@ -133,23 +133,25 @@ static char *preload_value(const char *shim, const char *old)
 	return v;
 }
 
+/* The rule settings' names, by RULE_SETTINGS row. */
+static const char *const setting_names[] = {
+#define SETTING_NAME(name, values) #name,
+	RULE_SETTINGS(SETTING_NAME)
+#undef SETTING_NAME
+};
+
 /*
  * set_setting - --set NAME=VALUE: SM120SHIM_<NAME> for a rule setting
  * (RULE_SETTINGS).  0, or non-zero after printing what is accepted.
  */
 static int set_setting(const char *arg, int given[RULE_NSETTINGS])
 {
-	static const char *const names[] = {
-#define SETTING_NAME(name, values) #name,
-		RULE_SETTINGS(SETTING_NAME)
-#undef SETTING_NAME
-	};
 	const char *eq = strchr(arg, '=');
 	char var[64];
 	size_t i, n = eq ? (size_t)(eq - arg) : 0, o;
 
-	for (i = 0; eq && i < sizeof(names) / sizeof(names[0]); i++) {
-		if (strlen(names[i]) != n || strncmp(names[i], arg, n) != 0 || !eq[1])
+	for (i = 0; eq && i < RULE_NSETTINGS; i++) {
+		if (strlen(setting_names[i]) != n || strncmp(setting_names[i], arg, n) != 0 || !eq[1])
 			continue;
 		o = (size_t)snprintf(var, sizeof(var), "SM120SHIM_");
 		for (; *arg != '='; arg++)
@@ -159,8 +161,8 @@ static int set_setting(const char *arg, int given[RULE_NSETTINGS])
 		return setenv(var, eq + 1, 1);
 	}
 	fprintf(stderr, "sm120 run: --set takes NAME=VALUE with NAME one of");
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		fprintf(stderr, " %s", names[i]);
+	for (i = 0; i < RULE_NSETTINGS; i++)
+		fprintf(stderr, " %s", setting_names[i]);
 	fprintf(stderr, ", not '%s'\n", arg);
 	return -1;
 }
@@ -212,11 +214,6 @@ static int set_model(const char *dir, const int given[RULE_NSETTINGS])
 		{ "top_k", "num_experts_per_tok", "SM120SHIM_TOP_K" },
 		{ "hidden_size", "hidden_size", "SM120SHIM_HIDDEN_SIZE" },
 	};
-	static const char *const names[] = {
-#define SETTING_NAME(name, values) #name,
-		RULE_SETTINGS(SETTING_NAME)
-#undef SETTING_NAME
-	};
 	char path[PATH_MAX], num[32];
 	struct stat st;
 	cJSON *root;
@@ -240,7 +237,7 @@ static int set_model(const char *dir, const int given[RULE_NSETTINGS])
 	for (i = 0; i < sizeof(fields) / sizeof(fields[0]) && !rc; i++) {
 		long v = model_int(root, fields[i].key);
 
-		for (j = 0; j < RULE_NSETTINGS && strcmp(names[j], fields[i].setting) != 0; j++)
+		for (j = 0; j < RULE_NSETTINGS && strcmp(setting_names[j], fields[i].setting) != 0; j++)
 			;
 		if (j < RULE_NSETTINGS && given[j])
 			continue;
