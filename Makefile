@@ -1,7 +1,8 @@
 # sm120-shim - build, test and benchmark.
 #
 #   make            libsm120shim.so, the sm120 tool and the bundled kernels (build/)
-#   make run        the main job: build, then check the shipped kernels with sm120 scan
+#   make run        the main job: build, check the shipped kernels with sm120 scan, then
+#                   write the default tiny Kimi K2 INT4 model and run the reference engine
 #   make test       everything that needs no GPU; ends with "N passed, N failed"
 #   make test-gpu   tests that need an NVIDIA GPU
 #   make bench-gpu  benchmarks on an NVIDIA GPU
@@ -25,7 +26,7 @@ NVCCFLAGS := -O3 -std=c++17 -Xptxas -warn-spills -Werror all-warnings
 # libcjson.so.1 beside itself (rpath $ORIGIN), so build/ can be copied to a
 # GPU server as it is.  The shim needs no cJSON.
 STATIC_LIBS := -Wl,-Bstatic -lelf -lzstd -llz4 -lz -Wl,-Bdynamic
-TOOL_LIBS := $(STATIC_LIBS) -lcjson -ldl -lpthread
+TOOL_LIBS := $(STATIC_LIBS) -lcjson -ldl -lpthread -lm
 # The shim is a shared object: its libelf is the archive with one object
 # swapped (tools/build/elf_error_pic.c says why).
 SHIM_LIBS := $(B)/libelf_pic.a -Wl,-Bstatic -lzstd -llz4 -lz -Wl,-Bdynamic -ldl -lpthread
@@ -42,6 +43,8 @@ CORE_SRCS := $(wildcard shim/common/*.c shim/registry/*.c shim/limits/*.c shim/r
 	shim/reroute/adapters/*.c)
 SHIM_SRCS := $(wildcard shim/intercept/*.c shim/log/*.c shim/reroute/*.c)
 TOOL_SRCS := $(wildcard tools/sm120/*.c)
+# The reference engine (sm120 ref): linked into the tool, never into the shim.
+ENGINE_SRCS := $(wildcard engine/*.c engine/*/*.c)
 KERNEL_SRCS := $(sort $(shell find kernels -name '*.cu'))
 KERNEL_HDRS := $(shell find kernels -name '*.h' -o -name '*.cuh')
 
@@ -50,6 +53,7 @@ RULES_JSON := $(sort $(wildcard rules/*.json))
 RULES_TABLE := $(B)/rules/rules_table.c
 SHIM_OBJS := $(SHIM_SRCS:%.c=$(B)/obj/%.o) $(B)/obj/shim/reroute/bundle_S.o $(B)/obj/rules_table.o
 TOOL_OBJS := $(TOOL_SRCS:%.c=$(B)/obj/%.o)
+ENGINE_OBJS := $(ENGINE_SRCS:%.c=$(B)/obj/%.o)
 BUNDLE := $(B)/kernels/bundle.fatbin
 CUBINS := $(KERNEL_ARCHS:%=$(B)/kernels/bundle.sm_%.cubin)
 
@@ -111,12 +115,22 @@ $(B)/libsm120shim.so: $(SHIM_OBJS) $(B)/libcore.a $(B)/libelf_pic.a shim/shim.ma
 $(B)/libcjson.so.1: $(B)/.deps-ok
 	$(Q)cp -L "$$($(CC) -print-file-name=libcjson.so.1)" $@
 
-$(B)/sm120: $(TOOL_OBJS) $(B)/libcore.a $(B)/libcjson.so.1
-	$(msg) LD $@
-	$(Q)$(CC) -o $@ $(TOOL_OBJS) $(B)/libcore.a $(TOOL_LIBS) -Wl,-rpath,'$$ORIGIN'
+$(B)/libengine.a: $(ENGINE_OBJS)
+	$(msg) AR $@
+	$(Q)rm -f $@ && ar rcs $@ $^
 
+$(B)/sm120: $(TOOL_OBJS) $(B)/libcore.a $(B)/libengine.a $(B)/libcjson.so.1
+	$(msg) LD $@
+	$(Q)$(CC) -o $@ $(TOOL_OBJS) $(B)/libengine.a $(B)/libcore.a $(TOOL_LIBS) -Wl,-rpath,'$$ORIGIN'
+
+# The main job: the shipped kernels checked against sm120, then the reference
+# engine on its default model (a tiny Kimi K2-shaped INT4 checkpoint, the
+# K2-Thinking layout) - on the CPU backend (tools/run_engine.sh says how the
+# GPU backend will join it).
+RUN_MODEL := $(B)/run/kimi-k2-int4
 run: all
-	$(B)/sm120 scan --target sm120 $(B)/libsm120shim.so
+	$(Q)$(B)/sm120 scan --target sm120 $(B)/libsm120shim.so
+	$(Q)sh tools/run_engine.sh $(B) $(RUN_MODEL)
 
 include tests/tests.mk
 

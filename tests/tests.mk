@@ -11,6 +11,7 @@ SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recove
 PLAIN_CFLAGS := $(filter-out -fvisibility=hidden,$(CFLAGS))
 TEST_CFLAGS := $(PLAIN_CFLAGS) $(SAN) -Wno-unused-parameter
 NVFX := $(NVCC) -Ikernels -Xcudafe --diag_suppress=177
+# Unit tests also compile $(ENGINE_SRCS) (defined in the Makefile: every engine/ source).
 
 FIXTURES := $(FX)/params.sm_90.cubin $(FX)/params.sm_90a.cubin $(FX)/params.sm_120.cubin \
 	$(FX)/params.sm_86.cubin $(FX)/params.fatbin $(FX)/params.zstd.fatbin \
@@ -59,10 +60,10 @@ $(FX)/empty_section.o: $(B)/obj/shim/common/err.o
 # (test_rules and test_reroute also the rules table compiled from rules/).
 $(T)/test_rules $(T)/test_reroute: EXTRA_TEST_SRCS := $(RULES_TABLE)
 $(T)/test_rules $(T)/test_reroute: $(RULES_TABLE)
-$(T)/test_%: tests/unit/test_%.c tests/unit/fixture.h $(CORE_SRCS) $(B)/.deps-ok
+$(T)/test_%: tests/unit/test_%.c tests/unit/fixture.h $(CORE_SRCS) $(ENGINE_SRCS) $(B)/.deps-ok
 	$(msg) CC $@
 	$(Q)mkdir -p $(T) && $(CC) $(TEST_CFLAGS) -I$(CUDA_HOME)/include -Ishim -o $@ $< \
-	  $(CORE_SRCS) $(EXTRA_TEST_SRCS) $(STATIC_LIBS) -lcjson -lcmocka -ldl -lpthread
+	  $(CORE_SRCS) $(ENGINE_SRCS) $(EXTRA_TEST_SRCS) $(STATIC_LIBS) -lcjson -lcmocka -ldl -lpthread -lm
 
 # Interception tests: a fake libcuda.so.1 and programs that reach it every way
 # a real process does (tests/shim, run by tests/scripts/test_intercept.sh).

@@ -2,7 +2,8 @@
 # run.sh GPU_TEST... - `make test-gpu`: the GPU test programs, the bundled
 # kernels under compute-sanitizer, the GPU scan checks, the shim under
 # PyTorch + Triton (shim_gpu.sh), the attention reroute suite
-# (reroute_gpu.sh) and the fused-MoE one (moe_reroute_gpu.sh); prints
+# (reroute_gpu.sh), the fused-MoE one (moe_reroute_gpu.sh) and the reference
+# engine against transformers (engine_hf.py); prints
 # "N passed, N failed" last.  Needs an NVIDIA GPU.
 set -u
 log=$(mktemp)
@@ -49,6 +50,9 @@ count
 sh tests/gpu/reroute_gpu.sh >"$log" 2>&1
 count
 sh tests/gpu/moe_reroute_gpu.sh >"$log" 2>&1
+count
+# The reference engine against Hugging Face transformers (installed on the GPU machine).
+python3 tests/gpu/engine_hf.py --build "${SM120_BUILD:-build}" --backends cpu check >"$log" 2>&1
 count
 echo
 echo "$passed passed, $failed failed"

@@ -6,6 +6,7 @@
  *   sm120 run [--mode M] [--target T] [--log PATH] [--advertise A] [--trace] -- CMD...
  *   sm120 doctor [--target T]
  *   sm120 rules check FILE... | sm120 rules compile -o OUT.c FILE...
+ *   sm120 ref make-model|run|info ...
  *
  * Each subcommand lives in its own file (cmd_<name>.c) and is listed once in
  * the table below; `sm120 help` prints the table.
@@ -26,6 +27,7 @@ static const struct command {
 	{ "run", cmd_run, "run a command with the shim preloaded" },
 	{ "doctor", cmd_doctor, "check the driver, the devices, the target and the shim" },
 	{ "rules", cmd_rules, "check reroute rules, or compile them into the shim's table" },
+	{ "ref", cmd_ref, "the reference engine: write synthetic checkpoints, run Kimi K2 / GLM-4.x" },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -1,0 +1,57 @@
+/*
+ * engine.h - the reference engine's front: backends behind one table, and
+ * greedy generation over any of them.
+ *
+ * A backend turns token ids into next-token logits with its own KV cache.
+ * ref_generate runs prefill on the prompt, then greedy decode, and hands
+ * every logits row to the caller, so that `sm120 ref run` prints, checks
+ * and dumps the same rows whichever backend made them.
+ */
+#ifndef SM120_ENGINE_ENGINE_H
+#define SM120_ENGINE_ENGINE_H
+
+#include "model/model.h"
+
+struct ref_opts {
+	int max_seq;		/* KV cache positions */
+	int absorbed;		/* MLA: absorbed (1) or naive (0) */
+	int threads;		/* CPU worker threads */
+	int verbose;
+};
+
+struct ref_backend {
+	const char *name;
+	const char *summary;
+	/* create - a context for @m, or NULL with @err (e.g. no GPU: the message says so) */
+	void *(*create)(const struct ref_model *m, const struct ref_opts *o, struct sm_err *err);
+	/* forward - @n tokens at the next positions; logits [n][vocab] */
+	int (*forward)(void *ctx, const int *tokens, int n, float *logits, struct sm_err *err);
+	void (*destroy)(void *ctx);
+};
+
+/* ref_backend_find - the backend called @name, or NULL (ref_backend_list names them). */
+const struct ref_backend *ref_backend_find(const char *name);
+
+/* ref_backend_list - "cpu, gpu" into @out. */
+void ref_backend_list(char *out, int len);
+
+struct ref_timing {
+	double prefill_s, decode_s;
+};
+
+/*
+ * ref_generate - prefill @prompt[@n_prompt], then @steps greedy tokens into
+ * @out_tokens.  @rows(ctx, i, logits) sees every logits row in order: rows
+ * 0..n_prompt-1 of the prompt, then one per generated token fed back (the
+ * last generated token is not fed back: n_prompt + steps - 1 rows).  Ties in
+ * argmax pick the lower id.  @progress (may be NULL) is called after each
+ * step.  Returns 0 or -errno with @err.
+ */
+int ref_generate(const struct ref_backend *b, void *ctx, int vocab, const int *prompt, int n_prompt,
+		 int steps, int *out_tokens, void (*rows)(void *, int, const float *), void *rows_ctx,
+		 void (*progress)(int step, int steps), struct ref_timing *t, struct sm_err *err);
+
+/* ref_argmax - index of the largest of @n values, the lower on ties. */
+int ref_argmax(const float *v, int n);
+
+#endif
