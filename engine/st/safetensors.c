@@ -847,57 +847,30 @@ struct st_writer {
 	struct name_set names;	/* borrows t[i].name */
 };
 
-/* write_all - all of @buf at the file position; 0 or -errno. */
-static int write_all(int fd, const void *buf, size_t len)
+/*
+ * io_all - all of @len bytes between @fd and memory: writes @src when it is not
+ * NULL, else reads into @dst; at @off, or (writes only) at the file position
+ * when @off is -1.  0 or -errno (-EIO when the file ends or takes nothing).
+ */
+static int io_all(int fd, const void *src, void *dst, size_t len, int64_t off)
 {
-	const char *p = buf;
+	size_t done = 0;
 
-	while (len) {
-		ssize_t k = write(fd, p, len);
+	while (done < len) {
+		off_t at = (off_t)(off + (int64_t)done);
+		ssize_t k;
 
+		if (!src)
+			k = pread(fd, (char *)dst + done, len - done, at);
+		else if (off < 0)
+			k = write(fd, (const char *)src + done, len - done);
+		else
+			k = pwrite(fd, (const char *)src + done, len - done, at);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0)
 			return k < 0 ? -errno : -EIO;
-		p += k;
-		len -= (size_t)k;
-	}
-	return 0;
-}
-
-/* pwrite_all / pread_all - all of @len bytes at @off; 0 or -errno. */
-static int pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t k = pwrite(fd, p, len, (off_t)off);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return k < 0 ? -errno : -EIO;
-		p += k;
-		off += (uint64_t)k;
-		len -= (size_t)k;
-	}
-	return 0;
-}
-
-static int pread_all(int fd, void *buf, size_t len, uint64_t off)
-{
-	char *p = buf;
-
-	while (len) {
-		ssize_t k = pread(fd, p, len, (off_t)off);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return k < 0 ? -errno : -EIO;
-		p += k;
-		off += (uint64_t)k;
-		len -= (size_t)k;
+		done += (size_t)k;
 	}
 	return 0;
 }
@@ -1012,7 +985,7 @@ int st_writer_add(struct st_writer *w, const char *name, enum st_dtype dtype, in
 	t->name = strdup(name);
 	if (!t->name)
 		return sm_err_set(err, -ENOMEM, "%s: out of memory", w->path);
-	rc = pwrite_all(w->spool, data, (size_t)nbytes, w->bytes);
+	rc = io_all(w->spool, data, NULL, (size_t)nbytes, (int64_t)w->bytes);
 	if (rc) {
 		free(t->name);
 		return tensor_err(err, w->path, name, "cannot write to the spool file: %s (disk full?)",
@@ -1124,9 +1097,9 @@ static int writer_emit(const struct st_writer *w, int fd, const struct wslot *or
 	}
 	for (int i = 0; i < 8; i++)
 		len8[i] = (unsigned char)((uint64_t)hlen >> (8 * i));
-	rc = write_all(fd, len8, 8);
+	rc = io_all(fd, len8, NULL, 8, -1);
 	if (!rc)
-		rc = write_all(fd, hdr, hlen);
+		rc = io_all(fd, hdr, NULL, hlen, -1);
 	if (rc) {
 		sm_err_set(err, rc, "%s: cannot write: %s", w->path, strerror(-rc));
 		goto out;
@@ -1143,13 +1116,13 @@ static int writer_emit(const struct st_writer *w, int fd, const struct wslot *or
 			size_t k = t->nbytes - done < ST_COPY_CHUNK ? (size_t)(t->nbytes - done)
 								    : ST_COPY_CHUNK;
 
-			rc = pread_all(w->spool, buf, k, t->spool_off + done);
+			rc = io_all(w->spool, NULL, buf, k, (int64_t)(t->spool_off + done));
 			if (rc) {
 				tensor_err(err, w->path, t->name, "cannot read back from the spool "
 					   "file: %s", strerror(-rc));
 				goto out;
 			}
-			rc = write_all(fd, buf, k);
+			rc = io_all(fd, buf, NULL, k, -1);
 			if (rc) {
 				sm_err_set(err, rc, "%s: cannot write: %s (disk full?)", w->path,
 					   strerror(-rc));

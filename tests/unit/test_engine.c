@@ -28,6 +28,7 @@
 #include "../../engine/model/weights.h"
 #include "../../engine/st/safetensors.h"
 #include "../../engine/synth/synth.h"
+#include "fixture.h"
 
 static char tmp_root[256];
 
@@ -35,10 +36,8 @@ static const char *tmpdir(const char *name)
 {
 	static char path[512];
 
-	if (!tmp_root[0]) {
-		snprintf(tmp_root, sizeof(tmp_root), "/tmp/sm120-engine-XXXXXX");
-		assert_non_null(mkdtemp(tmp_root));
-	}
+	if (!tmp_root[0])
+		assert_non_null(tmp_dir(tmp_root, sizeof(tmp_root), "sm120-engine-"));
 	snprintf(path, sizeof(path), "%s/%s", tmp_root, name);
 	return path;
 }
@@ -428,8 +427,7 @@ static void golden(const char *arch)
 {
 	char path[600], *text;
 	cJSON *j, *it;
-	FILE *f;
-	long len;
+	size_t len;
 	int args_n = 0, np = 0, nt = 0, i, v, vocab, tokens[64], rows;
 	const char *args[16];
 	struct synth_opts o = { .seed = 1 };
@@ -440,16 +438,10 @@ static void golden(const char *arch)
 
 	snprintf(path, sizeof(path), "%s/tests/engine/golden/%s.json",
 		 getenv("SM120_SRC") ? getenv("SM120_SRC") : ".", arch);
-	f = fopen(path, "rb");
-	if (!f)
+	text = read_file(path, &len);
+	if (!text)
 		fail_msg("%s is missing: make it on a machine with transformers: "
 			 "python3 tests/gpu/engine_hf.py --build build golden --out tests/engine/golden", path);
-	fseek(f, 0, SEEK_END);
-	len = ftell(f);
-	rewind(f);
-	text = calloc(1, (size_t)len + 1);
-	assert_int_equal(fread(text, 1, (size_t)len, f), (size_t)len);
-	fclose(f);
 	j = cJSON_Parse(text);
 	free(text);
 	assert_non_null(j);
@@ -535,10 +527,8 @@ int main(void)
 		cmocka_unit_test(test_golden_glm),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
-	char cmd[400];
 
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp_root);
-	if (tmp_root[0] && system(cmd) != 0)
+	if (tmp_root[0] && rm_tree(tmp_root) != 0)
 		fprintf(stderr, "could not remove %s\n", tmp_root);
 	return rc;
 }

@@ -11,7 +11,6 @@
  */
 #include <dirent.h>
 #include <errno.h>
-#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,6 +24,7 @@
 #include <cmocka.h>
 
 #include "../../engine/st/safetensors.h"
+#include "fixture.h"
 
 static char root[64];
 
@@ -50,25 +50,6 @@ static void write_bytes(const char *path, const void *buf, size_t len)
 static void write_text(const char *path, const char *text)
 {
 	write_bytes(path, text, strlen(text));
-}
-
-static unsigned char *read_bytes(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	unsigned char *buf;
-	long n;
-
-	assert_non_null(f);
-	assert_int_equal(fseek(f, 0, SEEK_END), 0);
-	n = ftell(f);
-	assert_true(n >= 0);
-	rewind(f);
-	buf = malloc((size_t)n + 1);
-	assert_non_null(buf);
-	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	*len = (size_t)n;
-	return buf;
 }
 
 /* write_st - a file of the 8-byte length of @header, @header, @data_len bytes. */
@@ -251,7 +232,8 @@ static void test_writer_layout(void **state)
 	(void)state;
 	write_round_trip(subdir(dir, sizeof(dir), "layout"));
 	snprintf(path, sizeof(path), "%s/model.safetensors", dir);
-	buf = read_bytes(path, &len);
+	buf = read_file(path, &len);
+	assert_non_null(buf);
 	n = le64(buf);
 	assert_int_equal(n % 8, 0);
 	assert_true(8 + n <= len);
@@ -368,8 +350,8 @@ static void test_sharded(void **state)
 	write_shards(subdir(dir, sizeof(dir), "sharded"));
 	assert_int_equal(st_write_index(dir, 3, names, files, 32, &err), 0);
 	snprintf(path, sizeof(path), "%s/model.safetensors.index.json", dir);
-	text = read_bytes(path, &len);
-	text[len] = '\0';
+	text = read_file(path, &len);
+	assert_non_null(text);
 	assert_non_null(strstr((char *)text, "\"total_size\": 32"));
 	assert_true(strstr((char *)text, "\"norm\"") < strstr((char *)text, "\"layer.weight\""));
 	free(text);
@@ -660,7 +642,8 @@ static void test_truncations_and_changes(void **state)
 	assert_int_equal(st_writer_add(w, "b", ST_BF16, 1, (int64_t[]){3}, h, &err), 0);
 	assert_int_equal(st_writer_add(w, "c", ST_F32, 0, NULL, f, &err), 0);
 	assert_int_equal(st_writer_finish(w, &err), 0);
-	buf = read_bytes(src, &len);
+	buf = read_file(src, &len);
+	assert_non_null(buf);
 	hlen = (size_t)le64(buf);
 	snprintf(path, sizeof(path), "%s/cut.safetensors", dir);
 	for (size_t cut = 0; cut < len; cut++) {
@@ -737,19 +720,10 @@ static void test_expect(void **state)
 
 /* ---------------------------------------------------------------- main */
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(root, sizeof(root), "/tmp/test_safetensors.XXXXXX");
-	return mkdtemp(root) ? 0 : -1;
+	return tmp_dir(root, sizeof(root), "test_safetensors.") ? 0 : -1;
 }
 
 static int teardown(void **state)
@@ -757,7 +731,7 @@ static int teardown(void **state)
 	(void)state;
 	for (size_t i = 0; i < N_RT; i++)
 		free(rt_tensors[i].data);
-	return nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	return rm_tree(root);
 }
 
 int main(void)
