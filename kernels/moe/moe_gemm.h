@@ -58,15 +58,20 @@ enum moe_scale { MOE_SCALE_NONE = 0, MOE_SCALE_TENSOR, MOE_SCALE_CHANNEL, MOE_SC
 /*
  * Kernels: moe_gemm_<quant>_m<TM>: a block computes TM consecutive rows of
  * sorted_ids (block_m must be a multiple of TM) and MOE_GEMM_TN(TM) output
- * columns; its 8 warps split the columns, and for TM 16 (few tokens) the K
- * dimension (MOE_GEMM_KSPLIT ways), so that small batches still put enough
- * blocks on the weights.  Blocks whose rows are all padding exit at once.
+ * columns with 8 warps:
+ *   TM 16   32 columns; the warps split K (MOE_GEMM_KSPLIT ways), each
+ *           16 x 32 on its own k slice, so that small batches still put
+ *           enough blocks on the weights;
+ *   TM 64   128 columns; warps 2 (M) x 4 (N), each 32 x 32;
+ *   TM 128  256 columns; warps 2 (M) x 4 (N), each 64 x 64 (the reuse per
+ *           byte of shared memory that large batches need).
+ * Blocks whose rows are all padding exit at once.
  * Launch: block (MOE_GEMM_THREADS, 1, 1),
  *   grid (ceil(N / MOE_GEMM_TN(TM)), ceil(EM / TM), 1),
  *   dynamic shared memory moe_gemm_smem(quant, TM).
  */
 #define MOE_GEMM_THREADS 256
-#define MOE_GEMM_TN(tm) ((tm) == 16 ? 32 : 128)
+#define MOE_GEMM_TN(tm) ((tm) == 16 ? 32 : (tm) == 64 ? 128 : 256)
 #define MOE_GEMM_KSPLIT(tm) ((tm) == 16 ? 8 : 1)
 #define MOE_GEMM_KROW 128           /* bytes of A per row, k slice and warp */
 
@@ -99,10 +104,21 @@ static inline const char *moe_gemm_kernel_name(int quant, int tm)
 /* Bytes between W rows in shared memory (packed rows padded against bank conflicts). */
 #define MOE_GEMM_BPITCH(quant, tm) \
 	(MOE_GEMM_KSPLIT(tm) * MOE_GEMM_BROW(quant) + (MOE_GEMM_PACKED(quant) ? 16 : 0))
-/* Bytes of one pipeline stage: a k tile of A and of W. */
-#define MOE_GEMM_STAGE_BYTES(quant, tm) \
-	((tm) * MOE_GEMM_KSPLIT(tm) * MOE_GEMM_KROW + MOE_GEMM_TN(tm) * MOE_GEMM_BPITCH(quant, tm))
-/* Pipeline depth: as many stages as fit in 96 KiB, at most 4. */
+/* Bytes of W scales per stage: packed at TM 128, the scales of the block's
+ * 256 columns (fp32, one per k16 step: 4 per 64-k slice) are staged in
+ * shared memory; the narrower tiles keep theirs in registers. */
+#define MOE_GEMM_SCALE_BYTES(quant, tm) ((tm) == 128 && MOE_GEMM_PACKED(quant) ? MOE_GEMM_TN(tm) * 16 : 0)
+/* Bytes of one pipeline stage: a k tile of A and of W (and the W scales). */
+#define MOE_GEMM_STAGE_BYTES(quant, tm)                                                        \
+	((tm) * MOE_GEMM_KSPLIT(tm) * MOE_GEMM_KROW + MOE_GEMM_TN(tm) * MOE_GEMM_BPITCH(quant, tm) + \
+	 MOE_GEMM_SCALE_BYTES(quant, tm))
+/*
+ * Pipeline depth: as many stages as fit in 96 KiB, at most 4.  The bf16 and
+ * FP8 tiles at TM 128 get two: one 128-byte k tile computed while the next
+ * loads.  (Four stages of 64-byte k tiles, a barrier every 64 bytes and 192
+ * bytes in flight, measured slower: bf16 at TM 128 on an H200, 270 against
+ * 342 TFLOP/s.)
+ */
 #define MOE_GEMM_STAGES(quant, tm) \
 	(98304 / MOE_GEMM_STAGE_BYTES(quant, tm) > 4 ? 4 : 98304 / MOE_GEMM_STAGE_BYTES(quant, tm))
 /* moe_gemm_smem - the dynamic shared memory of a kernel. */

@@ -10,26 +10,29 @@
  * increasing order padded to a multiple of block_m with num_valid, in a
  * sorted_ids of num_valid + (E + 1) (block_m - 1) entries (the tail
  * num_valid too), expert_ids -1 past the used blocks.  The cases (cases[])
- * cover all twelve kernels; odd sizes (N 72 and 200, not multiples of the 32-
- * or 128-column tile; K 16, 48, 192 and 208, not multiples of the 64 or 128
- * k tile, and 1024 for the 16-row kernels, which split K over their warps;
- * K 64, 192, 256 packed); 1, 7 and 33 tokens with top_k 1..8 over 5..9
- * experts (most of them empty for one token); block_m 16, 64 and 128, the
- * smaller tiles under a larger block_m too; FP8 with tensor, per-channel and
- * 128 x 128 block scales (column-major activation scales when padded); W4A16
- * groups of 32, 64 and 128; with and without bias and routed weights; padded
- * strides (a, b between columns and between experts, c, bias along e and n,
- * both scale tensors) with NaN in the padding; experts on another rank
- * (expert_ids -1: their rows must be zeros); num_tokens_post_padded short of
- * the padded length (the blocks past it must not be written); routed rows
- * listed nowhere; and one medium case per variant (300 tokens, top_k 8, 16
- * experts, N 384, K 1024) whose rows are compared with the reference in a
- * sample (every 5th routed row, the first and last 64) and the rest checked
- * for finiteness.  Pointers a case must not read are NULL.  The output is
- * the NaN pattern 0x7fc0 before each launch, with GUARD more rows after the
- * last routed row: every word that no routed row of a block before
- * num_tokens_post_padded names (unlisted rows, rows of blocks past it, the
- * stride padding, the guard rows) must still hold that pattern.
+ * cover all twelve kernels; odd sizes (N 72, 200 and 456, not multiples of
+ * the 32-, 128- or 256-column tile; K 16, 48, 192, 208 and 320, not multiples
+ * of the 64 or 128 k tile, and 1024 for the 16-row kernels, which split K
+ * over their warps; K 64, 192, 256 and 320 packed); 1, 7 and 33 tokens with
+ * top_k 1..8 over 5..9 experts (most of them empty for one token); block_m
+ * 16, 64 and 128, the smaller tiles under a larger block_m too; FP8 with
+ * tensor, per-channel and 128 x 128 block scales (column-major activation
+ * scales when padded); W4A16 groups of 32, 64 and 128; with and without bias
+ * and routed weights; padded strides (a, b between columns and between
+ * experts, c, bias along e and n, both scale tensors) with NaN in the
+ * padding; experts on another rank (expert_ids -1: their rows must be zeros);
+ * num_tokens_post_padded short of the padded length (the blocks past it must
+ * not be written); routed rows listed nowhere; one medium case per variant
+ * (300 tokens, top_k 8, 16 experts, N 384, K 1024) and five for the 128-row
+ * kernels (300 tokens, 16 experts, N 200 or 456: whole 128-row blocks, every
+ * warp of the 2 x 4 grid with valid rows, next to experts on another rank)
+ * whose rows are compared with the reference in a sample (every 5th routed
+ * row, the first and last 64) and the rest checked for finiteness.  Pointers
+ * a case must not read are NULL.  The output is the NaN pattern 0x7fc0 before
+ * each launch, with GUARD more rows after the last routed row: every word
+ * that no routed row of a block before num_tokens_post_padded names (unlisted
+ * rows, rows of blocks past it, the stride padding, the guard rows) must
+ * still hold that pattern.
  *
  * Inputs: A ~ U(-1, 1) in bf16, or any finite E4M3 code (zeros, subnormals
  * and 256..448 included); weights and scales drawn so that outputs are O(1);
@@ -142,6 +145,12 @@ static const struct tcase cases[] = {
 	{ FP4, 128, 33, 4, 7, 200, 256, 128, 0, 0, RW | BIAS | PAD | SHORT },
 	{ FP4, 128, 1, 1, 5, 72, 192, 128, 0, 0, 0 },
 	{ FP4, 64, 300, 8, 16, 384, 1024, 64, 0, 0, RW | BIAS | PAD | SAMPLE },
+	/* the 128-row tiles with whole blocks (every warp live), N past one 256-column block */
+	{ BF16, 128, 300, 8, 16, 456, 208, 128, 0, 0, RW | BIAS | PAD | OFF | SAMPLE },
+	{ FP8, 128, 300, 8, 16, 456, 320, 128, BLOCK, 0, BIAS | PAD | OFF | SHORT | SAMPLE },
+	{ FP8, 128, 300, 4, 16, 456, 208, 128, CHANNEL, 0, RW | DROP | SAMPLE },
+	{ W4, 128, 300, 4, 16, 200, 320, 128, 0, 64, RW | PAD | OFF | DROP | SAMPLE },
+	{ FP4, 128, 300, 8, 16, 456, 192, 128, 0, 0, BIAS | PAD | OFF | SAMPLE },
 };
 #undef BF16
 #undef FP8

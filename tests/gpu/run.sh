@@ -28,7 +28,8 @@ if [ -n "$san" ]; then
 	for c in memcheck:decode_attn racecheck:decode_attn synccheck:decode_attn memcheck:extend_attn:0 \
 		memcheck:extend_attn:5 memcheck:extend_attn:9 racecheck:extend_attn:0 \
 		racecheck:extend_attn:5 racecheck:extend_attn:9 memcheck:moe_gemm:9 memcheck:moe_gemm:10 \
-		memcheck:moe_gemm:27 racecheck:moe_gemm:2 racecheck:moe_gemm:14; do
+		memcheck:moe_gemm:27 memcheck:moe_gemm:36 racecheck:moe_gemm:2 racecheck:moe_gemm:14 \
+		racecheck:moe_gemm:36 racecheck:moe_gemm:38; do
 		tool=${c%%:*} rest=${c#*:}
 		t=${rest%%:*} case=${rest#*:}
 		[ "$case" = "$rest" ] && case=
