@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../shim/common/file.h"
+
 enum fkind { F_INT, F_FLOAT, F_BOOL, F_INT_NULL /* null reads as 0 */ };
 
 #define REQ NAN		/* no default: the file must have it */
@@ -54,37 +56,13 @@ static const struct field {
 
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
 
-static int read_file(const char *path, char **out)
-{
-	FILE *f = fopen(path, "rb");
-	long n;
-	char *buf;
-
-	if (!f)
-		return -errno;
-	if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || n > (64 << 20)) {
-		fclose(f);
-		return -EFBIG;
-	}
-	rewind(f);
-	buf = malloc((size_t)n + 1);
-	if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		free(buf);
-		fclose(f);
-		return -EIO;
-	}
-	buf[n] = '\0';
-	fclose(f);
-	*out = buf;
-	return 0;
-}
-
 static cJSON *parse_json(const char *path, struct sm_err *err, int *rc)
 {
-	char *text = NULL;
+	size_t len;
+	char *text = sm_read_small(path, 64 << 20, &len);
 	cJSON *j;
 
-	*rc = read_file(path, &text);
+	*rc = text ? 0 : -errno;
 	if (*rc) {
 		sm_err_set(err, *rc, "%s: cannot read (%s)", path, strerror(-*rc));
 		return NULL;

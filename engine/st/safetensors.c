@@ -33,6 +33,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../../shim/common/file.h"
+
 #define ST_MAX_HEADER 100000000u	/* the format's limit on the header length */
 #define ST_MAX_INDEX (256u << 20)	/* an index.json larger than this is not one */
 #define ST_MAX_EXACT (1ull << 53)	/* larger JSON numbers do not survive a double */
@@ -147,36 +149,6 @@ static char *path_join(const char *dir, const char *name)
 static int plain_name(const char *s)
 {
 	return *s && !strchr(s, '/') && strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
-}
-
-/* read_small - the whole file, NUL-terminated, at most @max bytes; NULL with errno. */
-static char *read_small(const char *path, size_t max, size_t *len)
-{
-	FILE *f = fopen(path, "rbe");
-	char *buf;
-	size_t n;
-
-	if (!f)
-		return NULL;
-	buf = malloc(max + 1);
-	if (!buf) {
-		fclose(f);
-		errno = ENOMEM;
-		return NULL;
-	}
-	n = fread(buf, 1, max + 1, f);
-	if (ferror(f) || n > max) {
-		int e = n > max ? EFBIG : errno ? errno : EIO;
-
-		free(buf);
-		fclose(f);
-		errno = e;
-		return NULL;
-	}
-	fclose(f);
-	buf[n] = '\0';
-	*len = n;
-	return buf;
 }
 
 /* json_whole - @j is a whole number in [0, 2^53]; stores it in *v. */
@@ -747,7 +719,7 @@ struct st_set *st_open(const char *dir, struct sm_err *err)
 			   "directory (st_open_file reads one file)", dir);
 		goto out;
 	}
-	text = read_small(ipath, ST_MAX_INDEX, &len);
+	text = sm_read_small(ipath, ST_MAX_INDEX, &len);
 	if (text) {
 		s = open_indexed(dir, ipath, text, len, err);
 	} else if (errno != ENOENT) {

@@ -18,39 +18,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/file.h"
 #include "scan_private.h"
 
 #define MAX_DEPTH 32
 #define MAX_JSON_BYTES (16u << 20)
 
 /* ---------------------------------------------------------------- files */
-
-/* read_small - a whole small file, NUL-terminated; NULL with errno set. */
-static char *read_small(const char *path, size_t max, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	size_t n;
-
-	if (!f)
-		return NULL;
-	buf = malloc(max + 1);
-	if (!buf) {
-		fclose(f);
-		errno = ENOMEM;
-		return NULL;
-	}
-	n = fread(buf, 1, max + 1, f);
-	fclose(f);
-	if (n > max) {
-		free(buf);
-		errno = EFBIG;
-		return NULL;
-	}
-	buf[n] = '\0';
-	*len = n;
-	return buf;
-}
 
 /*
  * triton_json - "shared" and "name" from a Triton <name>.json.  Returns 0 with
@@ -60,7 +34,7 @@ static int triton_json(struct scan *s, const char *path, int64_t *shared, char *
 {
 	struct sm_err err;
 	size_t len;
-	char *text = read_small(path, MAX_JSON_BYTES, &len);
+	char *text = sm_read_small(path, MAX_JSON_BYTES, &len);
 	cJSON *root, *sh, *nm;
 	int rc = -EINVAL;
 
