@@ -115,18 +115,44 @@ $(B)/libsm120shim.so: $(SHIM_OBJS) $(B)/libcore.a $(B)/libelf_pic.a shim/shim.ma
 $(B)/libcjson.so.1: $(B)/.deps-ok
 	$(Q)cp -L "$$($(CC) -print-file-name=libcjson.so.1)" $@
 
+# The GPU backend's kernels: ops.cu and one stand-in per variant (each its
+# own module: they carry the frameworks' kernel names), embedded in the tool.
+ENGINE_IMAGES := ops standin_moe_bf16 standin_moe_fp8 standin_moe_gptq standin_extend
+ENGINE_FATBINS := $(ENGINE_IMAGES:%=$(B)/engine/%.fatbin)
+ENGINE_CU_DEPS := $(wildcard engine/gpu/*.cu engine/gpu/*.cuh engine/gpu/*.h) $(KERNEL_SRCS) $(KERNEL_HDRS)
+
+$(B)/engine/ops.sm_%.cubin: $(ENGINE_CU_DEPS) $(B)/.deps-ok
+	$(msg) NVCC "sm_$* engine ops"
+	$(Q)mkdir -p $(dir $@) && $(NVCC) $(NVCCFLAGS) -cubin -arch=sm_$* engine/gpu/ops.cu -o $@
+
+$(B)/engine/standin_%.cubin: $(ENGINE_CU_DEPS) $(B)/.deps-ok
+	$(msg) NVCC "$(notdir $@)"
+	$(Q)mkdir -p $(dir $@) && $(NVCC) $(NVCCFLAGS) -cubin -arch=$(lastword $(subst ., ,$*)) \
+	  -DSTANDIN_$(shell echo $(firstword $(subst ., ,$*)) | tr a-z A-Z) engine/gpu/standin.cu -o $@
+
+$(B)/engine/%.fatbin: $(KERNEL_ARCHS:%=$(B)/engine/\%.sm_%.cubin)
+	$(msg) FATBIN $@
+	$(Q)$(FATBINARY) -64 --create=$@ $(foreach a,$(KERNEL_ARCHS),--image3=kind=elf,sm=$(a),file=$(B)/engine/$*.sm_$(a).cubin)
+
+.SECONDARY: $(ENGINE_IMAGES:%=$(B)/engine/%.sm_90.cubin) $(ENGINE_IMAGES:%=$(B)/engine/%.sm_120.cubin)
+$(B)/obj/engine/gpu/images_S.o: engine/gpu/images.S $(ENGINE_FATBINS) $(BUNDLE)
+	$(msg) AS $<
+	$(Q)mkdir -p $(dir $@) && $(CC) -c $(foreach i,$(ENGINE_IMAGES),-DIMG_$(shell echo $(i) | tr a-z A-Z)='"$(B)/engine/$(i).fatbin"') \
+	  -DIMG_BUNDLE='"$(BUNDLE)"' $< -o $@
+
 $(B)/libengine.a: $(ENGINE_OBJS)
 	$(msg) AR $@
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(B)/sm120: $(TOOL_OBJS) $(B)/libcore.a $(B)/libengine.a $(B)/libcjson.so.1
+$(B)/sm120: $(TOOL_OBJS) $(B)/obj/engine/gpu/images_S.o $(B)/libcore.a $(B)/libengine.a $(B)/libcjson.so.1
 	$(msg) LD $@
-	$(Q)$(CC) -o $@ $(TOOL_OBJS) $(B)/libengine.a $(B)/libcore.a $(TOOL_LIBS) -Wl,-rpath,'$$ORIGIN'
+	$(Q)$(CC) -o $@ $(TOOL_OBJS) $(B)/obj/engine/gpu/images_S.o $(B)/libengine.a $(B)/libcore.a \
+	  $(TOOL_LIBS) -Wl,-rpath,'$$ORIGIN'
 
 # The main job: the shipped kernels checked against sm120, then the reference
 # engine on its default model (a tiny Kimi K2-shaped INT4 checkpoint, the
-# K2-Thinking layout) - on the CPU backend (tools/run_engine.sh says how the
-# GPU backend will join it).
+# K2-Thinking layout) - on the CPU backend, and where a GPU answers also on
+# the GPU backend under the shim with the target emulated as sm120.
 RUN_MODEL := $(B)/run/kimi-k2-int4
 run: all
 	$(Q)$(B)/sm120 scan --target sm120 $(B)/libsm120shim.so

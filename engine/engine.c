@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "cpu/cpu.h"
+#include "gpu/gpu.h"
 
 static void *cpu_create(const struct ref_model *m, const struct ref_opts *o, struct sm_err *err)
 {
@@ -24,8 +25,25 @@ static void cpu_destroy(void *ctx)
 	ref_cpu_free(ctx);
 }
 
+static void *gpu_create(const struct ref_model *m, const struct ref_opts *o, struct sm_err *err)
+{
+	return ref_gpu_new(m, o->max_seq, o->absorbed, o->verbose, err);
+}
+
+static int gpu_forward(void *ctx, const int *tokens, int n, float *logits, struct sm_err *err)
+{
+	return ref_gpu_forward(ctx, tokens, n, logits, err);
+}
+
+static void gpu_destroy(void *ctx)
+{
+	ref_gpu_free(ctx);
+}
+
 static const struct ref_backend backends[] = {
 	{ "cpu", "plain C, fp32, the readable reference", cpu_create, cpu_forward, cpu_destroy },
+	{ "gpu", "Driver API, bf16 like the frameworks; MoE and MLA prefill through Hopper-shaped "
+		 "stand-ins of SGLang's kernels", gpu_create, gpu_forward, gpu_destroy },
 };
 
 #define NBACKENDS (sizeof(backends) / sizeof(backends[0]))

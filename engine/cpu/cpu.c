@@ -133,42 +133,6 @@ static float silu(float x)
 }
 
 /*
- * rope_freqs - inv_freq[i] = theta^(-2i/dim) in fp32 as the frameworks
- * build their tables, corrected by YaRN's ramp between the correction dims
- * of beta_fast and beta_slow (floor / ceil, clamped to [0, dim - 1]).
- */
-static void rope_freqs(const struct ref_config *c, float *inv)
-{
-	int dim = c->rotary_dim, i;
-	double low = 0, high = 0;
-
-	if (c->yarn) {
-		double lt = 2 * log(c->rope_theta);
-
-		low = floor(dim * log(c->yarn_orig_max / (c->yarn_beta_fast * 2 * M_PI)) / lt);
-		high = ceil(dim * log(c->yarn_orig_max / (c->yarn_beta_slow * 2 * M_PI)) / lt);
-		low = low < 0 ? 0 : low;
-		high = high > dim - 1 ? dim - 1 : high;
-		if (low == high)
-			high += 0.001;
-	}
-	for (i = 0; i < dim / 2; i++) {
-		float pos_freq = powf((float)c->rope_theta, (float)(2 * i) / (float)dim);
-		float extra = 1.0f / pos_freq;
-
-		if (c->yarn) {
-			float ramp = (float)(((double)i - low) / (high - low));
-			float interp = 1.0f / ((float)c->yarn_factor * pos_freq);
-
-			ramp = ramp < 0 ? 0 : ramp > 1 ? 1 : ramp;
-			inv[i] = interp * ramp + extra * (1.0f - ramp);
-		} else {
-			inv[i] = extra;
-		}
-	}
-}
-
-/*
  * rope - rotate @x at position @pos.  Interleaved (MLA checkpoints): pairs
  * (2i, 2i+1); NeoX (GLM): pairs (i, i + dim/2) over the first dim entries.
  */
@@ -616,7 +580,7 @@ struct ref_cpu *ref_cpu_new(const struct ref_model *m, int max_seq, int absorbed
 		ok = r->inv_freq && r->kcache && r->vcache && r->kv_b;
 	}
 	if (ok) {
-		rope_freqs(c, r->inv_freq);
+		ref_rope_freqs(c, r->inv_freq);
 		if (c->attn == REF_ATTN_GQA)
 			kw = vw = (size_t)c->n_kv_heads * c->head_dim;
 		else if (r->absorbed)

@@ -385,3 +385,39 @@ void ref_config_describe(const struct ref_config *c, char *out, int len)
 		 c->n_layers, c->first_dense < c->n_layers ? c->first_dense : c->n_layers, c->hidden,
 		 c->n_heads, c->n_routed, c->top_k, c->vocab, qname[c->quant.method]);
 }
+
+/*
+ * ref_rope_freqs - see config.h. inv_freq[i] = theta^(-2i/dim) in fp32 as the frameworks
+ * build their tables, corrected by YaRN's ramp between the correction dims
+ * of beta_fast and beta_slow (floor / ceil, clamped to [0, dim - 1]).
+ */
+void ref_rope_freqs(const struct ref_config *c, float *inv)
+{
+	int dim = c->rotary_dim, i;
+	double low = 0, high = 0;
+
+	if (c->yarn) {
+		double lt = 2 * log(c->rope_theta);
+
+		low = floor(dim * log(c->yarn_orig_max / (c->yarn_beta_fast * 2 * M_PI)) / lt);
+		high = ceil(dim * log(c->yarn_orig_max / (c->yarn_beta_slow * 2 * M_PI)) / lt);
+		low = low < 0 ? 0 : low;
+		high = high > dim - 1 ? dim - 1 : high;
+		if (low == high)
+			high += 0.001;
+	}
+	for (i = 0; i < dim / 2; i++) {
+		float pos_freq = powf((float)c->rope_theta, (float)(2 * i) / (float)dim);
+		float extra = 1.0f / pos_freq;
+
+		if (c->yarn) {
+			float ramp = (float)(((double)i - low) / (high - low));
+			float interp = 1.0f / ((float)c->yarn_factor * pos_freq);
+
+			ramp = ramp < 0 ? 0 : ramp > 1 ? 1 : ramp;
+			inv[i] = interp * ramp + extra * (1.0f - ramp);
+		} else {
+			inv[i] = extra;
+		}
+	}
+}

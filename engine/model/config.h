@@ -72,6 +72,13 @@ int ref_config_load(const char *dir, struct ref_config *c, struct sm_err *err);
 /* ref_layer_is_moe - whether layer @l has routed experts (first_dense, moe_freq). */
 int ref_layer_is_moe(const struct ref_config *c, int l);
 
+/*
+ * ref_rope_freqs - the rotary frequencies inv_freq[rotary_dim / 2] of @c, in
+ * fp32 as the frameworks build their tables (YaRN-corrected when set); every
+ * backend rotates with these.
+ */
+void ref_rope_freqs(const struct ref_config *c, float *inv);
+
 /* ref_config_describe - one line: family, dimensions and format, for logs. */
 void ref_config_describe(const struct ref_config *c, char *out, int len);
 

@@ -224,16 +224,17 @@ __device__ __forceinline__ float block_ascale(const moe_gemm_args &a, int id, in
 	return id < 0 ? 0.0f : __ldg(a.a_scale + (int64_t)(id / a.top_k) * a.as_stride_m + (int64_t)g * a.as_stride_k);
 }
 
+/* gemm - the block of column block @bx and row block @by (blockIdx.x, .y for
+ * moe_gemm_*), with its routed ids in @r (shared memory of the caller's). */
 template <int QUANT, int TM>
-__device__ void gemm(const moe_gemm_args &a, unsigned char *smem)
+__device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, int bx, int by)
 {
 	using S = shape<QUANT, TM>;
-	__shared__ rows<TM> r;
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const int kg = warp / (S::WARPS_M * S::WARPS_N);             /* k slice of this warp */
 	const int wm = (warp % (S::WARPS_M * S::WARPS_N)) / S::WARPS_N;
 	const int wn = warp % S::WARPS_N;
-	const int n0 = blockIdx.x * S::TN, m0 = blockIdx.y * TM;
+	const int n0 = bx * S::TN, m0 = by * TM;
 	const uint32_t base = smem_u32(smem);
 
 	if (m0 >= a.EM || m0 >= __ldg(a.num_tokens_post_padded))
@@ -539,7 +540,11 @@ __device__ void gemm(const moe_gemm_args &a, unsigned char *smem)
 		name(const struct moe_gemm_args a)                                           \
 	{                                                                                    \
 		extern __shared__ __align__(1024) unsigned char moe_gemm_smem_[];            \
-		moe_gemm::gemm<quant, tm>(a, moe_gemm_smem_);                                \
+		__shared__ moe_gemm::rows<tm> rows_;                                         \
+		moe_gemm::gemm<quant, tm>(a, moe_gemm_smem_, rows_, blockIdx.x, blockIdx.y); \
 	}
 
+/* The reference engine's stand-in kernels include this file for the template alone. */
+#ifndef MOE_GEMM_TEMPLATE_ONLY
 MOE_GEMM_KERNELS(MOE_GEMM_DEFINE)
+#endif

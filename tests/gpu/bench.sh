@@ -101,3 +101,7 @@ PY
 
 echo
 sh tests/gpu/bench_moe.sh || exit 1
+
+echo
+# The reference engine at real dimensions, with and without the shim rerouting.
+sh tests/gpu/bench_engine.sh "$B" || exit 1

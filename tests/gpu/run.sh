@@ -3,7 +3,8 @@
 # kernels under compute-sanitizer, the GPU scan checks, the shim under
 # PyTorch + Triton (shim_gpu.sh), the attention reroute suite
 # (reroute_gpu.sh), the fused-MoE one (moe_reroute_gpu.sh) and the reference
-# engine against transformers (engine_hf.py); prints
+# engine's GPU backend under the shim (engine_gpu.sh) and both backends against
+# transformers (engine_hf.py); prints
 # "N passed, N failed" last.  Needs an NVIDIA GPU.
 set -u
 log=$(mktemp)
@@ -52,8 +53,11 @@ sh tests/gpu/reroute_gpu.sh >"$log" 2>&1
 count
 sh tests/gpu/moe_reroute_gpu.sh >"$log" 2>&1
 count
-# The reference engine against Hugging Face transformers (installed on the GPU machine).
-python3 tests/gpu/engine_hf.py --build "${SM120_BUILD:-build}" --backends cpu check >"$log" 2>&1
+# The reference engine: its GPU backend under the shim (stand-ins rerouted, enforce
+# refused), then both backends against Hugging Face transformers (installed there).
+sh tests/gpu/engine_gpu.sh "${SM120_BUILD:-build}" >"$log" 2>&1
+count
+python3 tests/gpu/engine_hf.py --build "${SM120_BUILD:-build}" --backends cpu,gpu check >"$log" 2>&1
 count
 echo
 echo "$passed passed, $failed failed"

@@ -500,6 +500,32 @@ static void golden(const char *arch)
 	cJSON_Delete(j);
 }
 
+/*
+ * The GPU backend where it cannot run names why and what to do instead:
+ * MLA naive (it serves MLA absorbed only), and, in this test program (no
+ * embedded kernel images; on CI no driver either), the missing driver or
+ * kernels, pointing at --backend cpu or at make.
+ */
+static void test_gpu_backend_refuses(void **state)
+{
+	const struct ref_backend *b = ref_backend_find("gpu");
+	struct ref_opts o = { .max_seq = 16, .absorbed = 0, .threads = 1 };
+	struct sm_err err = { "" };
+	struct ref_model *m = ref_model_load(make("kimi-k2", "bf16", 0, 0), &err);
+
+	(void)state;
+	assert_non_null(b);
+	assert_non_null(m);
+	assert_null(b->create(m, &o, &err));
+	assert_non_null(strstr(err.msg, "MLA absorbed only"));
+	o.absorbed = 1;
+	err.msg[0] = '\0';
+	assert_null(b->create(m, &o, &err));
+	assert_true(strstr(err.msg, "libcuda.so.1") || strstr(err.msg, "built without its GPU kernels"));
+	assert_true(strstr(err.msg, "--backend cpu") || strstr(err.msg, "make"));
+	ref_model_free(m);
+}
+
 static void test_golden_kimi(void **state)
 {
 	(void)state;
@@ -523,6 +549,7 @@ int main(void)
 		cmocka_unit_test(test_prefill_equals_decode),
 		cmocka_unit_test(test_layouts_agree),
 		cmocka_unit_test(test_bad_checkpoints),
+		cmocka_unit_test(test_gpu_backend_refuses),
 		cmocka_unit_test(test_golden_kimi),
 		cmocka_unit_test(test_golden_glm),
 	};

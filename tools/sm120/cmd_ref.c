@@ -153,6 +153,61 @@ static int run_backend(const struct ref_backend *b, const struct ref_model *m, c
 	return rc;
 }
 
+static int cmp_float(const void *a, const void *b)
+{
+	float x = *(const float *)a, y = *(const float *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * compare_rows - --check-cpu's report: the largest and the median per-row
+ * |logit difference| against the CPU backend, and whether the greedy
+ * tokens agree; where they first differ, the CPU's own top-2 margin at that
+ * step (a margin below the rows' differences is a near-tie that the other
+ * backend's rounding may break either way, not a wrong result).
+ */
+static void compare_rows(const float *ours, const float *cpu, int rows, int vocab, int n_prompt,
+			 const int *tokens, const int *cpu_tokens, int steps)
+{
+	float maxd = 0, maxv = 0, *rowd = malloc(sizeof(float) * (size_t)(rows > 0 ? rows : 1));
+	int r, i, first = -1;
+
+	for (r = 0; r < rows; r++) {
+		float d = 0;
+
+		for (i = 0; i < vocab; i++) {
+			float e = fabsf(ours[(size_t)r * vocab + i] - cpu[(size_t)r * vocab + i]);
+
+			d = e > d ? e : d;
+			maxv = fabsf(cpu[(size_t)r * vocab + i]) > maxv ? fabsf(cpu[(size_t)r * vocab + i]) : maxv;
+		}
+		if (rowd)
+			rowd[r] = d;
+		maxd = d > maxd ? d : maxd;
+	}
+	for (i = 0; i < steps && first < 0; i++)
+		if (tokens[i] != cpu_tokens[i])
+			first = i;
+	if (rowd)
+		qsort(rowd, (size_t)rows, sizeof(float), cmp_float);
+	printf("against the cpu backend: max |logit difference| %.4g, median row %.4g (largest logit %.4g); "
+	       "tokens %s", maxd, rowd && rows ? rowd[rows / 2] : 0.0f, maxv, first < 0 ? "equal" : "differ");
+	if (first >= 0) {
+		/* step i's token is the argmax of row n_prompt - 1 + i */
+		const float *row = cpu + (size_t)(n_prompt - 1 + first) * vocab;
+		int best = ref_argmax(row, vocab);
+		float second = -INFINITY;
+
+		for (i = 0; i < vocab; i++)
+			if (i != best && row[i] > second)
+				second = row[i];
+		printf(" from step %d (cpu top-2 margin there %.4g)", first + 1, row[best] - second);
+	}
+	printf("\n");
+	free(rowd);
+}
+
 static int cmd_run_model(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -266,7 +321,7 @@ static int cmd_run_model(int argc, char **argv)
 	if (check) {
 		struct row_sink cpu = { .vocab = sink.vocab, .keep_cap = 0 };
 		int *cpu_tokens = calloc((size_t)steps, sizeof(int));
-		float *ours = sink.keep, maxd = 0, maxv = 0;
+		float *ours = sink.keep;
 		const struct ref_backend *cb = ref_backend_find("cpu");
 
 		cpu.keep_cap = sink.keep_cap;
@@ -276,15 +331,7 @@ static int cmd_run_model(int argc, char **argv)
 			fprintf(stderr, "sm120 ref run: --check-cpu: %s\n", err.msg[0] ? err.msg : "out of memory");
 			rc = 1;
 		} else {
-			for (i = 0; i < cpu.rows * cpu.vocab; i++) {
-				float d = fabsf(ours[i] - cpu.keep[i]);
-
-				maxd = d > maxd ? d : maxd;
-				maxv = fabsf(cpu.keep[i]) > maxv ? fabsf(cpu.keep[i]) : maxv;
-			}
-			printf("against the cpu backend: max |logit difference| %.4g (largest logit %.4g); "
-			       "tokens %s\n", maxd, maxv,
-			       memcmp(tokens, cpu_tokens, sizeof(int) * (size_t)steps) ? "differ" : "equal");
+			compare_rows(ours, cpu.keep, cpu.rows, cpu.vocab, n_prompt, tokens, cpu_tokens, steps);
 		}
 		free(cpu_tokens);
 		free(cpu.keep);

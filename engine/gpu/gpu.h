@@ -1,0 +1,53 @@
+/*
+ * gpu.h - the GPU backend: the forward pass of cpu.h on an NVIDIA GPU,
+ * through the Driver API alone (libcuda.so.1 opened at run time, so the
+ * tool still runs where there is no GPU).
+ *
+ * It runs as a serving framework does, so that the shim sees what it sees
+ * from SGLang:
+ *   - routed experts (bf16, FP8 block / channel, INT4) go through stand-ins
+ *     of SGLang's fused_moe_kernel / fused_moe_kernel_gptq_awq at the
+ *     Hopper configuration 128 x 256, 8 warps, 4 stages (196608 / 197632 B
+ *     of dynamic shared memory), after the align step;
+ *   - MLA absorbed prefill with Lq 576 / Lv 512 (Kimi K2, DeepSeek V3) goes
+ *     through a stand-in of SGLang's extend attention _fwd_kernel at its
+ *     Hopper tile (106496 B);
+ *   - dense GEMMs (attention projections, dense and shared MLPs, lm_head)
+ *     are the bundled moe_gemm kernels run as a one-expert grouped GEMM:
+ *     they already read every weight format of the engine, and no cuBLAS
+ *     (a second library, Hopper kernels under emulation) is needed;
+ *   - NVFP4 experts, which no Triton kernel of the frameworks serves, go to
+ *     moe_gemm_nvfp4 directly; everything else is ops.cu.
+ * Under `sm120 run --mode reroute --target sm120` the stand-ins' launches
+ * exceed SM120's 101376 B and the shim reroutes them; without the shim, on
+ * a Hopper GPU, they run themselves (standin.cu).
+ *
+ * Numerics as the frameworks': bf16 GEMM inputs and outputs, FP8 weights
+ * with dynamic FP8 activations (per token and 128-group for block scales,
+ * per token for channel scales), fp32 residual stream, norms, softmax and
+ * router.  MLA is absorbed only (--mla naive is refused).
+ */
+#ifndef SM120_ENGINE_GPU_H
+#define SM120_ENGINE_GPU_H
+
+#include "../model/model.h"
+
+struct ref_gpu;
+
+/*
+ * ref_gpu_new - load the kernels and @m's weights onto GPU 0 with a KV
+ * cache of @max_seq positions.  NULL with @err when there is no driver or
+ * GPU, the kernels were not built in, a weight layout cannot be served, or
+ * a stand-in's shared memory exceeds what the device offers (the message
+ * says Triton would fail the same way and names the shim's reroute mode).
+ */
+struct ref_gpu *ref_gpu_new(const struct ref_model *m, int max_seq, int absorbed, int verbose,
+			    struct sm_err *err);
+
+/* ref_gpu_forward - as ref_cpu_forward (cpu.h): @n tokens at the next positions, logits [n][vocab]. */
+int ref_gpu_forward(struct ref_gpu *g, const int *tokens, int n, float *logits, struct sm_err *err);
+
+/* ref_gpu_free - NULL is allowed. */
+void ref_gpu_free(struct ref_gpu *g);
+
+#endif

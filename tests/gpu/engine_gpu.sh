@@ -1,0 +1,74 @@
+#!/bin/sh
+# engine_gpu.sh [BUILD] - the GPU backend of `sm120 ref` on tiny checkpoints
+# of both families in all four formats, three ways each:
+#   1. without the shim (the stand-ins run themselves on this Hopper GPU);
+#   2. under `sm120 run --mode reroute --target sm120`: every over-limit
+#      stand-in launch must be rerouted (sm120 report: REROUTED only, no
+#      REFUSED), and the tokens must equal run 1's;
+#   3. under `--mode enforce --target sm120`: the engine must stop with the
+#      shared-memory error Triton gives on SM120 (proof the limit is exceeded).
+# Run 1 compares every logits row with the CPU backend (--check-cpu).  The
+# GPU backend runs bf16 activations and GEMM outputs (FP8: FP8 activations,
+# w8a8) where the CPU backend is fp32, and a routing near-tie can send a
+# token to other experts, so the bound is on the median row: 2% of the
+# largest logit (measured 0.3-0.5%: bf16 rounding), 15% for FP8 (measured
+# 6-9%: E4M3 activations, 3 mantissa bits).  Greedy agreement is printed;
+# judging it against near-ties is engine_hf.py's job (against transformers).
+# Prints one "ok"/"not ok" line per check and exits 1 if any failed.
+set -u
+build=${1:-build}
+tmp=${TMPDIR:-/tmp}/sm120-engine-gpu.$$
+mkdir -p "$tmp"
+fails=0
+passes=0
+
+check() { # check NAME CONDITION-STATUS
+	if [ "$2" -eq 0 ]; then
+		passes=$((passes + 1))
+		echo "ok - $1"
+	else
+		fails=$((fails + 1))
+		echo "not ok - $1"
+	fi
+}
+
+for arch in kimi-k2 glm4-moe; do
+	for quant in bf16 fp8 int4 nvfp4; do
+		m=$tmp/$arch-$quant
+		"$build/sm120" ref make-model --arch "$arch" --quant "$quant" --tiny --seed 1 "$m" >/dev/null
+		run="$build/sm120 ref run --backend gpu --steps 32 --check-cpu $m"
+		$run >"$m.plain" 2>&1
+		check "$arch $quant: gpu backend runs without the shim" $?
+		cmpl=$(grep "against the cpu backend" "$m.plain")
+		bound=0.02; [ "$quant" = fp8 ] && bound=0.15
+		echo "$cmpl" | awk -v b="$bound" '{ for (i = 1; i < NF; i++) { if ($i == "row") med = $(i + 1);
+			if ($i == "logit") big = $(i + 1) } sub(/\)/, "", big); exit !(med + 0 <= b * big) }'
+		check "$arch $quant: median row within $bound of the largest logit against the cpu backend (${cmpl#*: })" $?
+		"$build/sm120" run --mode reroute --target sm120 --model "$m" --set kv_cache_dtype=bf16 \
+			--log "$m.log" -- $run >"$m.rr" 2>&1
+		check "$arch $quant: gpu backend runs under reroute --target sm120" $?
+		grep "generated:" "$m.plain" >"$m.t1"; grep "generated:" "$m.rr" >"$m.t2"
+		cmp -s "$m.t1" "$m.t2" && [ -s "$m.t1" ]
+		check "$arch $quant: rerouted tokens equal the unshimmed ones" $?
+		"$build/sm120" report "$m.log" >"$m.report" 2>&1
+		if [ "$quant" = nvfp4 ]; then
+			# no framework Triton kernel serves NVFP4 experts: moe_gemm_nvfp4 fits, nothing to reroute
+			! grep -q "fused_moe" "$m.report"
+			check "$arch $quant: nothing over the limit (NVFP4 experts run moe_gemm_nvfp4 directly)" $?
+		else
+			# columns: BYTES LIMIT OVER LAUNCHES EVENTS REFUSED LOGGED ACCEPTED REROUTED PROCS TARGET KERNEL
+			awk '$NF ~ /^fused_moe/ { n++; if ($4 > 0 && $6 == 0 && $9 == $4) good++ }
+			     END { exit !(n > 0 && good == n) }' "$m.report"
+			check "$arch $quant: every over-limit fused-MoE launch rerouted, none refused" $?
+			"$build/sm120" run --mode enforce --target sm120 --model "$m" -- $run >"$m.enf" 2>&1
+			[ $? -ne 0 ] && grep -q "shared memory" "$m.enf"
+			check "$arch $quant: enforce --target sm120 stops at the stand-in's shared memory" $?
+		fi
+		for f in plain rr report enf; do
+			[ -f "$m.$f" ] && sed "s/^/    [$arch $quant $f] /" "$m.$f" | grep -v "^ *\[.*\] *$" | tail -6
+		done
+	done
+done
+rm -rf "$tmp"
+echo "engine_gpu: $passes passed, $fails failed"
+[ "$fails" -eq 0 ]
