@@ -18,11 +18,23 @@ check, for kimi-k2 (DeepseekV3ForCausalLM) and glm4-moe (Glm4MoeForCausalLM):
   against the float64 reference (teacher-forced on our tokens) and against transformers' own
   greedy decode.  Before the runs, per checkpoint: one line for preparing/loading it and one
   for "transformers reads the config as the reference doc's math" (rope, softmax scale, ...).
+  The reference is transformers with unquantized activations (float64 for ref64, bfloat16 for
+  the GPU rows' tolerance), except for the GPU rows of the fp8 checkpoint: the GPU backend serves
+  FP8 weights w8a8, as SGLang, vLLM and DeepSeek's own inference code do, so those rows are
+  judged against the model as served, both in float64 and in bfloat16: the input of every Linear
+  whose stored weight is FP8 is fake-quantized before its GEMM to FP8 E4M3, dynamically per token
+  and per group of 128 along K (the last group partial; per-channel weights: one group per
+  token), scale = max(amax, 1e-10) / 448, q = round-to-nearest-even e4m3(x / scale) saturated
+  to +-448, GEMM input q * scale.  kv_b_proj is the exception: the GPU backend runs MLA absorbed,
+  kv_b_proj split into bf16 W_UK / W_UV batched GEMMs, so nothing quantizes its input.  Those
+  TAP lines say "[ref: w8a8 activations]"; CPU rows (fp32 activations) keep the unquantized
+  reference.
 golden: for each arch, make-model --quant bf16 --tiny --seed 1, transformers' float64 greedy
   decode of 8 tokens and its float64 logits, written to OUT/<arch>.json for the C tests.
 Exit status 1 when any line is `not ok`.
 """
 import argparse
+import contextlib
 import copy
 import inspect
 import json
@@ -428,6 +440,167 @@ def verify_loaded(arch, model, tensors):
             raise Fail(f"transformers loaded {name} differently from the checkpoint ({diff})")
 
 
+# ---------------------------------------------------------------------------------------
+# FP8 checkpoints as served: w8a8 activations
+
+
+FP8_E4M3_MAX = 448.0
+FP8_AMAX_FLOOR = 1e-10
+# The activation group along K for each FP8 weight kind engine_formats.dequantize reports:
+# block scales -> groups of 128 (the GPU backend's and DeepSeek's), per-channel -> the whole row.
+FP8_ACT_GROUP = {"fp8-block": 128, "fp8-channel": None}
+# FP8 weights whose input the GPU backend never quantizes: it runs MLA absorbed only, with
+# kv_b_proj split into bf16 W_UK / W_UV batched GEMMs (engine/gpu/gpu.c, put_absorbed).
+W8A8_EXEMPT = re.compile(r"\.kv_b_proj\.weight$")
+W8A8_TAG = "[ref: w8a8 activations]"
+PER_EXPERT_LINEAR = re.compile(r"\.mlp\.experts\.\d+\.")
+
+
+def fake_quant_fp8(x, group):
+    """@x [..., K] as an FP8 w8a8 GEMM sees it: quantized dynamically to FP8 E4M3 per token and
+    per group of @group along K (the last group partial; None: one group per token), scale =
+    max(amax, 1e-10) / 448, q = e4m3(x / scale) saturated to +-448 (the clamp: torch's cast
+    gives NaN past 448) and rounded to nearest even (torch's float8_e4m3fn cast), and returned
+    as q * scale in x's dtype.  The math is float64 for a float64 x (q * scale exact), else
+    float32 from x's values, as the GPU backend's eng_quant_fp8 does from its bf16 activations."""
+    if not hasattr(torch, "float8_e4m3fn"):
+        raise Fail(f"torch {torch.__version__} has no float8_e4m3fn: cannot build the w8a8 reference")
+    K = x.shape[-1]
+    g = K if group is None else group
+    work = torch.float64 if x.dtype == torch.float64 else torch.float32
+    v = x.reshape(-1, K).to(work)
+    if K % g:
+        v = torch.nn.functional.pad(v, (0, g - K % g))  # zeros: no effect on any group's amax
+    v = v.reshape(v.shape[0], -1, g)
+    scale = v.abs().amax(dim=-1, keepdim=True).clamp_min(FP8_AMAX_FLOOR) / FP8_E4M3_MAX
+    q = (v / scale).clamp(-FP8_E4M3_MAX, FP8_E4M3_MAX).to(torch.float8_e4m3fn).to(work)
+    return (q * scale).reshape(v.shape[0], -1)[:, :K].reshape(x.shape).to(x.dtype)
+
+
+def _quantizing_pre_hook(name, group, fired):
+    """nn.Linear forward pre-hook (with_kwargs): its input through fake_quant_fp8."""
+    def hook(module, args, kwargs):
+        fired[name] += 1
+        if args:
+            return (fake_quant_fp8(args[0], group),) + tuple(args[1:]), kwargs
+        return args, dict(kwargs, input=fake_quant_fp8(kwargs["input"], group))
+    return hook
+
+
+def _quantizing_experts_forward(mod, name, group, fired):
+    """A forward for a fused routed-experts module (transformers 5: 3-D gate_up_proj [E, 2I, H]
+    and down_proj [E, H, I], the eager forward applying each hit expert's slice with
+    torch.nn.functional.linear): the original one, with torch.nn.functional.linear replaced
+    while it runs by one that quantizes its input first.  Checks afterwards that every hit
+    expert's gate/up and down projection went through it."""
+    orig = mod.forward
+
+    def forward(*args, **kwargs):
+        params = dict(mod.named_parameters(recurse=False))
+        down_ptr = params["down_proj"].untyped_storage().data_ptr()
+        in_ptrs = {params[p].untyped_storage().data_ptr() for p in ("gate_up_proj", "gate_proj", "up_proj")
+                   if p in params}
+        calls = {"in": 0, "down": 0}
+        base = torch.nn.functional.linear
+
+        def linear(input, weight, bias=None):
+            ptr = weight.untyped_storage().data_ptr()
+            which = "down" if ptr == down_ptr else "in" if ptr in in_ptrs else None
+            if which is None:
+                raise Fail(f"w8a8 reference: {name}'s forward applies a linear whose weight is none of "
+                           f"its expert tensors {sorted(params)}")
+            if input.numel():
+                calls[which] += 1
+            return base(fake_quant_fp8(input, group), weight, bias)
+
+        torch.nn.functional.linear = linear
+        try:
+            out = orig(*args, **kwargs)
+        finally:
+            torch.nn.functional.linear = base
+        idx = args[1] if len(args) > 1 else kwargs.get("top_k_index")
+        E = params["down_proj"].shape[0]
+        if isinstance(idx, torch.Tensor):
+            hits = int(torch.unique(idx[(idx >= 0) & (idx < E)]).numel())
+            ok = calls["down"] == hits and calls["in"] >= hits
+        else:
+            hits = None
+            ok = calls["down"] >= 1 and calls["in"] >= 1
+        if not ok:
+            impl = getattr(getattr(mod, "config", None), "_experts_implementation", "?")
+            raise Fail(f"w8a8 reference: transformers {transformers.__version__}'s routed experts {name} "
+                       f"(experts implementation {impl!r}) applied {calls['in']} gate/up and {calls['down']} down "
+                       f"projections through torch.nn.functional.linear for {'?' if hits is None else hits} "
+                       f"experts hit: their inputs cannot be fake-quantized this way")
+        fired[name] += 1
+        return out
+    return forward
+
+
+@contextlib.contextmanager
+def w8a8_activations(model, fp8):
+    """Inside the with block, @model runs an FP8 checkpoint as served: w8a8, the input of every
+    Linear whose stored weight is FP8 (@fp8: {safetensors weight name: engine_formats kind})
+    through fake_quant_fp8 before its GEMM.  Why: w8a8 with dynamic per-token(-group) FP8
+    activations is how SGLang and vLLM, and DeepSeek's own inference code, run FP8 checkpoints,
+    and our GPU backend does the same, so transformers with unquantized activations is not the
+    model it serves (the gap exceeds bf16's).  kv_b_proj is exempt (W8A8_EXEMPT).
+    Modules are matched by name, the safetensors name less ".weight": an nn.Linear gets a forward
+    pre-hook; a fused routed-experts module (3-D gate_up_proj / down_proj, whose per-expert names
+    are <module>.<e>.{gate,up,down}_proj.weight as per_expert splits them) gets its forward
+    wrapped (_quantizing_experts_forward).  Fails if an FP8 weight has no such module, and, on
+    leaving the block, if a hooked module other than one routed expert never ran."""
+    want = {n: k for n, k in fp8.items() if not W8A8_EXEMPT.search(n)}
+    unknown = sorted(f"{n} ({k})" for n, k in want.items() if k not in FP8_ACT_GROUP)
+    if unknown:
+        raise Fail(f"w8a8 reference: no activation group for the weight kind of {unknown[:3]}")
+    covered, fired, handles, wrapped = set(), {}, [], []
+    try:
+        for name, mod in model.named_modules():
+            if isinstance(mod, torch.nn.Linear):
+                if name + ".weight" in want:
+                    fired[name] = 0
+                    handles.append(mod.register_forward_pre_hook(
+                        _quantizing_pre_hook(name, FP8_ACT_GROUP[want[name + ".weight"]], fired), with_kwargs=True))
+                    covered.add(name + ".weight")
+                continue
+            fused = {p: t for p, t in mod.named_parameters(recurse=False)
+                     if t.dim() == 3 and EXPERT_3D.match(f"{name}.{p}")}
+            if not fused:
+                continue
+            E = next(iter(fused.values())).shape[0]
+            names = {f"{name}.{e}.{m}_proj.weight" for e in range(E) for m in ("gate", "up", "down")}
+            kinds = {want[n] for n in names if n in want}
+            if not kinds:
+                continue
+            if len(kinds) != 1 or not names <= set(want):
+                raise Fail(f"w8a8 reference: the fused experts {name} hold weights stored differently "
+                           f"({sorted(kinds)}, {len(names & set(want))} of {len(names)} FP8)")
+            if "down_proj" not in fused or not {"gate_up_proj", "gate_proj", "up_proj"} & set(fused):
+                raise Fail(f"w8a8 reference: fused experts {name} with parameters {sorted(fused)} "
+                           f"(expected gate_up_proj or gate_proj/up_proj, and down_proj)")
+            if "forward" in mod.__dict__:
+                raise Fail(f"w8a8 reference: the forward of {name} is already replaced")
+            fired[name] = 0
+            mod.forward = _quantizing_experts_forward(mod, name, FP8_ACT_GROUP[kinds.pop()], fired)
+            wrapped.append(mod)
+            covered |= names
+        missing = sorted(set(want) - covered)
+        if missing:
+            raise Fail(f"w8a8 reference: no nn.Linear or fused experts module in transformers' model for "
+                       f"FP8 weights {missing[:5]} ({len(missing)})")
+        yield
+        idle = sorted(n for n, c in fired.items() if not c and not PER_EXPERT_LINEAR.search(n))
+        per_expert = [c for n, c in fired.items() if PER_EXPERT_LINEAR.search(n)]
+        if idle or (per_expert and not sum(per_expert)):
+            raise Fail(f"w8a8 reference: quantizing hooks that never ran: {idle[:5] or 'every routed expert'}")
+    finally:
+        for h in handles:
+            h.remove()
+        for mod in wrapped:
+            del mod.forward
+
+
 @torch.no_grad()
 def hf_logits(model, ids):
     dev = next(model.parameters()).device
@@ -567,7 +740,7 @@ def build_native(arch, out_dir, device):
 
 def build_synthetic(build, arch, quant, work):
     """(b): make-model, then our own dequantization into a float32 HF checkpoint.
-    Returns (engine dir, hf dir, float32 tensors, note)."""
+    Returns (engine dir, hf dir, float32 tensors, note, {FP8 weight name: kind})."""
     src = os.path.join(work, arch, quant)
     make_model(build, arch, quant, src)
     with open(os.path.join(src, "config.json")) as f:
@@ -593,7 +766,8 @@ def build_synthetic(build, arch, quant, work):
     fmt.write_f32_checkpoint(dst, config, tensors, cfg_cls.model_type)
     note = (f"make-model checkpoint converted to float32 ({len(quantized)} {quant} weights dequantized, "
             f"{len(tensors) - len(quantized)} tensors as stored)")
-    return src, dst, tensors, note
+    fp8 = {n: k for n, k in kinds.items() if k.startswith("fp8")}
+    return src, dst, tensors, note, fp8
 
 
 # ---------------------------------------------------------------------------------------
@@ -661,7 +835,10 @@ def judge(tokens, ours, l64, tol, tol_desc, hf_tokens, hf_rows):
     return not problems, f"{head}; greedy vs ref64 {tf}; vs hf greedy {hg}", problems
 
 
-def check_checkpoint(tap, args, arch, label, engine_dir, hf_dir, tensors, work):
+def check_checkpoint(tap, args, arch, label, engine_dir, hf_dir, tensors, work, fp8=None):
+    """The TAP lines of one checkpoint.  @fp8 ({weight name: kind}, the FP8 weights): GPU rows
+    are judged against the model as served, w8a8 (w8a8_activations); otherwise, and for CPU
+    rows, against transformers with unquantized activations."""
     dev, vocab = args.hf_device, TINY[arch]["vocab_size"]
     try:
         m64 = load_hf(arch, hf_dir, torch.float64, dev)
@@ -681,27 +858,37 @@ def check_checkpoint(tap, args, arch, label, engine_dir, hf_dir, tensors, work):
         return
     for backend in args.backends:
         mlas = ["", "naive", "absorbed"] if backend == "cpu" and arch == "kimi-k2" else [""]
+        w8a8 = backend == "gpu" and bool(fp8)
         for mla in mlas:
             name = f"{arch} {label} / {backend}" + (f" --mla {mla}" if mla else "")
+            name += f" {W8A8_TAG}" if w8a8 else ""
             try:
                 out = os.path.join(work, "runs", f"{arch}-{label}-{backend}{'-' + mla if mla else ''}.json")
                 tokens, ours = run_engine(args.build, engine_dir, backend, mla, args.steps, out, vocab)
                 seq = PROMPT + tokens[:-1]
-                l64 = hf_logits(m64, seq)
-                if backend == "cpu":
-                    # fp32 engine: an fp32 implementation of the same math lands within a small
-                    # multiple of another fp32 implementation's (transformers in float32)
-                    # distance to float64; the relative term covers summation-order noise where
-                    # err32 happens to be tiny.
-                    err32 = float((hf_logits(m32, seq) - l64).abs().max())
-                    tol = 4 * err32 + 1e-5 * float(l64.abs().max())
-                    tol_desc = f"4*err32 {g(err32)} + 1e-5*max|ref64|"
-                else:
-                    # bf16 activations: within twice transformers-in-bfloat16's distance to float64.
-                    err_bf16 = float((hf_logits(m16, seq) - l64).abs().max())
-                    tol = 2 * err_bf16
-                    tol_desc = f"2*err_bf16 {g(err_bf16)}"
-                good, msg, diag = judge(tokens, ours, l64, tol, tol_desc, hf_tokens, hf_rows)
+                with contextlib.ExitStack() as served:
+                    ref_tokens, ref_rows = hf_tokens, hf_rows
+                    if w8a8:
+                        # The model as served: the float64 reference, its greedy decode and the
+                        # bfloat16 copy that sets the tolerance, all with w8a8 activations.
+                        served.enter_context(w8a8_activations(m64, fp8))
+                        served.enter_context(w8a8_activations(m16, fp8))
+                        ref_tokens, ref_rows = hf_greedy(m64, PROMPT, args.steps)
+                    l64 = hf_logits(m64, seq)
+                    if backend == "cpu":
+                        # fp32 engine: an fp32 implementation of the same math lands within a small
+                        # multiple of another fp32 implementation's (transformers in float32)
+                        # distance to float64; the relative term covers summation-order noise where
+                        # err32 happens to be tiny.
+                        err32 = float((hf_logits(m32, seq) - l64).abs().max())
+                        tol = 4 * err32 + 1e-5 * float(l64.abs().max())
+                        tol_desc = f"4*err32 {g(err32)} + 1e-5*max|ref64|"
+                    else:
+                        # bf16 activations: within twice transformers-in-bfloat16's distance to float64.
+                        err_bf16 = float((hf_logits(m16, seq) - l64).abs().max())
+                        tol = 2 * err_bf16
+                        tol_desc = f"2*err_bf16 {g(err_bf16)}"
+                good, msg, diag = judge(tokens, ours, l64, tol, tol_desc, ref_tokens, ref_rows)
                 tap.line(good, f"{name}: {msg}", diag)
             except Exception as e:
                 tap.error(name, e)
@@ -719,12 +906,12 @@ def cmd_check(args, tap):
             check_checkpoint(tap, args, arch, "hf-native", native_dir, native_dir, tensors, args.work)
         for quant in args.quants:
             try:
-                src, dst, tensors, note = build_synthetic(args.build, arch, quant, args.work)
+                src, dst, tensors, note, fp8 = build_synthetic(args.build, arch, quant, args.work)
                 tap.line(True, f"{arch} {quant}: {note}")
             except Exception as e:
                 tap.error(f"{arch} {quant}: preparing the make-model checkpoint", e)
                 continue
-            check_checkpoint(tap, args, arch, quant, src, dst, tensors, args.work)
+            check_checkpoint(tap, args, arch, quant, src, dst, tensors, args.work, fp8)
 
 
 def write_golden(path, obj):
@@ -747,7 +934,7 @@ def cmd_golden(args, tap):
     P = len(PROMPT)
     for arch in args.archs:
         try:
-            src, dst, tensors, _ = build_synthetic(args.build, arch, "bf16", args.work)
+            src, dst, tensors, _, _ = build_synthetic(args.build, arch, "bf16", args.work)
             m64 = load_hf(arch, dst, torch.float64, args.hf_device)
             verify_loaded(arch, m64, tensors)
             problems = hf_math_problems(arch, m64)
