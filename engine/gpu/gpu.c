@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "../../kernels/moe/moe_gemm.h"
+#include "../../shim/reroute/adapters/fused_moe.h"
 #include "../common/numfmt.h"
 #include "standin.h"
 
@@ -754,10 +755,11 @@ static int alloc_scratch(struct ref_gpu *g, struct sm_err *err)
 
 /* ---- the forward pass ----------------------------------------------------------- */
 
-/* rows_tile - moe_gemm's row tile for @rows routed rows per expert (fused_moe.c's rule). */
-static int rows_tile(int rows)
+/* rows_tile - moe_gemm's row tile for @rows routed rows over @experts: the
+ * shim's own rule (moe_rows_tile), on the align step's EM bound at 128. */
+static int rows_tile(int rows, int experts)
 {
-	return rows <= 24 ? 16 : rows <= 64 ? 64 : 128;
+	return moe_rows_tile(128, rows, rows + experts * 127);
 }
 
 /*
@@ -803,7 +805,7 @@ static int linear(struct ref_gpu *g, const struct dmat *d, CUdeviceptr x, int ro
 		  struct sm_err *err)
 {
 	struct moe_gemm_args a = { 0 };
-	int tm = rows_tile(rows), ti = tm == 16 ? 0 : tm == 64 ? 1 : 2, em = cdiv(rows, tm) * tm, rc;
+	int tm = rows_tile(rows, 1), ti = tm == 16 ? 0 : tm == 64 ? 1 : 2, em = cdiv(rows, tm) * tm, rc;
 
 	if ((rc = quant_act(g, d, x, rows, d->k, &a, err)))
 		return rc;
@@ -1004,7 +1006,7 @@ static int moe(struct ref_gpu *g, struct glayer *gl, int n, struct sm_err *err)
 	const struct ref_config *c = g->c;
 	struct scratch *s = &g->s;
 	int E = c->n_routed, K = c->top_k, H = c->hidden, I = gl->w2.k, numel = n * K, rc;
-	int bm = gl->w13.quant == MOE_NVFP4 ? rows_tile(numel / E) : STANDIN_MOE_BM;
+	int bm = gl->w13.quant == MOE_NVFP4 ? rows_tile(numel, E) : STANDIN_MOE_BM;
 	int em = numel + E * (bm - 1), norm = c->norm_topk_prob, ng = c->n_group, tg = c->topk_group;
 	float scaling = c->routed_scaling;
 	int64_t ld2 = 2 * (int64_t)I;

@@ -20,14 +20,6 @@ typedef __nv_bfloat16 bf16;
 
 namespace {
 
-__device__ __forceinline__ float warp_sum(float v)
-{
-#pragma unroll
-	for (int o = 16; o > 0; o >>= 1)
-		v += __shfl_xor_sync(0xffffffffu, v, o);
-	return v;
-}
-
 __device__ __forceinline__ float warp_max(float v)
 {
 #pragma unroll
@@ -42,13 +34,13 @@ __device__ float block_sum(float v)
 	__shared__ float part[32];
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
 
-	v = warp_sum(v);
+	v = attend_warp_sum(v);
 	__syncthreads();
 	if (lane == 0)
 		part[warp] = v;
 	__syncthreads();
 	v = lane < nw ? part[lane] : 0.0f;
-	return warp_sum(v);
+	return attend_warp_sum(v);
 }
 
 /* rotate - one RoPE pair at position @pos, frequency @inv, cos/sin times @mul. */

@@ -46,7 +46,7 @@ for spec in "kimi-k2 int4 2" "glm4-moe fp8 4"; do
 			best_dec=$(awk -v a="$dec" -v b="$best_dec" 'BEGIN { print (a > b ? a : b) }')
 		done
 		printf '%-34s %-8s %12.1f %12.2f %12.3f %12.3f  %s\n' "$1 $2 --real-dims --layers $3" "$mode" \
-			"$best_pf" "$best_dec" "$(awk -v t="$best_pf" -v l="$3" -v n="$plen" 'BEGIN { print 1000 * n / t / l / n }')" \
+			"$best_pf" "$best_dec" "$(awk -v t="$best_pf" -v l="$3" 'BEGIN { print 1000 / t / l }')" \
 			"$(awk -v t="$best_dec" -v l="$3" 'BEGIN { print 1000 / t / l }')" "$toks..."
 		eval "pf_$mode=$best_pf; dec_$mode=$best_dec"
 	done
