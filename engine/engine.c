@@ -12,7 +12,7 @@
 
 static void *cpu_create(const struct ref_model *m, const struct ref_opts *o, struct sm_err *err)
 {
-	return ref_cpu_new(m, o->max_seq, o->absorbed, o->threads, err);
+	return ref_cpu_new(m, o->max_seq, o->absorbed, o->threads, &o->routes, err);
 }
 
 static int cpu_forward(void *ctx, const int *tokens, int n, float *logits, struct sm_err *err)
@@ -27,7 +27,7 @@ static void cpu_destroy(void *ctx)
 
 static void *gpu_create(const struct ref_model *m, const struct ref_opts *o, struct sm_err *err)
 {
-	return ref_gpu_new(m, o->max_seq, o->absorbed, o->verbose, err);
+	return ref_gpu_new(m, o->max_seq, o->absorbed, o->verbose, &o->routes, err);
 }
 
 static int gpu_forward(void *ctx, const int *tokens, int n, float *logits, struct sm_err *err)

@@ -17,6 +17,7 @@ struct ref_opts {
 	int absorbed;		/* MLA: absorbed (1) or naive (0) */
 	int threads;		/* CPU worker threads */
 	int verbose;
+	struct ref_route_sink routes;	/* fn NULL: none */
 };
 
 struct ref_backend {

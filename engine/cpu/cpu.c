@@ -17,6 +17,7 @@ struct ref_cpu {
 	 * MLA absorbed C [pos][kv_lora + R]; GQA K, V [pos][kvh][hd] */
 	float **kcache, **vcache;
 	float **kv_b;			/* absorbed: dequantized kv_b_proj per layer */
+	struct ref_route_sink routes;
 };
 
 /* ---- parallel loop over rows ---------------------------------------- */
@@ -438,9 +439,10 @@ static void route(const struct ref_config *c, const float *bias, const float *lo
 }
 
 /* moe - routed experts (tokens grouped per expert) plus the shared expert, into @y[n][H]. */
-static void moe(const struct ref_cpu *r, const struct ref_layer *L, const float *x, int n, float *y)
+static void moe(const struct ref_cpu *r, int l, const float *x, int n, float *y)
 {
 	const struct ref_config *c = r->c;
+	const struct ref_layer *L = &r->m->layers[l];
 	int H = c->hidden, E = c->n_routed, K = c->top_k, t, e, k, i;
 	float *logit = malloc(sizeof(float) * (size_t)n * E);
 	int *ids = malloc(sizeof(int) * (size_t)n * K), *rows = malloc(sizeof(int) * (size_t)n);
@@ -452,6 +454,8 @@ static void moe(const struct ref_cpu *r, const struct ref_layer *L, const float 
 	matmul(r, &L->router, x, n, logit);
 	for (t = 0; t < n; t++)
 		route(c, L->router_bias, logit + (size_t)t * E, ids + (size_t)t * K, w + (size_t)t * K);
+	if (r->routes.fn)
+		r->routes.fn(r->routes.ctx, l, r->pos, n, ids);
 	if (c->n_shared)
 		swiglu(r, &L->shared, x, n, y);
 	else
@@ -532,7 +536,7 @@ int ref_cpu_forward(struct ref_cpu *r, const int *tokens, int n, float *logits, 
 		for (t = 0; t < n; t++)
 			rmsnorm(h + (size_t)t * H, x + (size_t)t * H, L->post_norm, H, c->rms_eps);
 		if (L->moe)
-			moe(r, L, h, n, a);
+			moe(r, l, h, n, a);
 		else
 			swiglu(r, &L->dense, h, n, a);
 		for (i = 0; i < n * H; i++)
@@ -551,7 +555,7 @@ int ref_cpu_forward(struct ref_cpu *r, const int *tokens, int n, float *logits, 
 }
 
 struct ref_cpu *ref_cpu_new(const struct ref_model *m, int max_seq, int absorbed, int threads,
-			    struct sm_err *err)
+			    const struct ref_route_sink *routes, struct sm_err *err)
 {
 	const struct ref_config *c = &m->cfg;
 	struct ref_cpu *r;
@@ -573,6 +577,8 @@ struct ref_cpu *ref_cpu_new(const struct ref_model *m, int max_seq, int absorbed
 		r->max_seq = max_seq;
 		r->absorbed = c->attn == REF_ATTN_MLA && absorbed;
 		r->threads = threads < 1 ? 1 : threads;
+		if (routes)
+			r->routes = *routes;
 		r->inv_freq = malloc(sizeof(float) * (size_t)(c->rotary_dim / 2 + 1));
 		r->kcache = calloc((size_t)c->n_layers, sizeof(float *));
 		r->vcache = calloc((size_t)c->n_layers, sizeof(float *));

@@ -21,10 +21,11 @@ struct ref_cpu;
 /*
  * ref_cpu_new - a forward-pass context for @m with a KV cache of @max_seq
  * positions; @absorbed picks MLA's absorbed form (ignored for GQA); @threads
- * worker threads (>= 1).  Returns NULL with @err on failure.
+ * worker threads (>= 1); @routes (may be NULL) sees every routing decision.
+ * Returns NULL with @err on failure.
  */
 struct ref_cpu *ref_cpu_new(const struct ref_model *m, int max_seq, int absorbed, int threads,
-			    struct sm_err *err);
+			    const struct ref_route_sink *routes, struct sm_err *err);
 
 /*
  * ref_cpu_forward - run @n tokens at the next @n positions (after those

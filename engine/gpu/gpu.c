@@ -131,6 +131,8 @@ struct ref_gpu {
 	int nallocs, cap_allocs;
 	int max_seq, pos, chunk, verbose;
 	uint16_t *logits_host;
+	struct ref_route_sink routes;
+	int *routes_host;                           /* [chunk][top_k] when routes.fn is set */
 };
 
 /* ---- driver helpers ---------------------------------------------------------- */
@@ -747,7 +749,9 @@ static int alloc_scratch(struct ref_gpu *g, struct sm_err *err)
 	}
 	if (!rc) {
 		g->logits_host = malloc(2 * C * (size_t)c->vocab);
-		if (!g->logits_host)
+		if (g->routes.fn)
+			g->routes_host = malloc(sizeof(int) * C * K);
+		if (!g->logits_host || (g->routes.fn && !g->routes_host))
 			rc = sm_err_set(err, -ENOMEM, "GPU backend: out of host memory for logits");
 	}
 	return rc;
@@ -1000,6 +1004,17 @@ static int experts(struct ref_gpu *g, int half, const struct dmat *d, CUdevicept
 	}
 }
 
+/* show_routes - hand layer @l's expert ids of the @n tokens at g->pos to the route sink, if any. */
+static int show_routes(struct ref_gpu *g, int l, int n, struct sm_err *err)
+{
+	if (!g->routes.fn)
+		return 0;
+	CU(g, cuMemcpyDtoH_v2(g->routes_host, g->s.ids, sizeof(int) * (size_t)n * (size_t)g->c->top_k),
+	   "copying the router's choices", err);
+	g->routes.fn(g->routes.ctx, l, g->pos, n, g->routes_host);
+	return 0;
+}
+
 /* moe - router, align, gate/up, SwiGLU, down, and the sum into the residual (with the shared expert). */
 static int moe(struct ref_gpu *g, struct glayer *gl, int n, struct sm_err *err)
 {
@@ -1018,6 +1033,7 @@ static int moe(struct ref_gpu *g, struct glayer *gl, int n, struct sm_err *err)
 	    (rc = launch(g, g->op[OP_route], "eng_route", (unsigned)cdiv(n, 64), 1, 1, 64, 0,
 			 ARGS(&s->ids, &s->wts, &s->rlogits, &gl->router_bias, &n, &E, &K, &ng, &tg, &norm, &scaling),
 			 err)) ||
+	    (rc = show_routes(g, (int)(gl - g->L), n, err)) ||
 	    (rc = launch(g, g->op[OP_moe_align], "eng_moe_align", 1, 1, 1, 1024, 0,
 			 ARGS(&s->sorted, &s->eids, &s->ntpp, &s->ids, &numel, &E, &bm, &em), err)) ||
 	    (rc = experts(g, 0, &gl->w13, s->hb, n, s->c1, em, bm, numel, err)) ||
@@ -1119,7 +1135,7 @@ static int servable(const struct ref_config *c, int absorbed, struct sm_err *err
 }
 
 struct ref_gpu *ref_gpu_new(const struct ref_model *m, int max_seq, int absorbed, int verbose,
-			    struct sm_err *err)
+			    const struct ref_route_sink *routes, struct sm_err *err)
 {
 	const struct ref_config *c = &m->cfg;
 	struct ref_gpu *g;
@@ -1137,6 +1153,8 @@ struct ref_gpu *ref_gpu_new(const struct ref_model *m, int max_seq, int absorbed
 		return NULL;
 	}
 	g->m = m, g->c = c, g->max_seq = max_seq, g->verbose = verbose;
+	if (routes)
+		g->routes = *routes;
 	g->chunk = max_seq < 512 ? max_seq : 512;
 	g->L = calloc((size_t)c->n_layers, sizeof(*g->L));
 	inv = malloc(sizeof(float) * (size_t)(c->rotary_dim / 2 + 1));
@@ -1222,5 +1240,6 @@ void ref_gpu_free(struct ref_gpu *g)
 	free(g->allocs);
 	free(g->L);
 	free(g->logits_host);
+	free(g->routes_host);
 	free(g);
 }

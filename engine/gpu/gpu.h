@@ -40,9 +40,11 @@ struct ref_gpu;
  * GPU, the kernels were not built in, a weight layout cannot be served, or
  * a stand-in's shared memory exceeds what the device offers (the message
  * says Triton would fail the same way and names the shim's reroute mode).
+ * @routes (may be NULL) sees every routing decision (each costs a copy to
+ * the host and a wait).
  */
 struct ref_gpu *ref_gpu_new(const struct ref_model *m, int max_seq, int absorbed, int verbose,
-			    struct sm_err *err);
+			    const struct ref_route_sink *routes, struct sm_err *err);
 
 /* ref_gpu_forward - as ref_cpu_forward (cpu.h): @n tokens at the next positions, logits [n][vocab]. */
 int ref_gpu_forward(struct ref_gpu *g, const int *tokens, int n, float *logits, struct sm_err *err);

@@ -47,6 +47,17 @@ struct ref_model {
 };
 
 /*
+ * struct ref_route_sink - an observer of the router's choices (for checks,
+ * e.g. `sm120 ref run --json`): @fn sees, for each MoE layer @layer (model
+ * layer index), the @n tokens at positions @pos.. and their experts @ids
+ * [n][top_k], in the order the router picked them.  fn NULL: no observer.
+ */
+struct ref_route_sink {
+	void (*fn)(void *ctx, int layer, int pos, int n, const int *ids);
+	void *ctx;
+};
+
+/*
  * ref_model_load - open the checkpoint in @dir and bind every tensor the
  * forward pass reads.  Returns the model, or NULL with @err naming the file
  * or tensor at fault.

@@ -271,8 +271,12 @@ static const char *make(const char *arch, const char *quant, int shards, int k25
 	return dir;
 }
 
-/* run - logits of every position of @tokens[@n]: in one call (@chunk 0) or @chunk at a time. */
-static float *run(const char *dir, int absorbed, const int *tokens, int n, int chunk, int *vocab)
+/*
+ * run_routed - logits of every position of @tokens[@n]: in one call (@chunk 0)
+ * or @chunk at a time; @routes (may be NULL) sees the router's choices.
+ */
+static float *run_routed(const char *dir, int absorbed, const int *tokens, int n, int chunk, int *vocab,
+			 const struct ref_route_sink *routes)
 {
 	struct sm_err err;
 	struct ref_model *m = ref_model_load(dir, &err);
@@ -282,7 +286,7 @@ static float *run(const char *dir, int absorbed, const int *tokens, int n, int c
 
 	if (!m)
 		fail_msg("load %s: %s", dir, err.msg);
-	r = ref_cpu_new(m, n, absorbed, 2, &err);
+	r = ref_cpu_new(m, n, absorbed, 2, routes, &err);
 	assert_non_null(r);
 	*vocab = m->cfg.vocab;
 	logits = malloc(sizeof(float) * (size_t)n * *vocab);
@@ -296,6 +300,11 @@ static float *run(const char *dir, int absorbed, const int *tokens, int n, int c
 	ref_cpu_free(r);
 	ref_model_free(m);
 	return logits;
+}
+
+static float *run(const char *dir, int absorbed, const int *tokens, int n, int chunk, int *vocab)
+{
+	return run_routed(dir, absorbed, tokens, n, chunk, vocab, NULL);
 }
 
 static double max_diff(const float *a, const float *b, size_t n, double *max_abs)
@@ -375,6 +384,67 @@ static void test_prefill_equals_decode(void **state)
 		free(one);
 		free(each);
 		free(three);
+	}
+}
+
+/* Every routing decision of a run: ids [layer][position][top_k], -1 where none was seen. */
+#define ROUTE_MAX (8 * NPROMPT * 8)
+struct seen_routes {
+	int ids[ROUTE_MAX], calls[8], top_k;
+};
+
+static void see_routes(void *ctx, int layer, int pos, int n, const int *ids)
+{
+	struct seen_routes *s = ctx;
+
+	assert_true(layer >= 0 && layer < 8 && pos >= 0 && n > 0 && pos + n <= NPROMPT);
+	memcpy(s->ids + ((size_t)layer * NPROMPT + pos) * s->top_k, ids, sizeof(int) * (size_t)n * s->top_k);
+	s->calls[layer]++;
+}
+
+/* The route sink sees each MoE layer's choice for every position, once per forward
+ * call: valid, distinct experts within topk_group groups, and the same choice whether
+ * the prompt comes in one call or token by token. */
+static void test_routes_observed(void **state)
+{
+	static const char *const archs[] = { "kimi-k2", "glm4-moe" };
+	int a, l, p, k, j, vocab;
+
+	(void)state;
+	for (a = 0; a < 2; a++) {
+		const char *dir = make(archs[a], "bf16", 0, 0);
+		struct sm_err err;
+		struct ref_model *m = ref_model_load(dir, &err);
+		const struct ref_config *c = &m->cfg;
+		struct seen_routes one = { .top_k = c->top_k }, each = { .top_k = c->top_k };
+		struct ref_route_sink s1 = { see_routes, &one }, s2 = { see_routes, &each };
+		int per = c->n_routed / c->n_group;
+
+		assert_true(c->n_layers <= 8 && c->top_k <= 8 && c->n_routed / c->n_group > 0);
+		memset(one.ids, 0xff, sizeof(one.ids));
+		memset(each.ids, 0xff, sizeof(each.ids));
+		free(run_routed(dir, 1, prompt, NPROMPT, 0, &vocab, &s1));
+		free(run_routed(dir, 1, prompt, NPROMPT, 1, &vocab, &s2));
+		for (l = 0; l < c->n_layers; l++) {
+			int moe = m->layers[l].moe;
+
+			assert_int_equal(one.calls[l], moe ? 1 : 0);
+			assert_int_equal(each.calls[l], moe ? NPROMPT : 0);
+			for (p = 0; moe && p < NPROMPT; p++) {
+				const int *ids = one.ids + ((size_t)l * NPROMPT + p) * c->top_k;
+				int groups = 0, in_group[256] = { 0 };
+
+				for (k = 0; k < c->top_k; k++) {
+					assert_true(ids[k] >= 0 && ids[k] < c->n_routed);
+					for (j = 0; j < k; j++)
+						assert_int_not_equal(ids[j], ids[k]);
+					groups += !in_group[ids[k] / per]++;
+				}
+				assert_true(groups <= c->topk_group);
+			}
+		}
+		assert_memory_equal(one.ids, each.ids, sizeof(one.ids));
+		ref_model_free(m);
 	}
 }
 
@@ -547,6 +617,7 @@ int main(void)
 		cmocka_unit_test(test_every_format_runs),
 		cmocka_unit_test(test_mla_naive_equals_absorbed),
 		cmocka_unit_test(test_prefill_equals_decode),
+		cmocka_unit_test(test_routes_observed),
 		cmocka_unit_test(test_layouts_agree),
 		cmocka_unit_test(test_bad_checkpoints),
 		cmocka_unit_test(test_gpu_backend_refuses),

@@ -9,7 +9,8 @@
  *   sm120 ref info DIR
  *
  * run prints the generated tokens, a checksum of every logits row and the
- * speed of prefill and decode; --json dumps the rows; --check-cpu runs the
+ * speed of prefill and decode; --json dumps the rows, the tokens and each
+ * MoE layer's expert choice per position ("routes"); --check-cpu runs the
  * CPU backend too and prints the largest difference of the logits.
  */
 #include <errno.h>
@@ -130,6 +131,45 @@ static void on_row(void *p, int i, const float *logits)
 	s->rows = i + 1;
 }
 
+/* The router's choices of a --json run: ids [layer][position][top_k], -1 where none was made. */
+struct route_log {
+	int *ids;
+	int layers, positions, top_k;
+};
+
+static void on_routes(void *p, int layer, int pos, int n, const int *ids)
+{
+	struct route_log *r = p;
+
+	if (layer >= 0 && layer < r->layers && pos >= 0 && n > 0 && pos + n <= r->positions)
+		memcpy(r->ids + ((size_t)layer * r->positions + pos) * r->top_k, ids,
+		       sizeof(int) * (size_t)n * r->top_k);
+}
+
+/* write_routes - ', "routes": {"<layer>": [[ids of position 0], ...], ...}' over the MoE layers' first @rows positions. */
+static void write_routes(FILE *f, const struct route_log *r, int rows)
+{
+	int l, p, k, first = 1;
+
+	fprintf(f, ", \"routes\": {");
+	for (l = 0; l < r->layers; l++) {
+		const int *L = r->ids + (size_t)l * r->positions * r->top_k;
+
+		if (L[0] < 0)
+			continue;	/* a dense layer */
+		fprintf(f, "%s\n  \"%d\": [", first ? "" : ",", l);
+		for (p = 0; p < rows; p++) {
+			fprintf(f, "%s[", p ? ", " : "");
+			for (k = 0; k < r->top_k; k++)
+				fprintf(f, "%s%d", k ? ", " : "", L[(size_t)p * r->top_k + k]);
+			fputc(']', f);
+		}
+		fputc(']', f);
+		first = 0;
+	}
+	fprintf(f, "}");
+}
+
 static int show_progress;
 
 static void on_step(int step, int steps)
@@ -221,6 +261,7 @@ static int cmd_run_model(int argc, char **argv)
 	struct ref_opts o = { .max_seq = 0, .absorbed = 1, .threads = 0 };
 	int prompt[4096] = { 1, 2, 3, 5, 8, 13, 21 }, n_prompt = 7, steps = 16, check = 0;
 	struct row_sink sink = { 0 };
+	struct route_log routes = { 0 };
 	struct ref_timing t;
 	struct sm_err err = { "" };
 	const struct ref_backend *b;
@@ -291,6 +332,17 @@ static int cmd_run_model(int argc, char **argv)
 			fprintf(stderr, "sm120 ref run: cannot write %s: %s\n", json_path, strerror(errno));
 			goto out;
 		}
+		routes.layers = m->cfg.n_layers;
+		routes.positions = o.max_seq;
+		routes.top_k = m->cfg.top_k > 0 ? m->cfg.top_k : 1;
+		routes.ids = malloc(sizeof(int) * (size_t)routes.layers * routes.positions * routes.top_k);
+		if (!routes.ids) {
+			fprintf(stderr, "sm120 ref run: out of memory\n");
+			goto out;
+		}
+		memset(routes.ids, 0xff, sizeof(int) * (size_t)routes.layers * routes.positions * routes.top_k);
+		o.routes.fn = on_routes;
+		o.routes.ctx = &routes;
 		fprintf(sink.json, "{\"backend\": \"%s\", \"prompt\": [", b->name);
 		for (i = 0; i < n_prompt; i++)
 			fprintf(sink.json, "%s%d", i ? ", " : "", prompt[i]);
@@ -315,7 +367,9 @@ static int cmd_run_model(int argc, char **argv)
 		fprintf(sink.json, "\n], \"tokens\": [");
 		for (i = 0; i < steps; i++)
 			fprintf(sink.json, "%s%d", i ? ", " : "", tokens[i]);
-		fprintf(sink.json, "]}\n");
+		fprintf(sink.json, "]");
+		write_routes(sink.json, &routes, sink.rows);
+		fprintf(sink.json, "}\n");
 	}
 	rc = 0;
 	if (check) {
@@ -323,11 +377,14 @@ static int cmd_run_model(int argc, char **argv)
 		int *cpu_tokens = calloc((size_t)steps, sizeof(int));
 		float *ours = sink.keep;
 		const struct ref_backend *cb = ref_backend_find("cpu");
+		struct ref_opts co = o;
+
+		co.routes.fn = NULL;
 
 		cpu.keep_cap = sink.keep_cap;
 		cpu.keep = malloc(sizeof(float) * (size_t)cpu.keep_cap * cpu.vocab);
 		if (!cpu_tokens || !cpu.keep ||
-		    run_backend(cb, m, &o, prompt, n_prompt, steps, cpu_tokens, &cpu, &t, &err)) {
+		    run_backend(cb, m, &co, prompt, n_prompt, steps, cpu_tokens, &cpu, &t, &err)) {
 			fprintf(stderr, "sm120 ref run: --check-cpu: %s\n", err.msg[0] ? err.msg : "out of memory");
 			rc = 1;
 		} else {
@@ -340,6 +397,7 @@ out:
 	if (sink.json)
 		fclose(sink.json);
 	free(sink.keep);
+	free(routes.ids);
 	free(tokens);
 	ref_model_free(m);
 	return rc;
