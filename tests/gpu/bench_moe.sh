@@ -7,7 +7,9 @@
 # wgmma, and without: SM120's instruction set), the best SM120-fitting Triton
 # configuration (searched, without wgmma) and torch._grouped_mm (bf16), as
 # ratios and as a fraction of the measured ceilings (mma.sync rate at large
-# batches, weight-read bandwidth at small ones).  Every figure is an H200
+# batches, weight-read bandwidth at small ones), and a roofline table: how
+# close each is to max(compute, weight read) and whether the issue's goal
+# (1.3x the best SM120 Triton) lies under that floor.  Every figure is an H200
 # figure.  MOE_BENCH_QUANT (default fp8_tensor,bf16,int4), MOE_BENCH_GRID
 # (quick|full, default quick) narrow the run.
 set -u
@@ -67,4 +69,21 @@ print("hopper: the configuration rerouted (128x256, 4 stages), native with wgmma
       "without wgmma; sm120: the best SM120-fitting Triton configuration found (no wgmma); grp_mm: "
       "torch._grouped_mm (bf16).  'of ceiling': b = weight bytes read / time over the read bandwidth "
       "(M <= 16), c = TFLOP/s over the mma.sync rate of the dtype (larger M).")
+print()
+print("roofline: floor = max(flop / mma.sync rate, weight bytes read once / read bandwidth), the time no "
+      "kernel can beat; each column is floor / time (1.00 = at the roofline).  'goal' = the issue's "
+      "target time, best SM120 Triton / 1.3; 'needs' = floor / goal: above 1.00 the goal is beyond the roofline")
+print(f"{'model':<5} {'quant':<10} {'M':>5} {'floor ms':>8} {'bound':>5} {'bundled':>7} {'sm120':>6} "
+      f"{'hopper':>6} {'goal ms':>8} {'needs':>6}")
+for key in sorted(rr, key=lambda k: (k[0], k[1], k[2])):
+    r = rr[key]
+    ceil = mma8 if key[1].startswith("fp8") else mma16
+    t_mma, t_bw = r["flop"] / (ceil * 1e9), r["weight_bytes"] / (bw * 1e6)
+    floor = max(t_mma, t_bw)
+    def frac(d):
+        return f"{floor / d[key]['ms']:>6.2f}" if key in d else f"{'-':>6}"
+    goal = sm[key]["ms"] / 1.3 if key in sm else None
+    print(f"{key[0]:<5} {key[1]:<10} {key[2]:>5} {floor:>8.3f} {'mma' if t_mma > t_bw else 'read':>5} "
+          f"{floor / r['ms']:>7.2f} {frac(sm)} {frac(hop)} "
+          + (f"{goal:>8.3f} {floor / goal:>6.2f}" if goal else f"{'-':>8} {'-':>6}"))
 PY
