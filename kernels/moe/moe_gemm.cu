@@ -196,9 +196,9 @@ __device__ __forceinline__ void load_wscales(const moe_gemm_args &a, int64_t e, 
 			if (n[ni] < a.N && k < a.K) {
 				if (QUANT == MOE_W4A16) {
 					const uint16_t *s = (const uint16_t *)a.b_scale;
+					const int gs = a.group_size, g = gs & (gs - 1) ? k / gs : k >> (__ffs(gs) - 1);
 
-					v = bf16_bits_to_float(__ldg(s + e * a.bs_stride_e + (int64_t)n[ni] * a.bs_stride_n +
-								     k / a.group_size));
+					v = bf16_bits_to_float(__ldg(s + e * a.bs_stride_e + (int64_t)n[ni] * a.bs_stride_n + g));
 				} else {
 					const unsigned char *s = (const unsigned char *)a.b_scale;
 
@@ -209,12 +209,22 @@ __device__ __forceinline__ void load_wscales(const moe_gemm_args &a, int64_t e, 
 		}
 }
 
-/* Two 4-bit codes (low nibble first) of one byte -> bf16x2 weights. */
+/*
+ * Two 4-bit codes (low nibble first) of one byte -> bf16x2 weights.  W4A16
+ * without integer-to-float conversions: 0x4300 | u is the bf16 128 + u, so
+ * subtracting 136 (0x4308) leaves u - 8 exactly, and the bf16 product rounds
+ * the exact (u - 8) * scale once: the same bits as rounding the fp32 product.
+ */
 template <int QUANT>
 __device__ __forceinline__ uint32_t dequant2(uint32_t byte, float scale, float global)
 {
-	if (QUANT == MOE_W4A16)
-		return pack_bf16((float)((int)(byte & 15) - 8) * scale, (float)((int)((byte >> 4) & 15) - 8) * scale);
+	if (QUANT == MOE_W4A16) {
+		const uint32_t q = (byte & 0x0fu) | ((byte & 0xf0u) << 12) | 0x43004300u, off = 0x43084308u;
+		const __nv_bfloat162 v = __hsub2(*(const __nv_bfloat162 *)&q, *(const __nv_bfloat162 *)&off);
+		const __nv_bfloat162 w = __hmul2(v, __float2bfloat162_rn(scale));
+
+		return *(const uint32_t *)&w;
+	}
 	return pack_bf16(e2m1_to_float(byte & 15) * scale * global, e2m1_to_float((byte >> 4) & 15) * scale * global);
 }
 
