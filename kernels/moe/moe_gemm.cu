@@ -187,7 +187,9 @@ __device__ __forceinline__ void load_wscales(const moe_gemm_args &a, int64_t e, 
 					     float sc[NC][4])
 {
 #pragma unroll
-	for (int ni = 0; ni < NC; ni++)
+	for (int ni = 0; ni < NC; ni++) {
+		int gprev = -1;   /* W4A16: the group of the last scale loaded (a group spans >= 2 k16 steps) */
+
 #pragma unroll
 		for (int ks = 0; ks < 4; ks++) {
 			int k = k0 + ks * 16;
@@ -198,7 +200,10 @@ __device__ __forceinline__ void load_wscales(const moe_gemm_args &a, int64_t e, 
 					const uint16_t *s = (const uint16_t *)a.b_scale;
 					const int gs = a.group_size, g = gs & (gs - 1) ? k / gs : k >> (__ffs(gs) - 1);
 
-					v = bf16_bits_to_float(__ldg(s + e * a.bs_stride_e + (int64_t)n[ni] * a.bs_stride_n + g));
+					v = g == gprev ? sc[ni][ks - 1]
+						       : bf16_bits_to_float(__ldg(s + e * a.bs_stride_e +
+										  (int64_t)n[ni] * a.bs_stride_n + g));
+					gprev = g;
 				} else {
 					const unsigned char *s = (const unsigned char *)a.b_scale;
 
@@ -207,6 +212,7 @@ __device__ __forceinline__ void load_wscales(const moe_gemm_args &a, int64_t e, 
 			}
 			sc[ni][ks] = v;
 		}
+	}
 }
 
 /*
