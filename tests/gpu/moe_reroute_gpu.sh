@@ -39,22 +39,7 @@ cases=${MOE_CASES:-sglang:fp8_tensor sglang:fp8_channel sglang:fp8_block sglang:
 graph_cases=${MOE_GRAPH_CASES-sglang:fp8_tensor}
 graph_batches=${MOE_GRAPH_BATCHES:-7 512}
 
-# step NAME OUT CMD... - run CMD with its output in OUT; pass its TAP and
-# comment lines through, and the shim's stderr lines as comments; a nonzero
-# exit is a failure of its own, shown with the end of the output.
-step() {
-	name=$1 out=$2
-	shift 2
-	"$@" >"$out" 2>&1
-	rc=$?
-	grep -E '^(ok |not ok|# )' "$out"
-	grep '^sm120shim:' "$out" | sort -u | head -n 4 | sed 's/^/# /'
-	if [ "$rc" != 0 ]; then
-		echo "not ok - $name exited $rc"
-		grep -vE '^(ok |not ok|# )' "$out" | tail -n 15 | sed 's/^/#   /'
-	fi
-	return "$rc"
-}
+. tests/gpu/step.sh   # step NAME OUT CMD...
 
 # hidden_of MODEL - the model's hidden size (standins_moe.MODELS): what the shim
 # is told so it can tell the gate/up launch (K = hidden) from the down one.

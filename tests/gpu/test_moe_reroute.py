@@ -84,6 +84,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import standins_moe as sm  # noqa: E402  (after the path is set)
+from reroute_tap import bf16_ulp, bits, expect_refused, same_bits, shim_label  # noqa: E402
 
 TOP_K = sm.TOP_K
 SEED, SEED_GRAPH, SEED_WEIGHTS = 20260901, 20260902, 20260903
@@ -95,21 +96,10 @@ OOR_LIMIT = sm.SM120_SMEM_LIMIT
 SIGS = ("sglang", "sglang_main", "vllm")
 
 
-def shim_label():
-    """Which process this is, for the TAP lines: plain, or under the shim in some mode."""
-    if "sm120shim" in os.environ.get("LD_PRELOAD", ""):
-        return "shim " + os.environ.get("SM120SHIM_MODE", "reroute")
-    return "no shim"
 
 
-def bits(t):
-    """t's raw bits as an integer tensor (compares NaNs and FP8 exactly)."""
-    ints = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
-    return t.contiguous().view(ints[t.element_size()])
 
 
-def same_bits(a, b):
-    return a.shape == b.shape and a.dtype == b.dtype and torch.equal(bits(a), bits(b))
 
 
 def take_rows(t, idx):
@@ -465,31 +455,9 @@ def enforce_mode():
 
 def refuse_mode():
     """One gate/up launch whose top_k the shim is not told: it must refuse it."""
-    from triton.runtime.errors import OutOfResources
-
-    who = shim_label()
-    what = "fused_moe_kernel gate/up launch (sglang signature, fp8_tensor) without SM120SHIM_TOP_K"
-    try:
-        sm.example_launch("sglang", "fp8_tensor", "kimi", "gate_up").run()
-        torch.cuda.synchronize()
-        print(f"not ok - refuse ({who}): {what} ran (expected the launch to be refused; is "
-              f"the shim preloaded in reroute mode, target sm120, without top_k?)")
-    except OutOfResources as e:
-        print(f"not ok - refuse ({who}): {what}: OutOfResources before any launch ({e}); "
-              f"reroute mode must let Triton load it and refuse the launch")
-    except Exception as e:  # noqa: BLE001  (the launcher's error is the expected outcome)
-        msg = str(e).splitlines()[0] if str(e) else repr(e)
-        good = isinstance(e, RuntimeError) and "CUDA" in msg
-        print(f"{'ok' if good else 'not ok'} - refuse ({who}): {what}: the launch failed: "
-              f"{type(e).__name__}: {msg}")
-    try:
-        total = torch.ones(1024, device="cuda").sum().item()
-        torch.cuda.synchronize()
-        print(f"{'ok' if total == 1024 else 'not ok'} - refuse ({who}): the context still "
-              f"works after the refused launch (the error is not sticky)")
-    except Exception as e:  # noqa: BLE001
-        print(f"not ok - refuse ({who}): the context is broken after the refused launch: "
-              f"{type(e).__name__}: {e}")
+    expect_refused("fused_moe_kernel gate/up launch (sglang signature, fp8_tensor) without SM120SHIM_TOP_K",
+                   lambda: sm.example_launch("sglang", "fp8_tensor", "kimi", "gate_up").run(),
+                   "in reroute mode, target sm120, without top_k")
 
 
 # -----------------------------------------------------------------------------
@@ -538,11 +506,6 @@ def reference(rec, half, w_deq, dev):
     return out.view(t, TOP_K, -1)
 
 
-def bf16_ulp(x):
-    """The spacing of bf16 numbers at magnitude x (8 significant bits)."""
-    if not (x > 0 and math.isfinite(x)):
-        return 2.0 ** -133
-    return 2.0 ** (math.floor(math.log2(x)) - 7)
 
 
 def max_err(x, ref):

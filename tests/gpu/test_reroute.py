@@ -54,6 +54,7 @@ import triton
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import standins as si  # noqa: E402  (after the path is set)
+from reroute_tap import bf16_ulp, bits, expect_refused, same_bits, shim_label  # noqa: E402
 
 HEADS = 8                  # Kimi K2 (64 q heads) at TP8
 LQ, LV = 576, 512          # kv_lora_rank 512 + rope 64; V = first 512 channels
@@ -99,11 +100,6 @@ def f32(x):
     return float(torch.tensor(x, dtype=torch.float32))
 
 
-def shim_label():
-    """Which process this is, for the TAP lines: plain, or under the shim in some mode."""
-    if "sm120shim" in os.environ.get("LD_PRELOAD", ""):
-        return "shim " + os.environ.get("SM120SHIM_MODE", "reroute")
-    return "no shim"
 
 
 # -----------------------------------------------------------------------------
@@ -275,14 +271,8 @@ def run_mode(outdir, kvs):
     print(f"# run ({shim_label()}): saved to {outdir}")
 
 
-def bits(t):
-    """t's raw bits as an integer tensor (compares NaNs and FP8 exactly)."""
-    ints = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
-    return t.contiguous().view(ints[t.element_size()])
 
 
-def same_bits(a, b):
-    return a.shape == b.shape and a.dtype == b.dtype and torch.equal(bits(a), bits(b))
 
 
 def graph_mode(outdir, kvs):
@@ -372,31 +362,9 @@ def refuse_mode():
     verified), so it must refuse the launch as an SM120 card would: Triton's
     launcher gets CUDA_ERROR_INVALID_VALUE and raises.  The log check (the
     `refuse` event and its reason) is reroute_gpu.sh's."""
-    from triton.runtime.errors import OutOfResources
-
-    who = shim_label()
-    what = "SGLang v0.5.9 extend _fwd_kernel with an FP8 KV cache"
-    try:
-        EXTEND_SIGNATURES["v0.5.9"][0](**si.example_extend("fp8_e4m3", scales=False))
-        torch.cuda.synchronize()
-        print(f"not ok - refuse ({who}): {what} ran (expected the launch to be refused; is "
-              f"the shim preloaded in reroute mode with kv_cache_dtype=fp8_e4m3, target sm120?)")
-    except OutOfResources as e:
-        print(f"not ok - refuse ({who}): {what}: OutOfResources before any launch ({e}); "
-              f"reroute mode must let Triton load it and refuse the launch")
-    except Exception as e:  # noqa: BLE001  (the launcher's error is the expected outcome)
-        msg = str(e).splitlines()[0] if str(e) else repr(e)
-        good = isinstance(e, RuntimeError) and "CUDA" in msg
-        print(f"{'ok' if good else 'not ok'} - refuse ({who}): {what}: the launch failed: "
-              f"{type(e).__name__}: {msg}")
-    try:
-        total = torch.ones(1024, device="cuda").sum().item()
-        torch.cuda.synchronize()
-        print(f"{'ok' if total == 1024 else 'not ok'} - refuse ({who}): the context still "
-              f"works after the refused launch (the error is not sticky)")
-    except Exception as e:  # noqa: BLE001
-        print(f"not ok - refuse ({who}): the context is broken after the refused launch: "
-              f"{type(e).__name__}: {e}")
+    expect_refused("SGLang v0.5.9 extend _fwd_kernel with an FP8 KV cache",
+                   lambda: EXTEND_SIGNATURES["v0.5.9"][0](**si.example_extend("fp8_e4m3", scales=False)),
+                   "in reroute mode with kv_cache_dtype=fp8_e4m3, target sm120")
 
 
 # -----------------------------------------------------------------------------
@@ -470,11 +438,6 @@ def views(kind, outs):
             "partial lse": att[..., LV]}
 
 
-def bf16_ulp(x):
-    """The spacing of bf16 numbers at magnitude x (8 significant bits)."""
-    if not (x > 0 and math.isfinite(x)):
-        return 2.0 ** -133
-    return 2.0 ** (math.floor(math.log2(x)) - 7)
 
 
 def max_err(x, ref):
