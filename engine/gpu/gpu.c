@@ -752,7 +752,7 @@ static int alloc_scratch(struct ref_gpu *g, struct sm_err *err)
 		if (g->routes.fn)
 			g->routes_host = malloc(sizeof(int) * C * K);
 		if (!g->logits_host || (g->routes.fn && !g->routes_host))
-			rc = sm_err_set(err, -ENOMEM, "GPU backend: out of host memory for logits");
+			rc = sm_err_set(err, -ENOMEM, "GPU backend: out of host memory for logits and routes");
 	}
 	return rc;
 }

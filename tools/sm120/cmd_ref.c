@@ -131,7 +131,7 @@ static void on_row(void *p, int i, const float *logits)
 	s->rows = i + 1;
 }
 
-/* The router's choices of a --json run: ids [layer][position][top_k], -1 where none was made. */
+/* The router's choices of a --json run: ids [layer][position][top_k]. */
 struct route_log {
 	int *ids;
 	int layers, positions, top_k;
@@ -146,8 +146,8 @@ static void on_routes(void *p, int layer, int pos, int n, const int *ids)
 		       sizeof(int) * (size_t)n * r->top_k);
 }
 
-/* write_routes - ', "routes": {"<layer>": [[ids of position 0], ...], ...}' over the MoE layers' first @rows positions. */
-static void write_routes(FILE *f, const struct route_log *r, int rows)
+/* write_routes - ', "routes": {"<layer>": [[ids of position 0], ...], ...}' over @m's MoE layers' first @rows positions. */
+static void write_routes(FILE *f, const struct route_log *r, const struct ref_model *m, int rows)
 {
 	int l, p, k, first = 1;
 
@@ -155,8 +155,8 @@ static void write_routes(FILE *f, const struct route_log *r, int rows)
 	for (l = 0; l < r->layers; l++) {
 		const int *L = r->ids + (size_t)l * r->positions * r->top_k;
 
-		if (L[0] < 0)
-			continue;	/* a dense layer */
+		if (!m->layers[l].moe)
+			continue;
 		fprintf(f, "%s\n  \"%d\": [", first ? "" : ",", l);
 		for (p = 0; p < rows; p++) {
 			fprintf(f, "%s[", p ? ", " : "");
@@ -335,12 +335,11 @@ static int cmd_run_model(int argc, char **argv)
 		routes.layers = m->cfg.n_layers;
 		routes.positions = o.max_seq;
 		routes.top_k = m->cfg.top_k > 0 ? m->cfg.top_k : 1;
-		routes.ids = malloc(sizeof(int) * (size_t)routes.layers * routes.positions * routes.top_k);
+		routes.ids = calloc((size_t)routes.layers * routes.positions * routes.top_k, sizeof(int));
 		if (!routes.ids) {
 			fprintf(stderr, "sm120 ref run: out of memory\n");
 			goto out;
 		}
-		memset(routes.ids, 0xff, sizeof(int) * (size_t)routes.layers * routes.positions * routes.top_k);
 		o.routes.fn = on_routes;
 		o.routes.ctx = &routes;
 		fprintf(sink.json, "{\"backend\": \"%s\", \"prompt\": [", b->name);
@@ -368,7 +367,7 @@ static int cmd_run_model(int argc, char **argv)
 		for (i = 0; i < steps; i++)
 			fprintf(sink.json, "%s%d", i ? ", " : "", tokens[i]);
 		fprintf(sink.json, "]");
-		write_routes(sink.json, &routes, sink.rows);
+		write_routes(sink.json, &routes, m, sink.rows);
 		fprintf(sink.json, "}\n");
 	}
 	rc = 0;
