@@ -86,6 +86,10 @@ DECODE_LENS = [1, 17, 1000, 4099]
 DECODE_LENS_GRAPH = [4097, 3, 1000, 64]
 PAGE, N_PAGES, TABLE_WIDTH = 64, 128, 66   # page 0 and the spare pages: never read
 DECODE_K_SCALE = {"bf16": 1.0, "fp8_e4m3": 0.05}  # vLLM's layer._k_scale, a device scalar
+# v_scale: vLLM's IS_MLA kernel loads it and never applies it (V is the k_scale-
+# dequantised K tile).  A value distinct from k_scale and from 1 makes a kernel
+# that does apply it fail; TritonMLAImpl itself passes layer._k_scale.
+DECODE_V_SCALE = {"bf16": 1.25, "fp8_e4m3": 0.75}
 
 KV_DTYPES = si.KV_DTYPES
 OOR_LIMIT = 101376
@@ -129,6 +133,7 @@ class Case:
                 "att": torch.empty(b, HEADS, s, LV + 1, dtype=torch.float32, device=dev),
             }
             self.k_scale_t = torch.tensor(inputs["k_scale"], dtype=torch.float32, device=dev)
+            self.v_scale_t = torch.tensor(DECODE_V_SCALE[kv], dtype=torch.float32, device=dev)
         self.reset_outputs()
 
     def reset_outputs(self):
@@ -154,7 +159,7 @@ class Case:
         return list(si.decode_attention_fwd(
             d["q"], cache, cache[..., :LV], self.outputs["o"], self.outputs["lse"],
             d["block_table"], d["seq_lens"], self.outputs["att"], d["num_kv_splits"],
-            d["sm_scale"], d["page_size"], k_scale=self.k_scale_t, v_scale=self.k_scale_t,
+            d["sm_scale"], d["page_size"], k_scale=self.k_scale_t, v_scale=self.v_scale_t,
             is_mla=True))
 
     def copy_inputs_from(self, other):

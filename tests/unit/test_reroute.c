@@ -371,7 +371,7 @@ static void vllm_decode(struct fake *f, const char *rule_id)
 	} ints[] = {
 		{ "Q", 0x10000 }, { "K_Buffer", 0x20000 }, { "V_Buffer", 0x20000 },
 		{ "Req_to_tokens", 0x30000 }, { "B_Seqlen", 0x40000 }, { "Att_Out", 0x50000 },
-		{ "k_scale", 0x60000 }, { "v_scale", 0x60000 }, { "stride_req_to_tokens_b", 512 },
+		{ "k_scale", 0x60000 }, { "v_scale", 0x70000 }, { "stride_req_to_tokens_b", 512 },
 		{ "stride_qbs", 8 * 576 }, { "stride_qh", 576 }, { "stride_buf_kpbs", 64 * 576 },
 		{ "stride_buf_kbs", 576 }, { "stride_buf_kh", 576 }, { "stride_buf_vpbs", 64 * 576 },
 		{ "stride_buf_vbs", 576 }, { "stride_buf_vh", 576 }, { "stride_mid_ob", 8 * 16 * 513 },
@@ -408,7 +408,9 @@ static void test_vllm_mla_decode(void **state)
 	assert_int_equal(a.k_stride_page, 64 * 576);
 	assert_int_equal(a.out_stride_s, 513);
 	assert_ptr_equal(a.block_table, (void *)0x30000);
+	/* IS_MLA: V is the k_scale-dequantised K tile; vLLM never applies v_scale */
 	assert_ptr_equal(a.k_scale, (void *)0x60000);
+	assert_ptr_equal(a.v_scale, (void *)0x60000);
 	assert_null(a.lse);
 	assert_int_equal(plan.grid[0], 1);
 	assert_int_equal(plan.grid[1], 16);
@@ -442,6 +444,9 @@ static void test_vllm_mla_decode(void **state)
 	vllm_decode(&f, "vllm-mla-decode-2026-06");
 	set(&f, "V_Buffer", 0x28000);
 	expect_refusal(&f, "V_Buffer is not K_Buffer's first 512 channels");
+	vllm_decode(&f, "vllm-mla-decode-2026-06");
+	set(&f, "k_scale", 0);
+	expect_refusal(&f, "an FP8 cache without a k_scale pointer");
 	vllm_decode(&f, "vllm-mla-decode-2026-06");
 	f.l.dynamic_smem = 63488; /* the bf16 cache: fits, and no tile claims it */
 	expect_refusal(&f, "not 63488 B");

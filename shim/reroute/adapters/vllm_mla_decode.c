@@ -12,6 +12,16 @@
  *   PAGE_SIZE cannot be derived (the page stride of 2026-06 and later may
  *   cover several layers' pages): SM120SHIM_PAGE_SIZE must say it.
  * The cache dtype is the tile's: 102400 B is the FP8 configuration.
+ *
+ * Scales: 102400 B is also the IS_MLA=True build (Triton 3.6, sm_120 and
+ * sm_90 alike: IS_MLA=False compiles BLOCK_DMODEL 1024 at one stage, 98304 B,
+ * and the kernels before IS_MLA existed, vLLM 0.18-0.19, 87040 B: both fit).
+ * With IS_MLA vLLM takes V from the dequantised K tile, (k * *k_scale)
+ * rounded to bf16, and loads *v_scale without ever applying it
+ * (triton_decode_attention.py, vLLM 0.33.0, _fwd_grouped_kernel_stage1:
+ * `v = tl.trans(k)` in the IS_MLA branch).  So the bundled kernel scales V by
+ * k_scale: its v_scale argument is the k_scale pointer, whatever v_scale the
+ * caller passed.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -60,7 +70,7 @@ int adapt_vllm_mla_decode(const struct adapter_input *in, struct reroute_plan *p
 			  struct sm_err *why)
 {
 	struct attn_decode_args a = { 0 };
-	const void *q, *k, *v, *table, *lens, *out, *ks, *vs;
+	const void *q, *k, *v, *table, *lens, *out, *ks;
 	int32_t qbs, qh, kbs, kh, vbs, vh, ob, oh, os, table_stride;
 	double lk, lv, fp8, cap;
 	int64_t heads, splits, page = 1, page_stride = 0;
@@ -71,7 +81,7 @@ int adapt_vllm_mla_decode(const struct adapter_input *in, struct reroute_plan *p
 	if (adapter_ptr(in, "Q", &q, why) || adapter_ptr(in, "K_Buffer", &k, why) ||
 	    adapter_ptr(in, "V_Buffer", &v, why) || adapter_ptr(in, "Req_to_tokens", &table, why) ||
 	    adapter_ptr(in, "B_Seqlen", &lens, why) || adapter_ptr(in, "Att_Out", &out, why) ||
-	    adapter_ptr(in, "k_scale", &ks, why) || adapter_ptr(in, "v_scale", &vs, why) ||
+	    adapter_ptr(in, "k_scale", &ks, why) ||
 	    adapter_f32(in, "sm_scale", &a.sm_scale, why) ||
 	    adapter_i32(in, "stride_req_to_tokens_b", &table_stride, why) ||
 	    adapter_i32(in, "stride_qbs", &qbs, why) || adapter_i32(in, "stride_qh", &qh, why) ||
@@ -107,13 +117,13 @@ int adapt_vllm_mla_decode(const struct adapter_input *in, struct reroute_plan *p
 				  "aligned are needed", kbs, lk);
 	if (pages_of(in, kbs, &page, &page_stride, why))
 		return -EINVAL;
-	if (fp8 && (!ks || !vs))
-		return sm_err_set(why, -EINVAL, "an FP8 cache without k_scale/v_scale pointers");
+	if (fp8 && !ks)
+		return sm_err_set(why, -EINVAL, "an FP8 cache without a k_scale pointer");
 
 	a.q = q, a.k = k, a.v = v;
 	a.out = (float *)(uintptr_t)out;
 	a.block_table = table, a.seq_lens = lens;
-	a.k_scale = ks, a.v_scale = vs;
+	a.k_scale = a.v_scale = ks;
 	a.q_stride_b = qbs, a.q_stride_h = qh;
 	a.k_stride_page = page_stride;
 	a.k_stride_tok = kbs, a.k_stride_head = kh;
