@@ -126,8 +126,13 @@ $(T)/gpu_%: tests/gpu/%.c $(B)/libcore.a $(SHIM_OBJS) $(B)/.deps-ok
 	  -o $@ $< $(B)/obj/shim/reroute/bundle.o $(B)/obj/shim/reroute/bundle_S.o \
 	  $(B)/libcore.a -L$(CUDA_HOME)/lib64/stubs -lcuda -lm
 
-gpu-build: all $(GPU_TESTS) $(GPU_BENCH) $(GPU_SHIMMED)
-.PHONY: gpu-build
+# The frameworks' released kernel files (tests/oracle/packages.txt), fetched
+# from the Python package registry; carry $(B)/oracle to a GPU machine without one.
+oracle:
+	$(Q)sh tests/oracle/fetch.sh $(B)/oracle
+
+gpu-build: all $(GPU_TESTS) $(GPU_BENCH) $(GPU_SHIMMED) oracle
+.PHONY: gpu-build oracle
 
 test-gpu: gpu-build
 	$(Q)SM120_BUILD=$(B) sh tests/gpu/run.sh $(GPU_TESTS)

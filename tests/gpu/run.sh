@@ -2,7 +2,8 @@
 # run.sh GPU_TEST... - `make test-gpu`: the GPU test programs, the bundled
 # kernels under compute-sanitizer, the GPU scan checks, the shim under
 # PyTorch + Triton (shim_gpu.sh), the attention reroute suite
-# (reroute_gpu.sh), the fused-MoE one (moe_reroute_gpu.sh) and the reference
+# (reroute_gpu.sh), the fused-MoE one (moe_reroute_gpu.sh), the frameworks' own
+# released kernels as the oracle (oracle_gpu.sh) and the reference
 # engine's GPU backend under the shim (engine_gpu.sh) and both backends against
 # transformers (engine_hf.py); prints
 # "N passed, N failed" last.  Needs an NVIDIA GPU.
@@ -52,6 +53,8 @@ count
 sh tests/gpu/reroute_gpu.sh >"$log" 2>&1
 count
 sh tests/gpu/moe_reroute_gpu.sh >"$log" 2>&1
+count
+sh tests/gpu/oracle_gpu.sh >"$log" 2>&1
 count
 # The reference engine: its GPU backend under the shim (stand-ins rerouted, enforce
 # refused), then both backends against Hugging Face transformers (installed there).

@@ -1,0 +1,63 @@
+"""frameworks.py - import one of the frameworks' own Triton kernel files from a
+released package unpacked by tests/oracle/fetch.sh, without installing the
+framework: the few framework modules such a file imports are stubbed with what
+its kernels need (a CUDA platform, triton and triton.language).
+
+    mod = frameworks.load("vllm", "0.33.0", "vllm/v1/attention/ops/triton_decode_attention.py")
+
+The oracle directory is $SM120_ORACLE (default build/oracle).  A missing
+release raises FileNotFoundError naming the command that fetches it.
+"""
+import importlib.util
+import os
+import sys
+import types
+
+
+def oracle_dir():
+    return os.environ.get("SM120_ORACLE", "build/oracle")
+
+
+class _CudaPlatform:
+    """vllm.platforms.current_platform as on an NVIDIA GPU."""
+
+    def is_rocm(self):
+        return False
+
+    def is_cuda(self):
+        return True
+
+
+def _stub(name, **attrs):
+    mod = types.ModuleType(name)
+    mod.__dict__.update(attrs)
+    sys.modules.setdefault(name, mod)
+    return sys.modules[name]
+
+
+def _stub_vllm():
+    import triton
+    import triton.language as tl
+
+    _stub("vllm")
+    _stub("vllm.platforms", current_platform=_CudaPlatform())
+    _stub("vllm.triton_utils", tl=tl, triton=triton)
+
+
+STUBS = {"vllm": _stub_vllm}
+
+
+def load(name, version, path):
+    """The module at @path inside release @name @version, imported under a
+    name of its own (two releases can be loaded side by side)."""
+    file = os.path.join(oracle_dir(), f"{name}-{version}", path)
+    if not os.path.isfile(file):
+        raise FileNotFoundError(f"{file} is missing: run `sh tests/oracle/fetch.sh "
+                                f"{oracle_dir()}` where the package registry is reachable")
+    STUBS[name]()
+    modname = f"oracle_{name}_{version}_{os.path.splitext(os.path.basename(path))[0]}"
+    modname = modname.replace(".", "_").replace("-", "_")
+    spec = importlib.util.spec_from_file_location(modname, file)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
