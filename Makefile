@@ -39,9 +39,12 @@ Q := @
 msg = @printf '  %-8s %s\n'
 endif
 
-CORE_SRCS := $(wildcard shim/common/*.c shim/registry/*.c shim/limits/*.c shim/route/*.c \
-	shim/reroute/adapters/*.c)
-SHIM_SRCS := $(wildcard shim/intercept/*.c shim/log/*.c shim/reroute/*.c)
+# core/: what the shim, the tool, the engine and the tests all link (pure code).
+# shim/: what lives only in the host process.  tools/ and engine/ build on core/.
+CORE_SRCS := $(wildcard core/*/*.c)
+# The process-state tables the unit tests exercise without a driver.
+STATE_TEST_SRCS := shim/state/handles.c shim/state/loaded.c
+SHIM_SRCS := $(wildcard shim/*/*.c)
 TOOL_SRCS := $(wildcard tools/sm120/*.c)
 # The reference engine (sm120 ref): linked into the tool, never into the shim.
 ENGINE_SRCS := $(wildcard engine/*.c engine/*/*.c)
@@ -98,7 +101,7 @@ $(RULES_TABLE): $(RULES_JSON) $(B)/sm120
 
 $(B)/obj/rules_table.o: $(RULES_TABLE)
 	$(msg) CC $<
-	$(Q)$(CC) $(CFLAGS) -Ishim -c $< -o $@
+	$(Q)$(CC) $(CFLAGS) -Icore -c $< -o $@
 
 $(B)/libelf_pic.a: tools/build/elf_error_pic.c $(B)/.deps-ok
 	$(msg) AR $@

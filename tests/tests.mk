@@ -53,17 +53,20 @@ $(FX)/triton_cache: $(FX)/triton_like.cubin tests/scripts/make_triton_cache.sh
 	$(Q)sh tests/scripts/make_triton_cache.sh $< $@ 106496
 
 # A host object whose .nv_fatbin section is empty: nothing to scan, no error.
-$(FX)/empty_section.o: $(B)/obj/shim/common/err.o
+$(FX)/empty_section.o: $(B)/obj/core/common/err.o
 	$(Q)mkdir -p $(FX) && objcopy --add-section .nv_fatbin=/dev/null $< $@
 
 # Unit tests compile the core sources themselves, with the sanitizers
 # (test_rules and test_reroute also the rules table compiled from rules/).
 $(T)/test_rules $(T)/test_reroute: EXTRA_TEST_SRCS := $(RULES_TABLE)
 $(T)/test_rules $(T)/test_reroute: $(RULES_TABLE)
-$(T)/test_%: tests/unit/test_%.c tests/unit/fixture.h $(CORE_SRCS) $(ENGINE_SRCS) $(B)/.deps-ok
+# test_scan walks files: the tool's half of the image reader.
+$(T)/test_scan: EXTRA_TEST_SRCS := tools/sm120/scan_files.c
+$(T)/test_scan: tools/sm120/scan_files.c
+$(T)/test_%: tests/unit/test_%.c tests/unit/fixture.h $(CORE_SRCS) $(STATE_TEST_SRCS) $(ENGINE_SRCS) $(B)/.deps-ok
 	$(msg) CC $@
-	$(Q)mkdir -p $(T) && $(CC) $(TEST_CFLAGS) -I$(CUDA_HOME)/include -Ishim -o $@ $< \
-	  $(CORE_SRCS) $(ENGINE_SRCS) $(EXTRA_TEST_SRCS) $(STATIC_LIBS) -lcjson -lcmocka -ldl -lpthread -lm
+	$(Q)mkdir -p $(T) && $(CC) $(TEST_CFLAGS) -I$(CUDA_HOME)/include -Icore -o $@ $< \
+	  $(CORE_SRCS) $(STATE_TEST_SRCS) $(ENGINE_SRCS) $(EXTRA_TEST_SRCS) $(STATIC_LIBS) -lcjson -lcmocka -ldl -lpthread -lm
 
 # Interception tests: a fake libcuda.so.1 and programs that reach it every way
 # a real process does (tests/shim, run by tests/scripts/test_intercept.sh).

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "../../kernels/moe/moe_gemm.h"
-#include "../../shim/reroute/adapters/fused_moe.h"
+#include "../../core/adapters/fused_moe.h"
 #include "../common/numfmt.h"
 #include "standin.h"
 

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../shim/common/file.h"
+#include "../../core/common/file.h"
 
 enum fkind { F_INT, F_FLOAT, F_BOOL, F_INT_NULL /* null reads as 0 */ };
 

@@ -14,7 +14,7 @@
 #ifndef SM120_ENGINE_CONFIG_H
 #define SM120_ENGINE_CONFIG_H
 
-#include "../../shim/common/err.h"
+#include "../../core/common/err.h"
 
 enum ref_attn { REF_ATTN_MLA, REF_ATTN_GQA };
 

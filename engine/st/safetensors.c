@@ -33,7 +33,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../shim/common/file.h"
+#include "../../core/common/file.h"
 
 #define ST_MAX_HEADER 100000000u	/* the format's limit on the header length */
 #define ST_MAX_INDEX (256u << 20)	/* an index.json larger than this is not one */

@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../../shim/common/err.h"
+#include "../../core/common/err.h"
 
 /* The dtypes the engine reads; ST_OTHER is any other valid string (kept, never read). */
 enum st_dtype {

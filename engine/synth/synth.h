@@ -23,7 +23,7 @@
 
 #include <stdint.h>
 
-#include "../../shim/common/err.h"
+#include "../../core/common/err.h"
 
 struct synth_opts {
 	const char *arch;	/* "kimi-k2" or "glm4-moe" */

@@ -2,10 +2,10 @@
  * attr.c - the attribute and occupancy hooks: everything through which a
  * process learns or sets shared-memory limits.
  */
-#include "config.h"
-#include "facts.h"
-#include "gate.h"
-#include "hooks.h"
+#include "../settings/config.h"
+#include "../state/facts.h"
+#include "../gate/gate.h"
+#include "../driver/hooks.h"
 #include "trace.h"
 
 /*

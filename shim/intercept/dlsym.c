@@ -13,7 +13,7 @@
  */
 #include <dlfcn.h>
 
-#include "hooks.h"
+#include "../driver/hooks.h"
 
 /* shim_dlsym - the lookup and the swap, for handles other than RTLD_NEXT. */
 static void *shim_dlsym(void *handle, const char *name)

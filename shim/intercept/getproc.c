@@ -9,7 +9,7 @@
  * honoured by the driver, not guessed here.  Empty names, NULL out-pointers
  * and failures pass through unchanged.
  */
-#include "hooks.h"
+#include "../driver/hooks.h"
 
 CUresult shim_hook_cuGetProcAddress_v2(const char *symbol, void **pfn, int cuda_version,
 				       cuuint64_t flags, CUdriverProcAddressQueryResult *status)

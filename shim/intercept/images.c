@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "../log/log.h"
-#include "config.h"
-#include "facts.h"
+#include "../settings/config.h"
+#include "../state/facts.h"
 
 /* Unreadable images named on stderr before the rest go to the JSON log only. */
 #define MAX_IMAGE_WARNINGS 4

@@ -5,7 +5,7 @@
  * caller chose are kept; all of them ask shim_launch_gate first, which may
  * refuse the launch or run it on a bundled kernel itself.
  */
-#include "gate.h"
+#include "../gate/gate.h"
 #include "trace.h"
 
 #define LAUNCH_HOOK(sym)                                                                     \

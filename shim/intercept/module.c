@@ -3,9 +3,9 @@
  * once the driver accepted them), and the handles they hand out (CUmodule,
  * CUlibrary, CUfunction, CUkernel).
  */
-#include "config.h"
-#include "facts.h"
-#include "hooks.h"
+#include "../settings/config.h"
+#include "../state/facts.h"
+#include "../driver/hooks.h"
 #include "trace.h"
 
 /* preserved - did cuLibraryLoadData's caller promise to keep the image bytes? */

@@ -3,10 +3,10 @@
  * ("sm120shim: trace cuLaunchKernel_ptsz").  For tests and debugging: it
  * shows which exact entry point a call reached.  Off, it costs one branch.
  */
-#ifndef SM120_INTERCEPT_TRACE_H
-#define SM120_INTERCEPT_TRACE_H
+#ifndef SM120_SHIM_INTERCEPT_TRACE_H
+#define SM120_SHIM_INTERCEPT_TRACE_H
 
-#include "hooks.h"
+#include "../driver/hooks.h"
 
 /* -1 until read (on first use: another library's constructor may call a
  * hook before ours runs), then 0 or 1. */

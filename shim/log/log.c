@@ -11,10 +11,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../intercept/config.h"
 
 static int log_fd = -1;
 static pthread_once_t log_once = PTHREAD_ONCE_INIT;
+/* What shim_log_setup was told; the strings are the settings' own, immutable. */
+static const char *log_path = "";
+static const char *summary_limit = "device's";
+static const char *summary_mode = "?";
 static atomic_ulong outcomes[SHIM_OUTCOMES];
 
 void shim_log_warn(const char *fmt, ...)
@@ -33,10 +36,16 @@ void shim_log_warn(const char *fmt, ...)
 		return;
 }
 
+void shim_log_setup(const char *path, const char *limit, const char *mode)
+{
+	log_path = path;
+	summary_limit = limit;
+	summary_mode = mode;
+}
+
 static void summary(void)
 {
 	unsigned long n[SHIM_OUTCOMES], total = 0;
-	const struct shim_config *c = shim_config();
 	int i;
 
 	for (i = 0; i < SHIM_OUTCOMES; i++)
@@ -46,22 +55,20 @@ static void summary(void)
 	shim_log_warn("summary: %lu launches or attribute sets over the %s shared-memory limit "
 		      "(mode %s): %lu rerouted, %lu refused, %lu only logged, %lu attribute sets "
 		      "accepted for rerouting%s%s",
-		      total, c->target_auto ? "device's" : c->target.name, route_mode_name(c->mode),
+		      total, summary_limit, summary_mode,
 		      n[SHIM_OUTCOME_REROUTED], n[SHIM_OUTCOME_REFUSED], n[SHIM_OUTCOME_LOGGED],
-		      n[SHIM_OUTCOME_ACCEPTED], c->log_path[0] ? "; details in " : "", c->log_path);
+		      n[SHIM_OUTCOME_ACCEPTED], log_path[0] ? "; details in " : "", log_path);
 }
 
 static void log_open(void)
 {
-	const struct shim_config *c = shim_config();
-
 	atexit(summary);
-	if (!c->log_path[0])
+	if (!log_path[0])
 		return;
-	log_fd = open(c->log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	log_fd = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (log_fd < 0)
 		shim_log_warn("cannot open SM120SHIM_LOG '%s' (%s); logging to stderr only",
-			      c->log_path, strerror(errno));
+			      log_path, strerror(errno));
 }
 
 #define SEEN_SLOTS 4096u

@@ -10,8 +10,8 @@
  * following symlinks.  Nothing here allocates after the first call, and
  * nothing ever exits or aborts.
  */
-#ifndef SM120_LOG_H
-#define SM120_LOG_H
+#ifndef SM120_SHIM_LOG_LOG_H
+#define SM120_SHIM_LOG_LOG_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -19,7 +19,7 @@
 /* shim_log_warn - "sm120shim: <message>" on stderr, always. */
 void shim_log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-#include "../registry/image.h"
+#include "../../core/image/image.h"
 
 /*
  * One event for the JSON log.  Strings may be NULL and numbers < 0: those
@@ -52,6 +52,14 @@ struct shim_event {
 	unsigned int grid[3];
 	unsigned int block[3];
 };
+
+/*
+ * shim_log_setup - where the JSON log goes (@path, "" for none) and what the
+ * exit summary names: the limit (@limit: "sm120", "device's") and the mode.
+ * The settings call it once, before any event; the strings must outlive the
+ * process's last event.
+ */
+void shim_log_setup(const char *path, const char *limit, const char *mode);
 
 /* shim_log_event - append @e to the JSON log (no-op without SM120SHIM_LOG). */
 void shim_log_event(const struct shim_event *e);

@@ -6,8 +6,8 @@
  * (bundle.S), so no file has to be found at run time and `sm120 scan` on the
  * shim itself lists exactly the kernels that ship.
  */
-#ifndef SM120_REROUTE_BUNDLE_H
-#define SM120_REROUTE_BUNDLE_H
+#ifndef SM120_SHIM_REROUTE_BUNDLE_H
+#define SM120_SHIM_REROUTE_BUNDLE_H
 
 #include <stddef.h>
 

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/forklock.h"
-#include "../intercept/hooks.h"
+#include "../state/forklock.h"
+#include "../driver/hooks.h"
 #include "bundle.h"
 
 #define MAX_CONTEXTS 64

@@ -7,13 +7,13 @@
  * plan on the caller's stream, so stream order and graph capture behave as
  * for the original launch.  Nothing here allocates device memory.
  */
-#ifndef SM120_REROUTE_REROUTE_H
-#define SM120_REROUTE_REROUTE_H
+#ifndef SM120_SHIM_REROUTE_REROUTE_H
+#define SM120_SHIM_REROUTE_REROUTE_H
 
 #include <cuda.h>
 
-#include "../common/err.h"
-#include "adapters/adapter.h"
+#include "../../core/common/err.h"
+#include "../../core/adapters/adapter.h"
 
 /*
  * reroute_prepare - load the bundle into the current context if it is not

@@ -37,7 +37,7 @@ FUZZ_REGRESSIONS := $(wildcard tests/fuzz/regressions/*)
 # Larger than every seed (the biggest fatbin is about 43 KiB).
 FUZZ_MAX_LEN := 65536
 
-$(FUZZ_BIN): tests/fuzz/fuzz_image.c $(CORE_SRCS) $(wildcard shim/*/*.h) tests/fuzz/fuzz.mk
+$(FUZZ_BIN): tests/fuzz/fuzz_image.c $(CORE_SRCS) $(wildcard core/*/*.h) tests/fuzz/fuzz.mk
 	$(msg) FUZZCC $@
 	$(Q)command -v $(FUZZ_CC) >/dev/null 2>&1 || { \
 	  echo "fuzz: '$(FUZZ_CC)' not found: libFuzzer needs clang (Debian:" \

@@ -1,5 +1,5 @@
 /*
- * fuzz_image.c - libFuzzer target for the image readers (shim/registry).
+ * fuzz_image.c - libFuzzer target for the image readers (core/image).
  *
  * image.h promises that every reader treats its input as hostile: it never
  * reads outside the buffer it was given, it reports each defect as -errno
@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../shim/registry/image.h"
+#include "../../core/image/image.h"
 
 #define LABEL "fuzz-input"
 

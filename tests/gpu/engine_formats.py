@@ -1,8 +1,8 @@
 """engine_formats.py - reading and dequantizing `sm120 ref make-model` checkpoints
 with torch alone, for tests/gpu/engine_hf.py.
 
-Written from the format definitions in shared/reference/models-and-formats.md
-(sections 4 to 6), independently of the engine's C code, so that a bug in one
+Written from the formats' own definitions (DeepSeek FP8 block-128,
+compressed-tensors pack-quantized INT4, ModelOpt NVFP4), independently of the engine's C code, so that a bug in one
 does not hide the same bug in the other.  Every decoder works from the raw
 bits:
   FP8 E4M3 (float8_e4m3fn)  sign, 4 exponent bits (bias 7), 3 mantissa bits;

@@ -19,9 +19,9 @@ configurations:
                                an FP8 cache, 63488 B with bf16
   _fwd_kernel_stage2           vLLM's split-KV merge (never over the limit)
 
-The kernels are written for this project from the documented interfaces
-(../shared/reference/triton-kernels-sglang-vllm.md sections 2, 3, 6.2) and the
-math; no framework code is copied.  What must match the frameworks is the
+The kernels are written for this project from the frameworks' interfaces at
+the releases the rules name (rules/*.json "source") and the math; no
+framework code is copied.  What must match the frameworks is the
 interface: the function name (it becomes the cubin entry name), the parameter
 names and order, which parameters are tl.constexpr (Triton 3.6 then drops the
 same ones: constexprs, None pointers, ints equal to 1, and appends two scratch

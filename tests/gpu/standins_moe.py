@@ -20,8 +20,8 @@ Each signature is a module-level function named as the framework names it
 (Triton names the cubin entry after the Python function), so the two other
 `fused_moe_kernel`s live in modules of their own; all of them inline the one
 helper _moe_gemm below.  The kernels are written for this project from the
-documented interfaces (../shared/reference/triton-kernels-sglang-vllm.md
-sections 5 and 6.4) and the math; no framework code is copied.  What must
+frameworks' interfaces at the releases the rules name (rules/fused_moe.json
+"source") and the math; no framework code is copied.  What must
 match the frameworks is the interface: names, parameter order, which are
 tl.constexpr (Triton 3.6 drops constexprs, None arguments and ints equal to
 1, then appends two scratch pointers), the grid, num_warps, num_stages, and

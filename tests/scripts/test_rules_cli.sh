@@ -61,7 +61,7 @@ check "several mistakes are all listed" 1 "$sm120" rules check "$work/type.json"
 
 check "compile writes the C table" 0 "$sm120" rules compile -o "$work/t.c" "$work/good.json"
 grep -q '{ "r1", "k", "sglang_extend", "test", params_0, 2, tiles_0, 1, values_0, VALUES_0' "$work/t.c" &&
-	cc -std=gnu11 -Wall -Wextra -Werror -Ishim -c "$work/t.c" -o "$work/t.o" &&
+	cc -std=gnu11 -Wall -Wextra -Werror -Icore -c "$work/t.c" -o "$work/t.o" &&
 	echo "ok - and it compiles cleanly" || { echo "not ok - compiled table"; sed 's/^/#   /' "$work/t.c"; }
 check "compile refuses invalid rules" 1 "$sm120" rules compile -o "$work/u.c" "$work/type.json"
 [ ! -e "$work/u.c" ] && echo "ok - and writes nothing" || echo "not ok - wrote a table from invalid rules"

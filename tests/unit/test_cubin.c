@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "../../shim/registry/image.h"
+#include "../../core/image/image.h"
 #include "fixture.h"
 
 static const struct img_kernel *must_find(const struct img_cubin *c, const char *name)

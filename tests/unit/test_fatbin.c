@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "../../shim/registry/image.h"
+#include "../../core/image/image.h"
 #include "fixture.h"
 
 struct walked {

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../../shim/registry/handles.h"
+#include "../../shim/state/handles.h"
 
 static void test_put_get(void **state)
 {

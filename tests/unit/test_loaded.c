@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "../../shim/registry/loaded.h"
+#include "../../shim/state/loaded.h"
 #include "fixture.h"
 
 static char owners[16]; /* distinct fake handles */

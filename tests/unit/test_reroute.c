@@ -18,8 +18,8 @@
 #include "../../kernels/attention/decode.h"
 #include "../../kernels/attention/extend.h"
 #include "../../kernels/moe/moe_gemm.h"
-#include "reroute/adapters/fused_moe.h"
-#include "reroute/adapters/select.h"
+#include "../../core/adapters/fused_moe.h"
+#include "../../core/adapters/select.h"
 
 /* One fake SGLang launch: parameter values by name, and which are dropped. */
 struct fake {

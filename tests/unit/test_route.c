@@ -1,5 +1,5 @@
 /*
- * test_route.c - the pure decisions of shim/route: launches, device
+ * test_route.c - the pure decisions of core/route: launches, device
  * attributes, the max-dynamic-smem attribute, occupancy; each mode, at and
  * around the limits (101376 = the last byte that fits sm120).
  */
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../../shim/route/route.h"
+#include "../../core/route/route.h"
 
 static struct target_limits sm120;
 

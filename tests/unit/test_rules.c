@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "route/rules.h"
+#include "../../core/rules/rules.h"
 
 static const struct rule_param toy_params[] = {
 	{ "a", RULE_PTR, RULE_KEPT, 0 },   { "opt", RULE_PTR, RULE_DROP_NONE, 0 },

@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "../../shim/registry/image.h"
+#include "../../tools/sm120/scan_files.h"
 #include "fixture.h"
 
 struct seen {

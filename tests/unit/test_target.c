@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../../shim/limits/target.h"
+#include "../../core/limits/target.h"
 
 static void test_profiles(void **state)
 {

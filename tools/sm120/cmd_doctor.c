@@ -5,7 +5,7 @@
  * shared-memory limits, the target the shim would judge launches against
  * (SM120SHIM_TARGET or --target), the mode, the shim library that `sm120 run`
  * would preload and whether it exports every hooked entry point, and for each
- * row of the hook table (shim/intercept/hook_table.h) whether this driver
+ * row of the hook table (core/hooks/hook_table.h) whether this driver
  * resolves it through dlsym and through cuGetProcAddress.  A hook the driver
  * lacks is not an error: the shim answers CUDA_ERROR_NOT_FOUND if it is
  * called, as the driver would have no such function.
@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../shim/intercept/hook_table.h"
-#include "../../shim/route/route.h"
+#include "../../core/hooks/hook_table.h"
+#include "../../core/route/route.h"
 #include "commands.h"
 
 typedef CUresult gpa_fn(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);

@@ -19,8 +19,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "../../shim/route/route.h"
-#include "../../shim/route/rules.h"
+#include "../../core/route/route.h"
+#include "../../core/rules/rules.h"
 #include "commands.h"
 
 #define SHIM_NAME "libsm120shim.so"

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../shim/registry/image.h"
+#include "scan_files.h"
 #include "commands.h"
 
 struct scan_opts {

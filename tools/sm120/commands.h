@@ -8,7 +8,7 @@
 #ifndef SM120_TOOLS_COMMANDS_H
 #define SM120_TOOLS_COMMANDS_H
 
-#include "../../shim/limits/target.h"
+#include "../../core/limits/target.h"
 
 /* cmd_scan - `sm120 scan`: exit 0 all fit, 1 some do not, 2 on error. */
 int cmd_scan(int argc, char **argv);

@@ -1,0 +1,20 @@
+/*
+ * scan_files.h - the image reader over files and directories (the tool's
+ * half: it links cJSON for Triton caches and walks the file system, which the
+ * shim never does).  Buffers: core/image/image.h.
+ */
+#ifndef SM120_TOOLS_SCAN_FILES_H
+#define SM120_TOOLS_SCAN_FILES_H
+
+#include "../../core/image/image.h"
+
+/*
+ * img_scan_path - scan a file (any kind) or a directory, recursively.  In a
+ * directory, files that are no image are skipped, and a <name>.cubin with a
+ * Triton <name>.json beside it takes its dynamic shared memory from the JSON's
+ * "shared".  Symbolic links below @path are not followed.  Returns the number
+ * of errors reported through on_error (a path that cannot be read is one).
+ */
+int img_scan_path(const char *path, const struct img_visitor *v);
+
+#endif
