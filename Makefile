@@ -95,9 +95,16 @@ $(B)/obj/shim/reroute/bundle_S.o: shim/reroute/bundle.S $(BUNDLE)
 	$(Q)mkdir -p $(dir $@) && $(CC) -c -DBUNDLE_FATBIN='"$(BUNDLE)"' $< -o $@
 
 # Rules: the JSON in rules/ becomes a C table compiled into the shim.
-$(RULES_TABLE): $(RULES_JSON) $(B)/sm120
+# The rules compiler is `sm120 rules` linked alone (tools/build/rulesc.c): the
+# tool itself links the table, for `sm120 route`.
+$(B)/rulesc: $(B)/obj/tools/build/rulesc.o $(B)/obj/tools/sm120/cmd_rules.o $(B)/libcore.a $(B)/libcjson.so.1
+	$(msg) LD $@
+	$(Q)$(CC) -o $@ $(B)/obj/tools/build/rulesc.o $(B)/obj/tools/sm120/cmd_rules.o $(B)/libcore.a \
+	  $(TOOL_LIBS) -Wl,-rpath,'$$ORIGIN'
+
+$(RULES_TABLE): $(RULES_JSON) $(B)/rulesc
 	$(msg) RULES "$(RULES_JSON)"
-	$(Q)mkdir -p $(dir $@) && $(B)/sm120 rules compile -o $@ $(RULES_JSON)
+	$(Q)mkdir -p $(dir $@) && $(B)/rulesc compile -o $@ $(RULES_JSON)
 
 $(B)/obj/rules_table.o: $(RULES_TABLE)
 	$(msg) CC $<
@@ -147,9 +154,11 @@ $(B)/libengine.a: $(ENGINE_OBJS)
 	$(msg) AR $@
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(B)/sm120: $(TOOL_OBJS) $(B)/obj/engine/gpu/images_S.o $(B)/libcore.a $(B)/libengine.a $(B)/libcjson.so.1
+$(B)/sm120: $(TOOL_OBJS) $(B)/obj/engine/gpu/images_S.o $(B)/obj/rules_table.o $(B)/libcore.a \
+	  $(B)/libengine.a $(B)/libcjson.so.1
 	$(msg) LD $@
-	$(Q)$(CC) -o $@ $(TOOL_OBJS) $(B)/obj/engine/gpu/images_S.o $(B)/libengine.a $(B)/libcore.a \
+	$(Q)$(CC) -o $@ $(TOOL_OBJS) $(B)/obj/engine/gpu/images_S.o $(B)/obj/rules_table.o \
+	  $(B)/libengine.a $(B)/libcore.a \
 	  $(TOOL_LIBS) -Wl,-rpath,'$$ORIGIN'
 
 # The main job: the shipped kernels checked against sm120, then the reference

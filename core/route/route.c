@@ -1,6 +1,7 @@
 /* route.c - the decisions of route.h; pure functions only. */
 #include "route.h"
 
+#include <errno.h>
 #include <string.h>
 
 static const char *const mode_names[] = {
@@ -36,28 +37,71 @@ const char *route_action_name(enum route_action a)
 		return "refuse";
 	case ROUTE_REROUTE:
 		return "reroute";
+	case ROUTE_ACCEPT:
+		return "accept";
 	}
 	return "?";
 }
 
-static int emulates(enum shim_mode mode)
+int route_emulates(enum shim_mode mode)
 {
 	return mode == SHIM_MODE_ENFORCE || mode == SHIM_MODE_REROUTE;
 }
 
-enum route_action route_launch_decide(const struct route_launch *l, const struct target_limits *t,
-				      enum shim_mode mode)
+/* reroute_or_refuse - REROUTE with the plan one consistent reading gives, else REFUSE. */
+static void reroute_or_refuse(const struct route_launch *l, const struct rule *rules,
+			      uint32_t n_rules, struct route_decision *d)
 {
-	if (mode == SHIM_MODE_OFF || (uint64_t)l->static_smem + l->dynamic_smem <= t->optin_per_block)
-		return ROUTE_PASS;
-	switch (mode) {
-	case SHIM_MODE_DIAGNOSE:
-		return ROUTE_LOG;
-	case SHIM_MODE_REROUTE:
-		return l->rule_matched ? ROUTE_REROUTE : ROUTE_REFUSE;
-	default:
-		return ROUTE_REFUSE;
+	int rc;
+
+	d->action = ROUTE_REFUSE;
+	if (!l->sel.kernel) {
+		sm_err_set(&d->why, -ENOENT, "the kernel is unknown to the driver");
+		return;
 	}
+	rc = reroute_select(rules, n_rules, &l->sel, &d->plan, &d->rule, &d->why);
+	if (rc == 0)
+		d->action = ROUTE_REROUTE;
+	else if (rc == -ENOENT)
+		sm_err_clear(&d->why); /* no rule names it: nothing more to say */
+}
+
+/* accept_or_refuse - an over-limit attribute set in REROUTE: within @advertise or not. */
+static void accept_or_refuse(uint64_t need, uint32_t advertise, const struct target_limits *t,
+			     struct route_decision *d)
+{
+	if (need <= advertise) {
+		d->action = ROUTE_ACCEPT;
+		return;
+	}
+	d->action = ROUTE_REFUSE;
+	if (advertise > t->optin_per_block)
+		sm_err_set(&d->why, -EINVAL, "more than the %u B advertised for rerouting "
+			   "(SM120SHIM_ADVERTISE)", advertise);
+}
+
+void route_decide(const struct route_launch *l, const struct target_limits *t, enum shim_mode mode,
+		  const struct rule *rules, uint32_t n_rules, uint32_t advertise,
+		  struct route_decision *d)
+{
+	int attr = l->event == ROUTE_EVENT_SET_ATTRIBUTE;
+	int64_t dynamic = attr ? l->attr_value : (int64_t)l->sel.dynamic_smem;
+
+	d->action = ROUTE_PASS;
+	d->rule = NULL;
+	d->plan.kernel = NULL;
+	sm_err_clear(&d->why);
+	if (mode == SHIM_MODE_OFF || dynamic < 0 ||
+	    target_fit(t, l->static_smem, dynamic) != TARGET_TOO_LARGE)
+		return;
+	if (mode == SHIM_MODE_DIAGNOSE)
+		d->action = ROUTE_LOG;
+	else if (mode != SHIM_MODE_REROUTE)
+		d->action = ROUTE_REFUSE;
+	else if (attr)
+		accept_or_refuse((uint64_t)dynamic + l->static_smem, advertise, t, d);
+	else
+		reroute_or_refuse(l, rules, n_rules, d);
 }
 
 static int min_int(int a, uint32_t b)
@@ -68,7 +112,7 @@ static int min_int(int a, uint32_t b)
 int route_device_attr(int attr, int real, const struct target_limits *t, enum shim_mode mode,
 		      uint32_t advertise)
 {
-	if (!emulates(mode) || real < 0)
+	if (!route_emulates(mode) || real < 0)
 		return real;
 	switch (attr) {
 	case TARGET_ATTR_OPTIN_PER_BLOCK:
@@ -89,27 +133,13 @@ int route_device_attr(int attr, int real, const struct target_limits *t, enum sh
 	}
 }
 
-enum route_attr_action route_set_max_dynamic(int value, uint32_t static_smem,
-					     const struct target_limits *t, enum shim_mode mode,
-					     uint32_t advertise)
-{
-	if (mode == SHIM_MODE_OFF || value < 0 ||
-	    (uint64_t)value + static_smem <= t->optin_per_block)
-		return ROUTE_ATTR_PASS;
-	if (mode == SHIM_MODE_DIAGNOSE)
-		return ROUTE_ATTR_LOG;
-	if (mode == SHIM_MODE_REROUTE && (uint64_t)value + static_smem <= advertise)
-		return ROUTE_ATTR_ACCEPT;
-	return ROUTE_ATTR_REFUSE;
-}
-
 int route_occupancy_blocks(int real, uint32_t static_smem, uint64_t dynamic_smem,
 			   const struct target_limits *t, enum shim_mode mode)
 {
 	uint64_t block = (uint64_t)static_smem + dynamic_smem;
 	uint64_t fit;
 
-	if (!emulates(mode) || real < 0)
+	if (!route_emulates(mode) || real < 0)
 		return real;
 	if (block > t->optin_per_block)
 		return 0;
@@ -124,7 +154,7 @@ uint64_t route_occupancy_dynamic(uint64_t real, int blocks, uint32_t static_smem
 {
 	uint64_t per_block, cap, optin_cap;
 
-	if (!emulates(mode) || blocks <= 0)
+	if (!route_emulates(mode) || blocks <= 0)
 		return real;
 	if (static_smem >= t->optin_per_block)
 		return 0;

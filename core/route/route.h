@@ -1,7 +1,7 @@
 /*
  * route.h - every decision the shim makes, as pure functions.
  *
- * The hooks, `sm120 route` (a dry run on a logged launch) and the unit tests
+ * The hooks, `sm120 route` (a replay of logged launches) and the unit tests
  * all call these and nothing else decides, so the three can never disagree.
  * No function here touches the driver, the environment or any global.
  */
@@ -10,7 +10,11 @@
 
 #include <stdint.h>
 
+#include "../adapters/select.h"
 #include "../limits/target.h"
+
+/* The most static shared memory any kernel can declare (ptxas limit). */
+#define ROUTE_MAX_STATIC_SMEM 49152u
 
 enum shim_mode {
 	SHIM_MODE_OFF = 0,    /* pure pass-through */
@@ -28,25 +32,71 @@ enum route_action {
 	ROUTE_LOG,        /* call the driver unchanged, and log a violation */
 	ROUTE_REFUSE,     /* return the error the target's driver would */
 	ROUTE_REROUTE,    /* launch the bundled kernel a rule names instead */
+	ROUTE_ACCEPT,     /* an attribute set over the target but within what was
+			     advertised: answer success, give the driver what the target
+			     allows; launches over it will be rerouted or refused */
 };
 
 const char *route_action_name(enum route_action a);
 
-/* What a launch asks for. */
-struct route_launch {
-	uint32_t static_smem;    /* the kernel's declared __shared__ bytes */
-	uint64_t dynamic_smem;   /* sharedMemBytes of the launch */
-	int rule_matched;        /* a reroute rule matched this launch (none exist yet) */
+enum route_event {
+	ROUTE_EVENT_LAUNCH = 0,         /* cuLaunchKernel and its kin */
+	ROUTE_EVENT_SET_ATTRIBUTE,      /* MAX_DYNAMIC_SHARED_SIZE_BYTES set on a kernel */
 };
 
 /*
- * route_launch_decide - what to do with a launch under @mode against @t.
- * Fits (static + dynamic <= opt-in per block): PASS.  Over: OFF passes,
- * DIAGNOSE logs, ENFORCE refuses, REROUTE reroutes a matched launch and
- * refuses the rest.
+ * One call as the decision sees it: what the hook received and what the shim
+ * knows of the kernel.  A launch fills sel (name, parameter sizes from the
+ * image, kernelParams, grid, block, dynamic bytes, the rule settings); an
+ * attribute set fills sel.kernel and attr_value (the bytes asked for).
  */
-enum route_action route_launch_decide(const struct route_launch *l, const struct target_limits *t,
-				      enum shim_mode mode);
+struct route_launch {
+	enum route_event event;
+	uint32_t static_smem;           /* the kernel's declared __shared__ bytes */
+	int64_t attr_value;             /* SET_ATTRIBUTE: the value set (< 0: the driver's
+					   to judge) */
+	struct select_launch sel;       /* sel.kernel NULL: the kernel is unknown */
+};
+
+/* What to do with it, and why. */
+struct route_decision {
+	enum route_action action;
+	const struct rule *rule;        /* REROUTE: the rule that matched */
+	struct reroute_plan plan;       /* REROUTE: what to launch instead */
+	struct sm_err why;              /* over the limit and not rerouted: why (empty when no
+					   rule names the kernel, or the mode reroutes nothing) */
+};
+
+/*
+ * route_decide - the one decision for every call that touches the shared-
+ * memory limit.  The fit (static + dynamic against @t's opt-in per block) is
+ * computed here, once:
+ *   fits, or mode OFF               PASS
+ *   over, DIAGNOSE                  LOG
+ *   over, ENFORCE                   REFUSE
+ *   over, REROUTE, a launch         REROUTE when reroute_select finds one
+ *                                   consistent plan among @rules[0..n_rules);
+ *                                   else REFUSE (why says what did not fit)
+ *   over, REROUTE, an attribute     ACCEPT up to @advertise bytes (static
+ *                                   included), REFUSE beyond
+ * Pure: no driver, no environment, no global state; @d is always filled.
+ */
+void route_decide(const struct route_launch *l, const struct target_limits *t, enum shim_mode mode,
+		  const struct rule *rules, uint32_t n_rules, uint32_t advertise,
+		  struct route_decision *d);
+
+/*
+ * route_cannot_exceed - true when a launch of @dynamic_smem bytes fits @t
+ * whatever static bytes its kernel declares (at most 48 KiB): the launch
+ * path's test before it looks anything up.
+ */
+static inline int route_cannot_exceed(uint64_t dynamic_smem, const struct target_limits *t)
+{
+	return dynamic_smem + ROUTE_MAX_STATIC_SMEM <= t->optin_per_block;
+}
+
+/* route_emulates - does @mode report and enforce the target's limits? */
+int route_emulates(enum shim_mode mode);
 
 /*
  * route_device_attr - the value cuDeviceGetAttribute reports for @attr when
@@ -59,24 +109,6 @@ enum route_action route_launch_decide(const struct route_launch *l, const struct
  */
 int route_device_attr(int attr, int real, const struct target_limits *t, enum shim_mode mode,
 		      uint32_t advertise);
-
-enum route_attr_action {
-	ROUTE_ATTR_PASS = 0,      /* set it on the driver as asked */
-	ROUTE_ATTR_LOG,           /* set it, and log that the target would refuse */
-	ROUTE_ATTR_REFUSE,        /* CUDA_ERROR_INVALID_VALUE, as the target's driver */
-	ROUTE_ATTR_ACCEPT,        /* within what was advertised: answer success, give the
-				     driver what the target allows; launches over it will be
-				     rerouted or refused */
-};
-
-/*
- * route_set_max_dynamic - cuFuncSetAttribute / cuKernelSetAttribute of
- * MAX_DYNAMIC_SHARED_SIZE_BYTES to @value on a kernel with @static_smem
- * declared.  The target accepts value <= optin - static.
- */
-enum route_attr_action route_set_max_dynamic(int value, uint32_t static_smem,
-					     const struct target_limits *t, enum shim_mode mode,
-					     uint32_t advertise);
 
 /*
  * route_occupancy_blocks - active blocks per SM on the target, given what the

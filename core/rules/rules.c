@@ -108,3 +108,19 @@ uint64_t rules_max_dynamic(const struct rule *rules, uint32_t n)
 				most = rules[i].tiles[j].dynamic_smem;
 	return most;
 }
+
+const char *const rule_setting_names[RULE_NSETTINGS] = {
+#define RULE_SETTING_NAME(name, values) #name,
+	RULE_SETTINGS(RULE_SETTING_NAME)
+#undef RULE_SETTING_NAME
+};
+
+int rule_setting_index(const char *name, size_t len)
+{
+	int i;
+
+	for (i = 0; i < RULE_NSETTINGS; i++)
+		if (strlen(rule_setting_names[i]) == len && strncmp(rule_setting_names[i], name, len) == 0)
+			return i;
+	return -1;
+}

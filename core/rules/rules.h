@@ -12,6 +12,7 @@
 #ifndef SM120_CORE_RULES_RULES_H
 #define SM120_CORE_RULES_RULES_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 enum rule_type { RULE_PTR = 0, RULE_I64, RULE_I32, RULE_FP32, RULE_U1 };
@@ -67,6 +68,12 @@ struct rule {
 	X(hidden_size, "the model's hidden size (config.json hidden_size)")
 #define RULE_SETTING_COUNT(name, values) +1
 #define RULE_NSETTINGS (0 RULE_SETTINGS(RULE_SETTING_COUNT))
+
+/* rule_setting_names - the RULE_SETTINGS names, by row ("kv_cache_dtype", ...). */
+extern const char *const rule_setting_names[RULE_NSETTINGS];
+
+/* rule_setting_index - the row of setting @name (exactly @len bytes), or -1. */
+int rule_setting_index(const char *name, size_t len);
 
 /* The rules compiled from the JSON files in rules/ (build/rules/rules_table.c). */
 extern const struct rule rules_builtin[];

@@ -6,18 +6,15 @@
 #include <string.h>
 
 #include "../log/log.h"
-#include "../../core/adapters/select.h"
 #include "../reroute/reroute.h"
 #include "../settings/config.h"
 #include "../state/facts.h"
-
-/* The most static shared memory any kernel can declare (ptxas limit). */
-#define MAX_STATIC_SMEM 49152u
 
 /* What the shim did with one over-limit call, for report(). */
 struct verdict {
 	const char *event;           /* "launch", "set_attribute" */
 	const char *action;          /* "log", "refuse", "accept", "reroute" */
+	const char *decision;        /* route_decide's action (a reroute may fail to launch) */
 	enum shim_hook_id via;
 	uint32_t static_smem;
 	uint64_t dynamic;
@@ -48,9 +45,11 @@ static void report(struct kernel_rec *r, const struct verdict *v, const struct t
 	const struct kernel_rec *k = shim_kernel_facts(r);
 	const char *name = r ? r->name : "?";
 	int refused = strcmp(v->action, "refuse") == 0;
+	const char *settings[RULE_NSETTINGS];
 	char key[320];
+	int i;
 	struct shim_event e = {
-		.event = v->event, .action = v->action, .kernel = name,
+		.event = v->event, .action = v->action, .decision = v->decision, .kernel = name,
 		.via = shim_hook_table[v->via].name, .target = t->name,
 		.mode = route_mode_name(c->mode), .static_smem = v->static_smem,
 		.dynamic_smem = (int64_t)v->dynamic, .limit = t->optin_per_block, .kernels = -1,
@@ -68,6 +67,10 @@ static void report(struct kernel_rec *r, const struct verdict *v, const struct t
 	if (v->launch) {
 		memcpy(e.grid, v->launch->grid, sizeof(e.grid));
 		memcpy(e.block, v->launch->block, sizeof(e.block));
+		e.args = v->launch->params;
+		for (i = 0; i < RULE_NSETTINGS; i++)
+			settings[i] = c->settings[i];
+		e.settings = settings;
 	}
 	shim_log_event(&e);
 	shim_log_count(refused ? SHIM_OUTCOME_REFUSED :
@@ -111,77 +114,68 @@ static int per_thread(enum shim_hook_id via)
 }
 
 /*
- * plan_reroute - the rule and plan for launch @l of @r, or why there is none
- * (-ENOENT: no rule names the kernel).
+ * gather - route_decide's view of launch @l of @r: the kernel's facts (name,
+ * static bytes, parameter sizes into @sizes) and what the hook received.
  */
-static int plan_reroute(struct kernel_rec *r, const struct shim_launch *l,
-			struct reroute_plan *plan, const struct rule **rule, struct sm_err *why)
+static void gather(struct kernel_rec *r, const struct shim_launch *l, uint32_t *sizes,
+		   struct route_launch *rl)
 {
 	const struct kernel_rec *k = shim_kernel_facts(r);
-	uint32_t sizes[RULE_MAX_PARAMS], i, n;
-	struct select_launch sl = { .kernel = r ? r->name : "?", .param_sizes = sizes,
-				    .params = l->params, .dynamic_smem = l->smem,
-				    .setting = shim_setting };
+	uint32_t i, n = 0;
 
-	if (!k)
-		return sm_err_set(why, -ENOENT, "the kernel is unknown to the driver");
-	n = k->facts.n_params < RULE_MAX_PARAMS ? k->facts.n_params : RULE_MAX_PARAMS;
-	for (i = 0; i < n; i++)
-		sizes[i] = k->facts.params[i].size;
-	sl.n_params = n;
-	memcpy(sl.grid, l->grid, sizeof(sl.grid));
-	memcpy(sl.block, l->block, sizeof(sl.block));
-	return reroute_select(rules_builtin, rules_builtin_count, &sl, plan, rule, why);
+	if (k) {
+		n = k->facts.n_params < RULE_MAX_PARAMS ? k->facts.n_params : RULE_MAX_PARAMS;
+		for (i = 0; i < n; i++)
+			sizes[i] = k->facts.params[i].size;
+	}
+	*rl = (struct route_launch){
+		.event = ROUTE_EVENT_LAUNCH, .static_smem = r ? r->static_smem : 0,
+		.sel = { .kernel = k ? r->name : NULL, .param_sizes = sizes, .n_params = n,
+			 .params = l->params, .dynamic_smem = l->smem, .setting = shim_setting },
+	};
+	memcpy(rl->sel.grid, l->grid, sizeof(rl->sel.grid));
+	memcpy(rl->sel.block, l->block, sizeof(rl->sel.block));
 }
 
 /*
  * judge_launch - the over-limit candidate @l against the current device's
- * limits @t: log, refuse or reroute it.  Kept out of shim_launch_gate so the
- * common case prepares none of this state.
+ * limits @t: gather, decide, execute, log.  Kept out of shim_launch_gate so
+ * the common case prepares none of this state.
  */
 static __attribute__((noinline)) int judge_launch(const struct shim_launch *l,
 						   const struct target_limits *t)
 {
 	const struct shim_config *c = shim_config();
 	struct kernel_rec *r = shim_kernel(l->f, 0, NULL, NULL);
-	struct route_launch rl = { r ? r->static_smem : 0, l->smem, 0 };
-	struct verdict v = { .event = "launch", .via = l->via, .static_smem = rl.static_smem,
-			     .dynamic = l->smem, .launch = l };
-	struct reroute_plan plan;
-	const struct rule *rule = NULL;
-	struct sm_err why = { "" };
-	enum route_action a;
-	int rc = 0, tried = 0;
+	uint32_t sizes[RULE_MAX_PARAMS];
+	struct route_launch rl;
+	struct route_decision d;
+	struct verdict v = { .event = "launch", .via = l->via, .dynamic = l->smem, .launch = l };
 
-	if (c->mode == SHIM_MODE_REROUTE &&
-	    (uint64_t)rl.static_smem + l->smem > t->optin_per_block) {
-		rc = plan_reroute(r, l, &plan, &rule, &why);
-		rl.rule_matched = rc == 0;
-		tried = 1;
-	}
-	a = route_launch_decide(&rl, t, c->mode);
-	if (a == ROUTE_PASS)
+	gather(r, l, sizes, &rl);
+	route_decide(&rl, t, c->mode, rules_builtin, rules_builtin_count, c->advertise, &d);
+	if (d.action == ROUTE_PASS)
 		return 0;
-	if (a == ROUTE_REROUTE) {
-		CUresult cr = reroute_launch(&plan, l->stream, per_thread(l->via), &why);
+	v.static_smem = rl.static_smem;
+	v.decision = route_action_name(d.action);
+	v.reason = d.why.msg[0] ? d.why.msg : NULL;
+	if (d.action == ROUTE_REROUTE) {
+		CUresult cr = reroute_launch(&d.plan, l->stream, per_thread(l->via), &d.why);
 
 		if (cr == CUDA_SUCCESS) {
 			v.action = "reroute";
-			v.rule = rule;
-			v.rerouted_to = plan.kernel;
+			v.rule = d.rule;
+			v.rerouted_to = d.plan.kernel;
 			report(r, &v, t);
 			return SHIM_GATE_DONE;
 		}
 		/* What the target does with this launch: refuse it; why is in the reason. */
-		v.action = "refuse";
-		v.reason = why.msg;
-		report(r, &v, t);
-		return CUDA_ERROR_INVALID_VALUE;
+		d.action = ROUTE_REFUSE;
+		v.reason = d.why.msg;
 	}
-	v.action = route_action_name(a);
-	v.reason = tried && rc != -ENOENT ? why.msg : NULL;
+	v.action = route_action_name(d.action);
 	report(r, &v, t);
-	return a == ROUTE_REFUSE ? CUDA_ERROR_INVALID_VALUE : 0;
+	return d.action == ROUTE_REFUSE ? CUDA_ERROR_INVALID_VALUE : 0;
 }
 
 int shim_launch_gate(const struct shim_launch *l)
@@ -191,7 +185,7 @@ int shim_launch_gate(const struct shim_launch *l)
 	if (shim_config()->mode == SHIM_MODE_OFF)
 		return 0;
 	t = shim_limits_floor();
-	if (!t || (uint64_t)l->smem + MAX_STATIC_SMEM <= t->optin_per_block || !(t = shim_limits()))
+	if (!t || route_cannot_exceed(l->smem, t) || !(t = shim_limits()))
 		return 0;
 	return judge_launch(l, t);
 }
@@ -201,36 +195,26 @@ int shim_set_dynamic_gate(enum shim_hook_id via, void *handle, int is_kernel, in
 	const struct shim_config *c = shim_config();
 	const struct target_limits *t;
 	struct kernel_rec *r;
+	struct route_launch rl = { .event = ROUTE_EVENT_SET_ATTRIBUTE, .attr_value = *value };
+	struct route_decision d;
 	struct verdict v = { .event = "set_attribute", .via = via, .dynamic = (uint64_t)*value };
-	char why[128];
 
 	if (c->mode == SHIM_MODE_OFF || !(t = shim_limits()))
 		return 0;
-	if (*value >= 0 && (uint64_t)*value + MAX_STATIC_SMEM <= t->optin_per_block)
+	if (*value >= 0 && route_cannot_exceed((uint64_t)*value, t))
 		return 0;
 	r = shim_kernel(handle, is_kernel, NULL, NULL);
-	v.static_smem = r ? r->static_smem : 0;
-	switch (route_set_max_dynamic(*value, v.static_smem, t, c->mode, c->advertise)) {
-	case ROUTE_ATTR_PASS:
+	rl.static_smem = v.static_smem = r ? r->static_smem : 0;
+	rl.sel.kernel = r ? r->name : NULL;
+	route_decide(&rl, t, c->mode, rules_builtin, rules_builtin_count, c->advertise, &d);
+	if (d.action == ROUTE_PASS)
 		return 0;
-	case ROUTE_ATTR_LOG:
-		v.action = "log";
-		report(r, &v, t);
-		return 0;
-	case ROUTE_ATTR_ACCEPT:
-		v.action = "accept";
-		report(r, &v, t);
+	v.action = v.decision = route_action_name(d.action);
+	v.reason = d.why.msg[0] ? d.why.msg : NULL;
+	report(r, &v, t);
+	if (d.action == ROUTE_ACCEPT) {
 		reroute_prepare();
 		*value = (int)(t->optin_per_block - v.static_smem);
-		return 0;
-	default:
-		v.action = "refuse";
-		if (c->mode == SHIM_MODE_REROUTE && c->advertise > t->optin_per_block) {
-			snprintf(why, sizeof(why), "more than the %u B advertised for rerouting "
-				 "(SM120SHIM_ADVERTISE)", c->advertise);
-			v.reason = why;
-		}
-		report(r, &v, t);
-		return CUDA_ERROR_INVALID_VALUE;
 	}
+	return d.action == ROUTE_REFUSE ? CUDA_ERROR_INVALID_VALUE : 0;
 }

@@ -17,7 +17,7 @@ static const struct target_limits *emulated_on(CUdevice dev)
 {
 	enum shim_mode m = shim_config()->mode;
 
-	return m == SHIM_MODE_ENFORCE || m == SHIM_MODE_REROUTE ? shim_limits_of(dev) : NULL;
+	return route_emulates(m) ? shim_limits_of(dev) : NULL;
 }
 
 /* emulated - emulated_on the current device. */

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../../core/rules/rules.h"
+
 
 static int log_fd = -1;
 static pthread_once_t log_once = PTHREAD_ONCE_INIT;
@@ -142,6 +144,52 @@ static size_t add_num(char *buf, size_t o, size_t n, const char *key, int64_t va
 	return o < n ? o : n - 1;
 }
 
+/* add_args - ,"args":["0a00000000000000",...]: each parameter's bytes, in memory order. */
+static size_t add_args(char *buf, size_t o, size_t n, const struct shim_event *e)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t need = 12;
+	uint32_t i, b;
+
+	for (i = 0; i < e->n_params; i++)
+		need += 2 * (size_t)e->params[i].size + 3;
+	if (!e->args || !e->n_params || o + need >= n)
+		return o; /* all or nothing: a list cut short would not be JSON */
+	o += (size_t)snprintf(buf + o, n - o, ",\"args\":[");
+	for (i = 0; i < e->n_params; i++) {
+		const unsigned char *p = e->args[i];
+
+		if (i)
+			buf[o++] = ',';
+		buf[o++] = '"';
+		for (b = 0; p && b < e->params[i].size; b++) {
+			buf[o++] = hex[p[b] >> 4];
+			buf[o++] = hex[p[b] & 15];
+		}
+		buf[o++] = '"';
+	}
+	buf[o++] = ']';
+	return o;
+}
+
+/* add_settings - ,"settings":{"page_size":"16"}: the rule settings that are set. */
+static size_t add_settings(char *buf, size_t o, size_t n, const char *const *settings)
+{
+	int i, any = 0;
+
+	for (i = 0; settings && i < RULE_NSETTINGS && o + 8 < n; i++) {
+		if (!settings[i] || !settings[i][0])
+			continue;
+		o += (size_t)snprintf(buf + o, n - o, "%s\"%s\":", any++ ? "," : ",\"settings\":{",
+				      rule_setting_names[i]);
+		if (o < n)
+			o += shim_log_json_string(buf + o, n - o, settings[i]);
+	}
+	if (any && o + 1 < n)
+		buf[o++] = '}';
+	return o < n ? o : n - 1;
+}
+
 void shim_log_event(const struct shim_event *e)
 {
 	char buf[8192];
@@ -154,6 +202,7 @@ void shim_log_event(const struct shim_event *e)
 	o = (size_t)snprintf(buf, n, "{\"pid\":%d", (int)getpid());
 	o = add_str(buf, o, n, "event", e->event);
 	o = add_str(buf, o, n, "action", e->action);
+	o = add_str(buf, o, n, "decision", e->decision);
 	o = add_str(buf, o, n, "kernel", e->kernel);
 	o = add_str(buf, o, n, "via", e->via);
 	o = add_str(buf, o, n, "target", e->target);
@@ -176,6 +225,8 @@ void shim_log_event(const struct shim_event *e)
 				      e->params[i].size);
 	if (i)
 		buf[o++] = ']';
+	o = add_args(buf, o, n, e);
+	o = add_settings(buf, o, n, e->settings);
 	if (e->grid[0] && o < n)
 		o += (size_t)snprintf(buf + o, n - o, ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u]",
 				      e->grid[0], e->grid[1], e->grid[2], e->block[0], e->block[1],

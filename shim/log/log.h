@@ -30,6 +30,8 @@ struct shim_event {
 	const char *event;       /* "launch", "set_attribute", "load" */
 	const char *action;      /* "log", "refuse", "accept", "reroute"; loads: "parsed", "deferred",
 				    "unreadable" */
+	const char *decision;    /* launches and attribute sets: route_decide's action; differs
+				    from action only when a planned reroute could not launch */
 	const char *kernel;      /* kernel name */
 	const char *via;         /* the entry point: "cuLaunchKernelEx_ptsz" */
 	const char *target;      /* "sm120" */
@@ -49,6 +51,11 @@ struct shim_event {
 	int64_t param_bytes;
 	uint32_t n_params;       /* "param_sizes" when non-zero */
 	const struct img_param *params;
+	void *const *args;       /* launches: kernelParams, written as "args" (each parameter's
+				    bytes in hex, memory order) so `sm120 route` can replay the
+				    decision; NULL: none */
+	const char *const *settings; /* launches: the rule settings by RULE_SETTINGS row, NULL
+					or "" when unset ("settings" object); NULL: none */
 	unsigned int grid[3];
 	unsigned int block[3];
 };

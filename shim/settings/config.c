@@ -32,11 +32,6 @@ static void expand_pid(const char *in, char *out, size_t n)
 	out[o < n ? o : n - 1] = '\0';
 }
 
-static const char *const setting_names[RULE_NSETTINGS] = {
-#define SETTING_NAME(name, values) #name,
-	RULE_SETTINGS(SETTING_NAME)
-#undef SETTING_NAME
-};
 
 /* read_settings - SM120SHIM_<NAME> of every rule setting, copied (too long: unset, and said). */
 static void read_settings(void)
@@ -48,8 +43,8 @@ static void read_settings(void)
 		size_t o = (size_t)snprintf(var, sizeof(var), "SM120SHIM_"), k;
 		const char *v;
 
-		for (k = 0; setting_names[i][k] && o + 1 < sizeof(var); k++)
-			var[o++] = (char)toupper((unsigned char)setting_names[i][k]);
+		for (k = 0; rule_setting_names[i][k] && o + 1 < sizeof(var); k++)
+			var[o++] = (char)toupper((unsigned char)rule_setting_names[i][k]);
 		var[o] = '\0';
 		v = getenv(var);
 		if (v && strlen(v) >= sizeof(cfg.settings[i]))
@@ -114,7 +109,7 @@ const char *shim_setting(const char *name)
 	int i;
 
 	for (i = 0; i < RULE_NSETTINGS; i++)
-		if (strcmp(setting_names[i], name) == 0)
+		if (strcmp(rule_setting_names[i], name) == 0)
 			return c->settings[i][0] ? c->settings[i] : NULL;
 	return NULL;
 }

@@ -20,6 +20,7 @@
 #include "../../kernels/moe/moe_gemm.h"
 #include "../../core/adapters/fused_moe.h"
 #include "../../core/adapters/select.h"
+#include "../../core/route/route.h"
 
 /* One fake SGLang launch: parameter values by name, and which are dropped. */
 struct fake {
@@ -453,6 +454,63 @@ static void test_vllm_mla_decode(void **state)
 }
 
 /*
+ * test_decision_table - route_decide on a launch a rule covers (vLLM's decode
+ * at 102400 B), the same launch with a stride no reading accepts, and the
+ * bf16 decode that fits: every mode, with the action, rule and reason.
+ */
+static void test_decision_table(void **state)
+{
+	static const struct {
+		const char *what;
+		int stride_os;     /* stride_mid_os: 513 is vLLM's, 512 breaks the adapter */
+		uint64_t smem;
+		enum route_action by_mode[4]; /* off, diagnose, enforce, reroute */
+		const char *reason;            /* in reroute mode */
+	} rows[] = {
+		{ "covered", 513, 102400, { ROUTE_PASS, ROUTE_LOG, ROUTE_REFUSE, ROUTE_REROUTE }, "" },
+		{ "inconsistent", 512, 102400, { ROUTE_PASS, ROUTE_LOG, ROUTE_REFUSE, ROUTE_REFUSE },
+		  "are not a contiguous [batch, heads, splits, Lv + 1] buffer" },
+		{ "fits", 513, 63488, { ROUTE_PASS, ROUTE_PASS, ROUTE_PASS, ROUTE_PASS }, "" },
+	};
+	struct target_limits sm120;
+	struct route_decision d;
+	struct route_launch l;
+	struct fake f;
+	size_t i;
+	int m;
+
+	(void)state;
+	assert_int_equal(target_parse("sm120", &sm120, NULL), 0);
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		for (m = SHIM_MODE_OFF; m <= SHIM_MODE_REROUTE; m++) {
+			vllm_decode(&f, "vllm-mla-decode-2026-06");
+			set(&f, "stride_mid_os", rows[i].stride_os);
+			f.l.dynamic_smem = rows[i].smem;
+			pack(&f);
+			l = (struct route_launch){ .event = ROUTE_EVENT_LAUNCH, .sel = f.l };
+			memset(&d, 0x5a, sizeof(d));
+			route_decide(&l, &sm120, m, rules_builtin, rules_builtin_count, 197632, &d);
+			if (d.action != rows[i].by_mode[m])
+				fail_msg("%s, mode %s: %s, expected %s (%s)", rows[i].what,
+					 route_mode_name(m), route_action_name(d.action),
+					 route_action_name(rows[i].by_mode[m]), d.why.msg);
+			if (d.action == ROUTE_REROUTE) {
+				assert_string_equal(d.rule->id, "vllm-mla-decode-2026-06");
+				assert_string_equal(d.plan.kernel, ATTN_DECODE_MLA_FP8);
+				assert_string_equal(d.why.msg, "");
+			} else {
+				assert_null(d.rule);
+			}
+			if (m == SHIM_MODE_REROUTE && rows[i].reason[0] &&
+			    !strstr(d.why.msg, rows[i].reason))
+				fail_msg("%s: reason '%s' lacks '%s'", rows[i].what, d.why.msg,
+					 rows[i].reason);
+			if (m != SHIM_MODE_REROUTE)
+				assert_string_equal(d.why.msg, "");
+		}
+}
+
+/*
  * kimi_moe - Kimi K2 at TP8 (hidden 7168, 384 experts, top_k 8, I 256): the
  * FP8 gate/up launch (N 512, K 7168) of 300 tokens at SGLang's default FP8
  * tile (128 x 256 x 128, 8 warps), per-tensor scales, as rule @rule_id lays
@@ -646,6 +704,7 @@ int main(void)
 		cmocka_unit_test(test_main_dropped_int_is_told_apart),
 		cmocka_unit_test(test_inconsistent_launches_are_refused),
 		cmocka_unit_test(test_vllm_mla_decode),
+		cmocka_unit_test(test_decision_table),
 		cmocka_unit_test(test_fused_moe),
 		cmocka_unit_test(test_fused_moe_refusals),
 		cmocka_unit_test(test_moe_decisions),

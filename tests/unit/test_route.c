@@ -1,6 +1,7 @@
 /*
- * test_route.c - the pure decisions of core/route: launches, device
- * attributes, the max-dynamic-smem attribute, occupancy; each mode, at and
+ * test_route.c - the pure decisions of core/route: route_decide's fit and
+ * attribute table (the rule-matched rows are in test_reroute.c), device
+ * attributes, occupancy; each mode, at and
  * around the limits (101376 = the last byte that fits sm120).
  */
 #include <setjmp.h>
@@ -32,24 +33,98 @@ static void test_modes(void **state)
 	assert_string_equal(route_mode_name(SHIM_MODE_REROUTE), "reroute");
 }
 
-static void test_launch(void **state)
+/*
+ * decide - route_decide on a launch (or an attribute set) of kernel "k" with
+ * @st static and @dyn dynamic bytes, no rules; stores the reason in @why.
+ */
+static enum route_action decide(enum route_event ev, uint32_t st, int64_t dyn, enum shim_mode m,
+				uint32_t advertise, char *why)
 {
-	struct route_launch fits = { 0, 101376, 0 }, over = { 0, 106496, 0 };
-	struct route_launch edge = { 48000, 53377, 0 }, matched = { 0, 147456, 1 };
+	struct route_launch l = { .event = ev, .static_smem = st, .attr_value = dyn,
+				  .sel = { .kernel = "k", .dynamic_smem = dyn > 0 ? (uint64_t)dyn : 0 } };
+	struct route_decision d;
+
+	memset(&d, 0x5a, sizeof(d)); /* poisoned: route_decide must fill every field */
+	route_decide(&l, &sm120, m, NULL, 0, advertise, &d);
+	if (why)
+		strcpy(why, d.why.msg);
+	assert_true(d.action != ROUTE_REROUTE || d.rule);
+	assert_true(d.action == ROUTE_REROUTE || d.rule == NULL);
+	return d.action;
+}
+
+#define LAUNCH ROUTE_EVENT_LAUNCH
+#define ATTR ROUTE_EVENT_SET_ATTRIBUTE
+
+/* The fit, for launches and attribute sets, in every mode (no rule exists). */
+static void test_fit_by_mode(void **state)
+{
+	static const struct {
+		enum route_event ev;
+		uint32_t st;
+		int64_t dyn;
+		enum route_action by_mode[4]; /* off, diagnose, enforce, reroute */
+	} rows[] = {
+		{ LAUNCH, 0, 101376, { ROUTE_PASS, ROUTE_PASS, ROUTE_PASS, ROUTE_PASS } },
+		{ LAUNCH, 0, 106496, { ROUTE_PASS, ROUTE_LOG, ROUTE_REFUSE, ROUTE_REFUSE } },
+		{ LAUNCH, 48000, 53376, { ROUTE_PASS, ROUTE_PASS, ROUTE_PASS, ROUTE_PASS } },
+		{ LAUNCH, 48000, 53377, { ROUTE_PASS, ROUTE_LOG, ROUTE_REFUSE, ROUTE_REFUSE } },
+		{ LAUNCH, 101377, 0, { ROUTE_PASS, ROUTE_LOG, ROUTE_REFUSE, ROUTE_REFUSE } },
+		/* Triton sets optin - static: fits exactly */
+		{ ATTR, 0, 101376, { ROUTE_PASS, ROUTE_PASS, ROUTE_PASS, ROUTE_PASS } },
+		{ ATTR, 48000, 53377, { ROUTE_PASS, ROUTE_LOG, ROUTE_REFUSE, ROUTE_REFUSE } },
+		{ ATTR, 0, 232448, { ROUTE_PASS, ROUTE_LOG, ROUTE_REFUSE, ROUTE_REFUSE } },
+		/* a negative value is the driver's to refuse */
+		{ ATTR, 0, -1, { ROUTE_PASS, ROUTE_PASS, ROUTE_PASS, ROUTE_PASS } },
+	};
+	char why[512];
+	size_t i;
 	int m;
 
 	(void)state;
-	for (m = SHIM_MODE_OFF; m <= SHIM_MODE_REROUTE; m++)
-		assert_int_equal(route_launch_decide(&fits, &sm120, m), ROUTE_PASS);
-	assert_int_equal(route_launch_decide(&over, &sm120, SHIM_MODE_OFF), ROUTE_PASS);
-	assert_int_equal(route_launch_decide(&over, &sm120, SHIM_MODE_DIAGNOSE), ROUTE_LOG);
-	assert_int_equal(route_launch_decide(&over, &sm120, SHIM_MODE_ENFORCE), ROUTE_REFUSE);
-	assert_int_equal(route_launch_decide(&over, &sm120, SHIM_MODE_REROUTE), ROUTE_REFUSE);
-	assert_int_equal(route_launch_decide(&edge, &sm120, SHIM_MODE_ENFORCE), ROUTE_REFUSE);
-	edge.dynamic_smem--;
-	assert_int_equal(route_launch_decide(&edge, &sm120, SHIM_MODE_ENFORCE), ROUTE_PASS);
-	assert_int_equal(route_launch_decide(&matched, &sm120, SHIM_MODE_REROUTE), ROUTE_REROUTE);
-	assert_int_equal(route_launch_decide(&matched, &sm120, SHIM_MODE_ENFORCE), ROUTE_REFUSE);
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		for (m = SHIM_MODE_OFF; m <= SHIM_MODE_REROUTE; m++) {
+			assert_int_equal(decide(rows[i].ev, rows[i].st, rows[i].dyn, m, 0, why),
+					 rows[i].by_mode[m]);
+			/* no rule names "k": a refusal has nothing more to say */
+			assert_string_equal(why, "");
+		}
+}
+
+/* Reroute mode: attribute sets are accepted up to what was advertised. */
+static void test_advertise(void **state)
+{
+	char why[512];
+
+	(void)state;
+	assert_int_equal(decide(ATTR, 0, 147456, SHIM_MODE_REROUTE, 147456, why), ROUTE_ACCEPT);
+	assert_int_equal(decide(ATTR, 1024, 146432, SHIM_MODE_REROUTE, 147456, why), ROUTE_ACCEPT);
+	assert_int_equal(decide(ATTR, 1024, 146433, SHIM_MODE_REROUTE, 147456, why), ROUTE_REFUSE);
+	assert_string_equal(why, "more than the 147456 B advertised for rerouting "
+				 "(SM120SHIM_ADVERTISE)");
+	assert_int_equal(decide(ATTR, 0, 147457, SHIM_MODE_REROUTE, 147456, why), ROUTE_REFUSE);
+	/* nothing advertised: refused as the card refuses, with no advertising to blame */
+	assert_int_equal(decide(ATTR, 0, 147456, SHIM_MODE_REROUTE, 0, why), ROUTE_REFUSE);
+	assert_string_equal(why, "");
+	/* advertising is a reroute-mode thing */
+	assert_int_equal(decide(ATTR, 0, 147456, SHIM_MODE_ENFORCE, 147456, why), ROUTE_REFUSE);
+	assert_int_equal(decide(ATTR, 0, 147456, SHIM_MODE_DIAGNOSE, 147456, why), ROUTE_LOG);
+	/* launches are never accepted: over the limit they are rerouted or refused */
+	assert_int_equal(decide(LAUNCH, 0, 147456, SHIM_MODE_REROUTE, 147456, why), ROUTE_REFUSE);
+}
+
+/* An over-limit launch of a kernel the driver cannot name is refused, and says so. */
+static void test_unknown_kernel(void **state)
+{
+	struct route_launch l = { .event = LAUNCH, .sel = { .kernel = NULL, .dynamic_smem = 106496 } };
+	struct route_decision d;
+
+	(void)state;
+	route_decide(&l, &sm120, SHIM_MODE_REROUTE, NULL, 0, 0, &d);
+	assert_int_equal(d.action, ROUTE_REFUSE);
+	assert_string_equal(d.why.msg, "the kernel is unknown to the driver");
+	assert_true(route_cannot_exceed(101376 - 49152, &sm120));
+	assert_false(route_cannot_exceed(101376 - 49151, &sm120));
 }
 
 /* The H200's values, seen through each mode. */
@@ -73,22 +148,6 @@ static void test_device_attr(void **state)
 	assert_int_equal(route_device_attr(97, 101376, &sm120, SHIM_MODE_REROUTE, 65536), 101376);
 	/* a smaller real device is never reported larger */
 	assert_int_equal(route_device_attr(97, 65536, &sm120, SHIM_MODE_ENFORCE, 0), 65536);
-}
-
-static void test_set_max_dynamic(void **state)
-{
-	(void)state;
-	/* Triton asks for optin - static: fits exactly */
-	assert_int_equal(route_set_max_dynamic(101376, 0, &sm120, SHIM_MODE_ENFORCE, 0), ROUTE_ATTR_PASS);
-	assert_int_equal(route_set_max_dynamic(101377, 0, &sm120, SHIM_MODE_ENFORCE, 0), ROUTE_ATTR_REFUSE);
-	assert_int_equal(route_set_max_dynamic(53376, 48000, &sm120, SHIM_MODE_ENFORCE, 0), ROUTE_ATTR_PASS);
-	assert_int_equal(route_set_max_dynamic(53377, 48000, &sm120, SHIM_MODE_ENFORCE, 0), ROUTE_ATTR_REFUSE);
-	assert_int_equal(route_set_max_dynamic(232448, 0, &sm120, SHIM_MODE_DIAGNOSE, 0), ROUTE_ATTR_LOG);
-	assert_int_equal(route_set_max_dynamic(232448, 0, &sm120, SHIM_MODE_OFF, 0), ROUTE_ATTR_PASS);
-	/* reroute: accepted up to what was advertised */
-	assert_int_equal(route_set_max_dynamic(147456, 0, &sm120, SHIM_MODE_REROUTE, 147456), ROUTE_ATTR_ACCEPT);
-	assert_int_equal(route_set_max_dynamic(147457, 0, &sm120, SHIM_MODE_REROUTE, 147456), ROUTE_ATTR_REFUSE);
-	assert_int_equal(route_set_max_dynamic(147456, 0, &sm120, SHIM_MODE_REROUTE, 0), ROUTE_ATTR_REFUSE);
 }
 
 static void test_occupancy(void **state)
@@ -158,9 +217,10 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_modes),
-		cmocka_unit_test(test_launch),
+		cmocka_unit_test(test_fit_by_mode),
+		cmocka_unit_test(test_advertise),
+		cmocka_unit_test(test_unknown_kernel),
 		cmocka_unit_test(test_device_attr),
-		cmocka_unit_test(test_set_max_dynamic),
 		cmocka_unit_test(test_occupancy),
 		cmocka_unit_test(test_potential_block),
 	};

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "jsonl.h"
 
 #define NAME_WIDTH 72   /* KERNEL column: head "..." tail beyond this */
 #define NAME_TAIL 19
@@ -53,7 +54,8 @@ struct report {
 	struct u64set pids, pairs; /* pids; (kernel, pid) pairs */
 	char target[32];         /* the kernels' target, if only one */
 	int targets;             /* 0 none seen, 1 one, 2 several */
-	unsigned long files, loads, loaded_kernels, bad_lines, bad_files;
+	unsigned long loads, loaded_kernels;
+	struct jsonl_counts io;
 };
 
 static const char *usage_text =
@@ -193,23 +195,6 @@ static struct kstat *kernel_row(struct report *r, const char *name)
 	return k;
 }
 
-/* A non-negative integer member of @j, or -1 when absent or not one. */
-static int64_t get_num(const cJSON *j, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
-
-	if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 9007199254740992.0)
-		return -1;
-	return (int64_t)v->valuedouble;
-}
-
-static const char *get_str(const cJSON *j, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 static int str_is(const char *s, const char *want)
 {
 	return s && strcmp(s, want) == 0;
@@ -223,7 +208,7 @@ static void copy_str(char *dst, size_t n, const char *src)
 /* A pid as a set key (never 0), or 0 when the event has none. */
 static uint64_t pid_key(const cJSON *j)
 {
-	int64_t pid = get_num(j, "pid");
+	int64_t pid = jsonl_num(j, "pid");
 
 	return pid < 0 || pid > UINT32_MAX ? 0 : (1ull << 32) | (uint64_t)pid;
 }
@@ -243,10 +228,10 @@ static void note_target(struct report *r, const char *target)
 /* Fold one kernel event into its row; returns whether it was over its limit. */
 static int kernel_event(struct kstat *k, const cJSON *j, const char *event)
 {
-	const char *action = get_str(j, "action"), *target = get_str(j, "target");
-	const char *origin = get_str(j, "origin");
-	int64_t st = get_num(j, "static_smem"), dyn = get_num(j, "dynamic_smem");
-	int64_t limit = get_num(j, "limit");
+	const char *action = jsonl_str(j, "action"), *target = jsonl_str(j, "target");
+	const char *origin = jsonl_str(j, "origin");
+	int64_t st = jsonl_num(j, "static_smem"), dyn = jsonl_num(j, "dynamic_smem");
+	int64_t limit = jsonl_num(j, "limit");
 	int64_t total = st < 0 && dyn < 0 ? -1 : (st > 0 ? st : 0) + (dyn > 0 ? dyn : 0);
 
 	k->events++;
@@ -272,7 +257,7 @@ static int kernel_event(struct kstat *k, const cJSON *j, const char *event)
 		k->dynamic_smem = dyn;
 		k->limit = limit;
 		copy_str(k->target, sizeof(k->target), target);
-		copy_str(k->via, sizeof(k->via), get_str(j, "via"));
+		copy_str(k->via, sizeof(k->via), jsonl_str(j, "via"));
 	}
 	if (total < 0 || limit < 0)
 		return 0;
@@ -284,13 +269,13 @@ static int kernel_event(struct kstat *k, const cJSON *j, const char *event)
 /* Fold one parsed line into @r; -ENOMEM when out of memory. */
 static int add_event(struct report *r, const cJSON *j, const char *event)
 {
-	const char *name = get_str(j, "kernel");
+	const char *name = jsonl_str(j, "kernel");
 	uint64_t pid = pid_key(j);
 	struct kstat *k;
 	int over, fresh;
 
 	if (strcmp(event, "load") == 0) {
-		int64_t n = get_num(j, "kernels");
+		int64_t n = jsonl_num(j, "kernels");
 
 		r->loads++;
 		r->loaded_kernels += n > 0 ? (unsigned long)n : 0;
@@ -299,7 +284,7 @@ static int add_event(struct report *r, const cJSON *j, const char *event)
 	k = kernel_row(r, name ? name : "?");
 	if (!k)
 		return -ENOMEM;
-	note_target(r, get_str(j, "target"));
+	note_target(r, jsonl_str(j, "target"));
 	over = kernel_event(k, j, event);
 	if (!pid)
 		return 0;
@@ -312,86 +297,10 @@ static int add_event(struct report *r, const cJSON *j, const char *event)
 	return 0;
 }
 
-/*
- * Parse @line (@len bytes, no newline) into a JSON object with an "event"
- * string; NULL with @why filled when it is not one.
- */
-static cJSON *parse_line(const char *line, size_t len, char *why, size_t n)
+/* on_event - jsonl_read's callback: one event into the report @ctx. */
+static int on_event(void *ctx, const cJSON *j, const char *event)
 {
-	const char *end = NULL;
-	cJSON *j = cJSON_ParseWithLengthOpts(line, len, &end, 0);
-
-	if (!j) {
-		snprintf(why, n, "invalid JSON at byte %zu", end ? (size_t)(end - line) + 1 : len);
-		return NULL;
-	}
-	while (end && end < line + len && (*end == ' ' || *end == '\t' || *end == '\r'))
-		end++;
-	if (end && end < line + len && *end)
-		snprintf(why, n, "text after the JSON at byte %zu", (size_t)(end - line) + 1);
-	else if (!cJSON_IsObject(j))
-		snprintf(why, n, "not a JSON object");
-	else if (!get_str(j, "event"))
-		snprintf(why, n, "no \"event\" string");
-	else
-		return j;
-	cJSON_Delete(j);
-	return NULL;
-}
-
-static int blank(const char *s, size_t len)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
-			return 0;
-	return 1;
-}
-
-/* Read one log file (or "-", stdin) into @r; -ENOMEM when out of memory. */
-static int read_log(struct report *r, const char *path)
-{
-	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
-	char *line = NULL, why[96];
-	size_t cap = 0, lineno = 0;
-	ssize_t got;
-	int rc = 0;
-
-	if (!f) {
-		fprintf(stderr, "sm120 report: cannot read %s: %s\n", path, strerror(errno));
-		r->bad_files++;
-		return 0;
-	}
-	while (rc == 0 && (got = getline(&line, &cap, f)) >= 0) {
-		size_t len = (size_t)got;
-		cJSON *j;
-
-		lineno++;
-		if (len && line[len - 1] == '\n')
-			line[--len] = '\0';
-		if (blank(line, len))
-			continue;
-		j = parse_line(line, len, why, sizeof(why));
-		if (!j) {
-			fprintf(stderr, "sm120 report: %s:%zu: not a shim log line (%s)\n", path,
-				lineno, why);
-			r->bad_lines++;
-			continue;
-		}
-		rc = add_event(r, j, get_str(j, "event"));
-		cJSON_Delete(j);
-	}
-	if (rc == 0 && ferror(f)) {
-		fprintf(stderr, "sm120 report: cannot read %s: %s\n", path, strerror(errno));
-		r->bad_files++;
-	} else {
-		r->files++;
-	}
-	free(line);
-	if (f != stdin)
-		fclose(f);
-	return rc;
+	return add_event(ctx, j, event);
 }
 
 /* Worst first: most bytes, then most events, then by name. */
@@ -552,8 +461,8 @@ static void print_summary(const struct report *r, unsigned long over, FILE *out)
 	fprintf(out, " in %lu %s\n", load_procs, plural(load_procs, "process", "processes"));
 	fprintf(out, "%lu %s over %s in %lu %s (%lu log %s)\n", over,
 		plural(over, "kernel", "kernels"), limit, over_procs,
-		plural(over_procs, "process", "processes"), r->files,
-		plural(r->files, "file", "files"));
+		plural(over_procs, "process", "processes"), r->io.files,
+		plural(r->io.files, "file", "files"));
 }
 
 static void print_json_summary(const struct report *r, unsigned long over)
@@ -572,9 +481,9 @@ static void print_json_summary(const struct report *r, unsigned long over)
 	cJSON_AddNumberToObject(j, "loads", (double)r->loads);
 	cJSON_AddNumberToObject(j, "loaded_kernels", (double)r->loaded_kernels);
 	cJSON_AddNumberToObject(j, "load_processes", (double)set_count(&r->pids, PID_LOADED));
-	cJSON_AddNumberToObject(j, "files", (double)r->files);
-	cJSON_AddNumberToObject(j, "unreadable_files", (double)r->bad_files);
-	cJSON_AddNumberToObject(j, "bad_lines", (double)r->bad_lines);
+	cJSON_AddNumberToObject(j, "files", (double)r->io.files);
+	cJSON_AddNumberToObject(j, "unreadable_files", (double)r->io.bad_files);
+	cJSON_AddNumberToObject(j, "bad_lines", (double)r->io.bad_lines);
 	print_json(j);
 }
 
@@ -630,7 +539,7 @@ int cmd_report(int argc, char **argv)
 		return 2;
 	}
 	for (c = optind; c < argc; c++) {
-		if (read_log(&r, argv[c]) != 0) {
+		if (jsonl_read(argv[c], "sm120 report", on_event, &r, &r.io) != 0) {
 			fprintf(stderr, "sm120 report: out of memory after %zu kernels\n", r.nk);
 			report_free(&r);
 			return 2;
@@ -652,7 +561,7 @@ int cmd_report(int argc, char **argv)
 		print_json_summary(&r, over);
 	print_summary(&r, over, r.json ? stderr : stdout);
 	report_free(&r);
-	if (r.bad_lines || r.bad_files)
+	if (r.io.bad_lines || r.io.bad_files)
 		return 2;
 	return over ? 1 : 0;
 }

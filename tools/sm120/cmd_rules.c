@@ -30,12 +30,6 @@ static const char *const adapters[] = {
 #undef ADAPTER_NAME
 };
 
-static const char *const settings[] = {
-#define SETTING_NAME(name, values) #name,
-	RULE_SETTINGS(SETTING_NAME)
-#undef SETTING_NAME
-};
-
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 /* One rules file being checked. */
@@ -242,10 +236,10 @@ static void check_rule(struct rules_file *f, const cJSON *r, int index, const ch
 	if (set && !cJSON_IsArray(set))
 		complain(f, id, "settings: must be an array of names");
 	cJSON_ArrayForEach(s, set)
-		if (!one_of(cJSON_GetStringValue(s), settings, COUNT(settings)))
+		if (!one_of(cJSON_GetStringValue(s), rule_setting_names, RULE_NSETTINGS))
 			complain(f, id, "settings: '%s' is not one of %s",
 				 cJSON_GetStringValue(s) ?: "(not a string)",
-				 names_list(settings, COUNT(settings)));
+				 names_list(rule_setting_names, RULE_NSETTINGS));
 }
 
 /* load - read and check @f; returns its error count. */

@@ -133,13 +133,6 @@ static char *preload_value(const char *shim, const char *old)
 	return v;
 }
 
-/* The rule settings' names, by RULE_SETTINGS row. */
-static const char *const setting_names[] = {
-#define SETTING_NAME(name, values) #name,
-	RULE_SETTINGS(SETTING_NAME)
-#undef SETTING_NAME
-};
-
 /*
  * set_setting - --set NAME=VALUE: SM120SHIM_<NAME> for a rule setting
  * (RULE_SETTINGS).  0, or non-zero after printing what is accepted.
@@ -147,22 +140,21 @@ static const char *const setting_names[] = {
 static int set_setting(const char *arg, int given[RULE_NSETTINGS])
 {
 	const char *eq = strchr(arg, '=');
+	int row = eq && eq[1] ? rule_setting_index(arg, (size_t)(eq - arg)) : -1;
 	char var[64];
-	size_t i, n = eq ? (size_t)(eq - arg) : 0, o;
+	size_t i, o;
 
-	for (i = 0; eq && i < RULE_NSETTINGS; i++) {
-		if (strlen(setting_names[i]) != n || strncmp(setting_names[i], arg, n) != 0 || !eq[1])
-			continue;
+	if (row >= 0) {
 		o = (size_t)snprintf(var, sizeof(var), "SM120SHIM_");
 		for (; *arg != '='; arg++)
 			var[o++] = (char)toupper((unsigned char)*arg);
 		var[o] = '\0';
-		given[i] = 1;
+		given[row] = 1;
 		return setenv(var, eq + 1, 1);
 	}
 	fprintf(stderr, "sm120 run: --set takes NAME=VALUE with NAME one of");
 	for (i = 0; i < RULE_NSETTINGS; i++)
-		fprintf(stderr, " %s", setting_names[i]);
+		fprintf(stderr, " %s", rule_setting_names[i]);
 	fprintf(stderr, ", not '%s'\n", arg);
 	return -1;
 }
@@ -237,7 +229,7 @@ static int set_model(const char *dir, const int given[RULE_NSETTINGS])
 	for (i = 0; i < sizeof(fields) / sizeof(fields[0]) && !rc; i++) {
 		long v = model_int(root, fields[i].key);
 
-		for (j = 0; j < RULE_NSETTINGS && strcmp(setting_names[j], fields[i].setting) != 0; j++)
+		for (j = 0; j < RULE_NSETTINGS && strcmp(rule_setting_names[j], fields[i].setting) != 0; j++)
 			;
 		if (j < RULE_NSETTINGS && given[j])
 			continue;

@@ -25,6 +25,9 @@ int cmd_doctor(int argc, char **argv);
 /* cmd_rules - `sm120 rules check|compile`: exit 0 valid, 1 errors, 2 usage. */
 int cmd_rules(int argc, char **argv);
 
+/* cmd_route - `sm120 route`: exit 0 replayed decisions equal the logged ones, 1 not, 2 bad input. */
+int cmd_route(int argc, char **argv);
+
 /* cmd_ref - `sm120 ref make-model|run|info`: exit 0 done, 1 failed, 2 usage. */
 int cmd_ref(int argc, char **argv);
 

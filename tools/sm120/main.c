@@ -26,6 +26,7 @@ static const struct command {
 	{ "report", cmd_report, "summarise shim logs: one row per kernel, worst first" },
 	{ "run", cmd_run, "run a command with the shim preloaded" },
 	{ "doctor", cmd_doctor, "check the driver, the devices, the target and the shim" },
+	{ "route", cmd_route, "replay logged launches through the shim's decision" },
 	{ "rules", cmd_rules, "check reroute rules, or compile them into the shim's table" },
 	{ "ref", cmd_ref, "the reference engine: write synthetic checkpoints, run Kimi K2 / GLM-4.x" },
 };

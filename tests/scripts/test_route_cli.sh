@@ -1,0 +1,55 @@
+#!/bin/sh
+# test_route_cli.sh - `sm120 route` replays real shim logs through the same
+# decision the shim made: logs written by the shim under the fake driver
+# (an SGLang extend launch at 106496 B, in reroute, enforce and diagnose
+# modes, with and without the setting it needs) replay to the logged
+# decisions; options change the decision; a changed, broken or incomplete
+# log is reported.  Prints "ok - ...".
+set -u
+echo 1..14 # plan: the number of checks below
+B=${SM120_BUILD:-build}
+T=$B/test
+SHIM=$(pwd)/$B/libsm120shim.so
+export LD_LIBRARY_PATH="$(pwd)/$T/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+work=$(mktemp -d)
+out=$work/out
+trap 'rm -rf "$work"' EXIT
+. tests/scripts/lib.sh
+
+# log NAME ENV...: the reroute program under the shim (target sm120), its log in $work/NAME.jsonl
+log() {
+	name=$1
+	shift
+	env LD_PRELOAD="$SHIM" SM120SHIM_TARGET=sm120 SM120SHIM_LOG="$work/$name.jsonl" "$@" \
+		"$T/shim_reroute" >/dev/null 2>&1
+}
+log reroute SM120SHIM_MODE=reroute SM120SHIM_KV_CACHE_DTYPE=bf16
+log nosetting SM120SHIM_MODE=reroute
+log enforce SM120SHIM_MODE=enforce
+log diagnose SM120SHIM_MODE=diagnose
+
+for name in reroute nosetting enforce diagnose; do
+	check "$name: every logged launch and attribute set replays to the logged decision" 0 \
+		"$B/sm120" route "$work/$name.jsonl"
+done
+"$B/sm120" route "$work/reroute.jsonl" >"$out" 2>&1
+expect "the launch replays as rerouted by its rule to the bundled kernel" \
+	"launch _fwd_kernel: reroute by sglang-extend-2026-03 to attn_extend_mla576_bf16 (logged: reroute)"
+"$B/sm120" route "$work/nosetting.jsonl" >"$out" 2>&1
+expect "without the setting the replay is refused, with the shim's reason" \
+	"why: the KV cache dtype is compiled into _fwd_kernel"
+check "--set gives the decision the setting would have given" 0 \
+	"$B/sm120" route --json --set kv_cache_dtype=fp8_e4m3 "$work/nosetting.jsonl"
+expect "(the FP8 kernel)" '"decision":"reroute","rule":"sglang-extend-2026-03","rerouted_to":"attn_extend_mla576_fp8"'
+check "--mode enforce replays the reroute log as the card would" 0 \
+	"$B/sm120" route --mode enforce "$work/reroute.jsonl"
+expect "(refused, not compared with the log)" "launch _fwd_kernel: refuse (logged: not compared)"
+
+sed 's/"decision":"reroute"/"decision":"log"/' "$work/reroute.jsonl" >"$work/changed.jsonl"
+check "a log whose decision differs from the replay: exit 1" 1 "$B/sm120" route "$work/changed.jsonl"
+sed 's/,"args":\[[^]]*\]//' "$work/reroute.jsonl" >"$work/noargs.jsonl"
+check "a launch logged without argument values cannot be replayed: exit 1" 1 \
+	"$B/sm120" route "$work/noargs.jsonl"
+{ cat "$work/reroute.jsonl"; echo '{"event":"launch",'; } >"$work/broken.jsonl"
+check "a line that is not JSON: exit 2" 2 "$B/sm120" route "$work/broken.jsonl"
+expect "(named by file and line)" "broken.jsonl:4: not a shim log line"
