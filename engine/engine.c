@@ -1,7 +1,15 @@
-/* engine.c - the backend table and greedy generation (see engine.h). */
+/*
+ * engine.c - the backend table and greedy generation (see engine.h).
+ *
+ * Every logits row a backend returns must be finite before argmax reads it:
+ * a NaN compares false with everything, so argmax would pick token 0 and
+ * generation would go on as if nothing happened.  A non-finite row stops
+ * ref_generate with an error naming the backend, the position and the token.
+ */
 #include "engine.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +86,43 @@ int ref_argmax(const float *v, int n)
 	return best;
 }
 
+/* first_nonfinite - index of the first NaN or Inf among @n values, or -1. */
+static int first_nonfinite(const float *v, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (!isfinite(v[i]))
+			return i;
+	return -1;
+}
+
+/*
+ * take_rows - hand @n logits rows (positions @pos..) to @rows after checking
+ * each is finite.  Returns 0, or -ERANGE with @err naming the backend, the
+ * position and the token whose logit is not finite.
+ */
+static int take_rows(const struct ref_backend *b, const float *logits, int n, int vocab, int pos,
+		     void (*rows)(void *, int, const float *), void *rows_ctx, struct sm_err *err)
+{
+	int i, bad;
+
+	for (i = 0; i < n; i++) {
+		const float *row = logits + (size_t)i * vocab;
+
+		bad = first_nonfinite(row, vocab);
+		if (bad >= 0)
+			return sm_err_set(err, -ERANGE, "position %d: the logit of token %d is %s, so no "
+					  "next token can be chosen: lm_head.weight or model.norm.weight "
+					  "holds NaN or Inf, or the %s backend's values overflow; the "
+					  "checkpoint is corrupt (download or export it again)", pos + i,
+					  bad, isnan(row[bad]) ? "NaN" : "Inf", b->name);
+		if (rows)
+			rows(rows_ctx, pos + i, row);
+	}
+	return 0;
+}
+
 static double now(void)
 {
 	struct timespec ts;
@@ -104,10 +149,9 @@ int ref_generate(const struct ref_backend *b, void *ctx, int vocab, const int *p
 	rc = b->forward(ctx, prompt, n_prompt, logits, err);
 	t1 = now();
 	t->prefill_s = t1 - t0;
-	for (i = 0; !rc && i < n_prompt; i++)
-		if (rows)
-			rows(rows_ctx, i, logits + (size_t)i * vocab);
-	tok = ref_argmax(logits + (size_t)(n_prompt - 1) * vocab, vocab);
+	if (!rc)
+		rc = take_rows(b, logits, n_prompt, vocab, 0, rows, rows_ctx, err);
+	tok = rc ? 0 : ref_argmax(logits + (size_t)(n_prompt - 1) * vocab, vocab);
 	for (i = 0; !rc && i < steps; i++) {
 		out_tokens[i] = tok;
 		if (progress)
@@ -115,9 +159,9 @@ int ref_generate(const struct ref_backend *b, void *ctx, int vocab, const int *p
 		if (i + 1 == steps)
 			break;
 		rc = b->forward(ctx, &tok, 1, logits, err);
-		if (!rc && rows)
-			rows(rows_ctx, n_prompt + i, logits);
-		tok = ref_argmax(logits, vocab);
+		if (!rc)
+			rc = take_rows(b, logits, 1, vocab, n_prompt + i, rows, rows_ctx, err);
+		tok = rc ? 0 : ref_argmax(logits, vocab);
 	}
 	t->decode_s = now() - t1;
 	free(logits);

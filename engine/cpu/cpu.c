@@ -1,10 +1,19 @@
-/* cpu.c - the CPU reference forward pass (see cpu.h). */
+/*
+ * cpu.c - the CPU reference forward pass (see cpu.h).
+ *
+ * Nothing non-finite passes silently: the hidden state after every norm of
+ * the residual stream (input_layernorm, post_attention_layernorm, the final
+ * norm) must be finite, and so must every router score; otherwise the
+ * forward call fails with an error naming the layer and the position, and
+ * the cache position does not advance.
+ */
 #include "cpu.h"
 
 #include <errno.h>
 #include <float.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,10 +48,10 @@ static void *par_thread(void *p)
 /* par_for - fn(ctx, lo, hi) over [0, n) split across @threads; serial when small. */
 static void par_for(int threads, int n, double work, void (*fn)(void *, int, int), void *ctx)
 {
-	struct par_job jobs[64];
-	pthread_t tid[64];
-	int started[64] = { 0 };
-	int t, nt = threads < 64 ? threads : 64;
+	struct par_job jobs[REF_CPU_MAX_THREADS];
+	pthread_t tid[REF_CPU_MAX_THREADS];
+	int started[REF_CPU_MAX_THREADS] = { 0 };
+	int t, nt = threads < REF_CPU_MAX_THREADS ? threads : REF_CPU_MAX_THREADS;
 
 	if (nt > n)
 		nt = n;
@@ -126,6 +135,41 @@ static void rmsnorm(float *y, const float *x, const float *w, int n, float eps)
 	ss = 1.0 / sqrt(ss / n + eps);
 	for (i = 0; i < n; i++)
 		y[i] = (float)(x[i] * ss) * w[i];
+}
+
+/* first_nonfinite - index of the first NaN or Inf among @n values, or -1. */
+static int first_nonfinite(const float *v, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (!isfinite(v[i]))
+			return i;
+	return -1;
+}
+
+/*
+ * norm_rows - @y[t] = rmsnorm(@x[t]) for the @n tokens at positions r->pos..,
+ * then refuse a non-finite result: the error names @norm (e.g.
+ * "model.layers.3.post_attention_layernorm"), the position, and @source,
+ * where the residual stream's value came from.  Returns 0 or -ERANGE.
+ */
+static int norm_rows(const struct ref_cpu *r, float *y, const float *x, const float *w, int n,
+		     const char *norm, const char *source, struct sm_err *err)
+{
+	int H = r->c->hidden, t, bad;
+
+	for (t = 0; t < n; t++) {
+		rmsnorm(y + (size_t)t * H, x + (size_t)t * H, w, H, r->c->rms_eps);
+		bad = first_nonfinite(y + (size_t)t * H, H);
+		if (bad >= 0)
+			return sm_err_set(err, -ERANGE, "position %d: the hidden state after %s is not "
+					  "finite (element %d is %s): %s holds NaN or Inf weights, or "
+					  "its values overflow fp32; the checkpoint is corrupt (download "
+					  "or export it again)", r->pos + t, norm, bad,
+					  isnan(y[(size_t)t * H + bad]) ? "NaN" : "Inf", source);
+	}
+	return 0;
 }
 
 static float silu(float x)
@@ -383,9 +427,10 @@ static void swiglu(const struct ref_cpu *r, const struct ref_mlp *p, const float
  * limited to the topk_group groups with the largest sums of their two best
  * biased scores (the others masked with -inf); ties pick the lower index.
  * Weights use the unbiased sigmoid, normalised (norm_topk_prob), then times
- * routed_scaling_factor.
+ * routed_scaling_factor.  Returns -1, or the first expert whose score is not
+ * finite (NaN: no order can rank it, and nothing is chosen).
  */
-static void route(const struct ref_config *c, const float *bias, const float *logit, int *ids, float *w)
+static int route(const struct ref_config *c, const float *bias, const float *logit, int *ids, float *w)
 {
 	int E = c->n_routed, per = E / c->n_group, e, g, j, k;
 	float s[1024], sb[1024], gs[256];
@@ -395,6 +440,8 @@ static void route(const struct ref_config *c, const float *bias, const float *lo
 	for (e = 0; e < E; e++) {
 		s[e] = 1.0f / (1.0f + expf(-logit[e]));
 		sb[e] = s[e] + bias[e];
+		if (!isfinite(sb[e]))
+			return e;
 	}
 	for (g = 0; g < c->n_group; g++) {
 		float b1 = -INFINITY, b2 = -INFINITY;
@@ -436,14 +483,19 @@ static void route(const struct ref_config *c, const float *bias, const float *lo
 			w[k] = (float)(w[k] / (sum + 1e-20));
 		w[k] *= c->routed_scaling;
 	}
+	return -1;
 }
 
-/* moe - routed experts (tokens grouped per expert) plus the shared expert, into @y[n][H]. */
-static void moe(const struct ref_cpu *r, int l, const float *x, int n, float *y)
+/*
+ * moe - routed experts (tokens grouped per expert) plus the shared expert,
+ * into @y[n][H].  Returns 0, or -ERANGE with @err when a router score is not
+ * finite (naming the layer, the position and the expert).
+ */
+static int moe(const struct ref_cpu *r, int l, const float *x, int n, float *y, struct sm_err *err)
 {
 	const struct ref_config *c = r->c;
 	const struct ref_layer *L = &r->m->layers[l];
-	int H = c->hidden, E = c->n_routed, K = c->top_k, t, e, k, i;
+	int H = c->hidden, E = c->n_routed, K = c->top_k, t, e, k, i, rc = 0;
 	float *logit = malloc(sizeof(float) * (size_t)n * E);
 	int *ids = malloc(sizeof(int) * (size_t)n * K), *rows = malloc(sizeof(int) * (size_t)n);
 	float *w = malloc(sizeof(float) * (size_t)n * K), *wt = malloc(sizeof(float) * (size_t)n);
@@ -452,8 +504,18 @@ static void moe(const struct ref_cpu *r, int l, const float *x, int n, float *y)
 	if (!logit || !ids || !rows || !w || !wt || !xs || !ys)
 		abort();
 	matmul(r, &L->router, x, n, logit);
-	for (t = 0; t < n; t++)
-		route(c, L->router_bias, logit + (size_t)t * E, ids + (size_t)t * K, w + (size_t)t * K);
+	for (t = 0; t < n && !rc; t++) {
+		e = route(c, L->router_bias, logit + (size_t)t * E, ids + (size_t)t * K, w + (size_t)t * K);
+		if (e >= 0)
+			rc = sm_err_set(err, -ERANGE, "layer %d, position %d: the router score of "
+					"expert %d is %s, so no expert can be chosen: "
+					"%smodel.layers.%d.mlp.gate.weight holds NaN or Inf; the "
+					"checkpoint is corrupt (download or export it again)", l,
+					r->pos + t, e, isnan(logit[(size_t)t * E + e]) ? "NaN" :
+					"not finite", r->m->prefix, l);
+	}
+	if (rc)
+		goto out;
 	if (r->routes.fn)
 		r->routes.fn(r->routes.ctx, l, r->pos, n, ids);
 	if (c->n_shared)
@@ -478,6 +540,7 @@ static void moe(const struct ref_cpu *r, int l, const float *x, int n, float *y)
 			for (k = 0; k < H; k++)
 				y[(size_t)rows[i] * H + k] += wt[i] * ys[(size_t)i * H + k];
 	}
+out:
 	free(logit);
 	free(ids);
 	free(rows);
@@ -485,6 +548,7 @@ static void moe(const struct ref_cpu *r, int l, const float *x, int n, float *y)
 	free(wt);
 	free(xs);
 	free(ys);
+	return rc;
 }
 
 /* ---- the whole pass ------------------------------------------------------------ */
@@ -493,8 +557,9 @@ int ref_cpu_forward(struct ref_cpu *r, const int *tokens, int n, float *logits, 
 {
 	const struct ref_config *c = r->c;
 	const struct ref_model *m = r->m;
-	int H = c->hidden, t, l, i, attn_w, scratch_w;
+	int H = c->hidden, t, l, i, attn_w, scratch_w, rc = 0;
 	float *x, *h, *a, *o, *scratch;
+	char norm[96], source[96];
 
 	if (n <= 0 || r->pos + n > r->max_seq)
 		return sm_err_set(err, -ENOSPC, "%d tokens after %d do not fit the KV cache of %d positions; "
@@ -521,11 +586,17 @@ int ref_cpu_forward(struct ref_cpu *r, const int *tokens, int n, float *logits, 
 		abort();
 	for (t = 0; t < n; t++)
 		ref_linear_row(&m->embed, tokens[t], x + (size_t)t * H);
-	for (l = 0; l < c->n_layers; l++) {
+	for (l = 0; l < c->n_layers && !rc; l++) {
 		const struct ref_layer *L = &m->layers[l];
 
-		for (t = 0; t < n; t++)
-			rmsnorm(h + (size_t)t * H, x + (size_t)t * H, L->in_norm, H, c->rms_eps);
+		snprintf(norm, sizeof(norm), "%smodel.layers.%d.input_layernorm", m->prefix, l);
+		if (l == 0)
+			snprintf(source, sizeof(source), "%smodel.embed_tokens.weight", m->prefix);
+		else
+			snprintf(source, sizeof(source), "layer %d's MLP", l - 1);
+		rc = norm_rows(r, h, x, L->in_norm, n, norm, source, err);
+		if (rc)
+			break;
 		if (c->attn == REF_ATTN_MLA)
 			mla(r, l, h, n, o, scratch);
 		else
@@ -533,25 +604,33 @@ int ref_cpu_forward(struct ref_cpu *r, const int *tokens, int n, float *logits, 
 		matmul(r, &L->o, o, n, a);
 		for (i = 0; i < n * H; i++)
 			x[i] += a[i];
-		for (t = 0; t < n; t++)
-			rmsnorm(h + (size_t)t * H, x + (size_t)t * H, L->post_norm, H, c->rms_eps);
+		snprintf(norm, sizeof(norm), "%smodel.layers.%d.post_attention_layernorm", m->prefix, l);
+		snprintf(source, sizeof(source), "layer %d's attention", l);
+		rc = norm_rows(r, h, x, L->post_norm, n, norm, source, err);
+		if (rc)
+			break;
 		if (L->moe)
-			moe(r, l, h, n, a);
+			rc = moe(r, l, h, n, a, err);
 		else
 			swiglu(r, &L->dense, h, n, a);
-		for (i = 0; i < n * H; i++)
+		for (i = 0; !rc && i < n * H; i++)
 			x[i] += a[i];
 	}
-	for (t = 0; t < n; t++)
-		rmsnorm(h + (size_t)t * H, x + (size_t)t * H, m->final_norm, H, c->rms_eps);
-	matmul(r, &m->lm_head, h, n, logits);
-	r->pos += n;
+	if (!rc) {
+		snprintf(norm, sizeof(norm), "%smodel.norm", m->prefix);
+		snprintf(source, sizeof(source), "layer %d's MLP", c->n_layers - 1);
+		rc = norm_rows(r, h, x, m->final_norm, n, norm, source, err);
+	}
+	if (!rc) {
+		matmul(r, &m->lm_head, h, n, logits);
+		r->pos += n;
+	}
 	free(x);
 	free(h);
 	free(a);
 	free(o);
 	free(scratch);
-	return 0;
+	return rc;
 }
 
 struct ref_cpu *ref_cpu_new(const struct ref_model *m, int max_seq, int absorbed, int threads,

@@ -18,11 +18,15 @@
 
 struct ref_cpu;
 
+/* The most worker threads the CPU backend starts for one loop. */
+#define REF_CPU_MAX_THREADS 64
+
 /*
  * ref_cpu_new - a forward-pass context for @m with a KV cache of @max_seq
  * positions; @absorbed picks MLA's absorbed form (ignored for GQA); @threads
- * worker threads (>= 1); @routes (may be NULL) sees every routing decision.
- * Returns NULL with @err on failure.
+ * worker threads (1..REF_CPU_MAX_THREADS; outside, the nearest); @routes
+ * (may be NULL) sees every routing decision.  Returns NULL with @err on
+ * failure.
  */
 struct ref_cpu *ref_cpu_new(const struct ref_model *m, int max_seq, int absorbed, int threads,
 			    const struct ref_route_sink *routes, struct sm_err *err);
@@ -31,7 +35,9 @@ struct ref_cpu *ref_cpu_new(const struct ref_model *m, int max_seq, int absorbed
  * ref_cpu_forward - run @n tokens at the next @n positions (after those
  * already in the cache) and write the next-token logits of each position to
  * @logits[n][vocab].  Returns 0, or -ENOSPC with @err when the cache is full,
- * -EINVAL for a token outside the vocabulary.
+ * -EINVAL for a token outside the vocabulary, -ERANGE when a router score or
+ * the hidden state after a norm is not finite (the message names the layer
+ * and the position).  On an error the cache position does not advance.
  */
 int ref_cpu_forward(struct ref_cpu *r, const int *tokens, int n, float *logits, struct sm_err *err);
 

@@ -1,7 +1,17 @@
-/* weights.c - Linear weights in the four checkpoint formats (see weights.h). */
+/*
+ * weights.c - Linear weights in the four checkpoint formats (see weights.h).
+ *
+ * Binding checks what can be checked cheaply before anything runs: every
+ * scale tensor (a small fraction of the weight's bytes) and every vector
+ * (norms, biases, the router's correction bias) must hold finite values, so
+ * a NaN or Inf there is an error naming the tensor at load.  The weights
+ * themselves are checked where they are used: the CPU backend refuses a
+ * non-finite router score or hidden state, naming the layer.
+ */
 #include "weights.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +73,30 @@ static float read_float(const struct st_tensor *t, int64_t i)
 	}
 }
 
+/*
+ * first_nonfinite - the index of the first NaN or Inf in @t (BF16, F16, F32
+ * or F8_E4M3, whose only non-finite codes are NaN: 0x7f and 0xff), or -1
+ * when every element is finite or the dtype has no such values.
+ */
+static int64_t first_nonfinite(const struct st_tensor *t)
+{
+	const unsigned char *p = t->data;
+	int64_t i;
+
+	if (t->dtype == ST_F8_E4M3) {
+		for (i = 0; i < t->numel; i++)
+			if ((p[i] & 0x7f) == 0x7f)
+				return i;
+		return -1;
+	}
+	if (!float_dtype(t->dtype))
+		return -1;
+	for (i = 0; i < t->numel; i++)
+		if (!isfinite(read_float(t, i)))
+			return i;
+	return -1;
+}
+
 static int bad(struct sm_err *err, const struct st_tensor *t, const char *what)
 {
 	char shape[96] = "";
@@ -73,6 +107,20 @@ static int bad(struct sm_err *err, const struct st_tensor *t, const char *what)
 			      (long long)t->shape[i]);
 	return sm_err_set(err, -EINVAL, "tensor %s in %s (%s [%s]): %s", t->name, t->file,
 			  st_dtype_name(t->dtype), shape, what);
+}
+
+/* check_finite - 0, or -EINVAL with @err naming @t and its first NaN / Inf element. */
+static int check_finite(const struct st_tensor *t, struct sm_err *err)
+{
+	int64_t i = first_nonfinite(t);
+	char what[192];
+
+	if (i < 0)
+		return 0;
+	snprintf(what, sizeof(what), "element %lld is %s, not a finite number: the file is corrupt "
+		 "or was exported wrongly (download or export the checkpoint again)", (long long)i,
+		 t->dtype == ST_F8_E4M3 || isnan(read_float(t, i)) ? "NaN" : "Inf");
+	return bad(err, t, what);
 }
 
 /* bind_int4 - compressed-tensors pack-quantized: weight_packed, weight_scale, weight_shape. */
@@ -111,6 +159,8 @@ static int bind_int4(struct ref_linear *l, const struct st_set *s, const struct 
 	l->bk = l->in / (int)sc->shape[1];
 	if (c->quant.method == REF_Q_CT_INT4 && l->bk != c->quant.group_size)
 		return bad(err, sc, "group size differs from the config's group_size");
+	if (check_finite(sc, err))
+		return -EINVAL;
 	l->fmt = REF_W_INT4;
 	l->w = packed;
 	l->scale = sc;
@@ -128,6 +178,8 @@ static int bind_nvfp4(struct ref_linear *l, const struct st_set *s, const char *
 	if (w->ndim != 2 || sc->ndim != 2 || sc->shape[0] != w->shape[0] ||
 	    sc->shape[1] * 8 != w->shape[1])
 		return bad(err, sc, "NVFP4 weight_scale must be [out, in/16] for weight [out, in/2]");
+	if (check_finite(sc, err) || check_finite(s2, err))
+		return -EINVAL;
 	l->fmt = REF_W_NVFP4;
 	l->w = w;
 	l->scale = sc;
@@ -157,6 +209,8 @@ static int bind_fp8(struct ref_linear *l, const struct st_set *s, const struct r
 		    inv->shape[1] != cdiv(l->in, l->bk))
 			return bad(err, inv, "weight_scale_inv must be F32 [ceil(out/block), ceil(in/block)] "
 				   "for the config's weight_block_size");
+		if (check_finite(inv, err))
+			return -EINVAL;
 		l->fmt = REF_W_FP8_BLOCK;
 		l->scale = inv;
 		return 0;
@@ -166,6 +220,8 @@ static int bind_fp8(struct ref_linear *l, const struct st_set *s, const struct r
 			   "(per channel) beside it");
 	if (!float_dtype(sc->dtype) || (sc->numel != 1 && sc->numel != l->out))
 		return bad(err, sc, "FP8 weight_scale must hold one value or one per output row");
+	if (check_finite(sc, err))
+		return -EINVAL;
 	l->fmt = REF_W_FP8_CHANNEL;
 	l->scale = sc;
 	return 0;
@@ -275,6 +331,8 @@ int ref_vector(const struct st_set *s, const char *name, int n, float **out, str
 		return sm_err_set(err, -ENOENT, "tensor %s is missing from the checkpoint", name);
 	if (!float_dtype(t->dtype) || t->numel != n || t->ndim != 1)
 		return bad(err, t, "expected a 1-D float vector of the config's size");
+	if (check_finite(t, err))
+		return -EINVAL;
 	v = malloc(sizeof(float) * (size_t)n);
 	if (!v)
 		return sm_err_set(err, -ENOMEM, "out of memory for %s", name);

@@ -5,7 +5,9 @@
  * Reading trusts nothing in a file: the header length, the JSON, every
  * dtype, shape and offset and every name are checked before a pointer into
  * the mapping is formed, so a malformed or truncated file gives an error that
- * names the file and the tensor, never a read outside the mapping.  cJSON
+ * names the file and the tensor, never a read outside the mapping.  Only
+ * regular files are opened, without blocking: a FIFO or a device in place of
+ * a shard or of the index is refused by name, never waited on.  cJSON
  * reads numbers as doubles, so an offset or a dimension above 2^53 is refused
  * rather than rounded.  Gaps between tensors are accepted (the reference
  * reader refuses them; nothing here depends on a fully covered buffer).
@@ -472,23 +474,107 @@ out:
 	return rc;
 }
 
+/* file_kind - what a file of mode @m is, for a message. */
+static const char *file_kind(mode_t m)
+{
+	if (S_ISFIFO(m))
+		return "a FIFO (named pipe)";
+	if (S_ISDIR(m))
+		return "a directory";
+	if (S_ISCHR(m))
+		return "a character device";
+	if (S_ISBLK(m))
+		return "a block device";
+	if (S_ISSOCK(m))
+		return "a socket";
+	return "not a plain file";
+}
+
+/*
+ * open_regular - @path opened read-only, and its stat in @st, if it is a
+ * regular file.  The open does not block (O_NONBLOCK: a FIFO without a
+ * writer would wait forever); a regular file reads as usual.  Returns the
+ * fd, or -errno with @err naming the path (-EINVAL: not a regular file).
+ */
+static int open_regular(const char *path, struct stat *st, struct sm_err *err)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC), rc;
+
+	if (fd < 0 || fstat(fd, st) != 0) {
+		rc = -errno;
+		if (fd >= 0)
+			close(fd);
+		return sm_err_set(err, rc, "%s: cannot open: %s", path, strerror(-rc));
+	}
+	if (!S_ISREG(st->st_mode)) {
+		close(fd);
+		return sm_err_set(err, -EINVAL, "%s: not a regular file but %s: the loader reads "
+				  "only regular files (a FIFO or a device would block or never end); "
+				  "put the checkpoint's own file there", path, file_kind(st->st_mode));
+	}
+	return fd;
+}
+
+/*
+ * read_regular - the whole of the regular file @path (at most @max bytes) in
+ * a malloc'd, NUL-terminated *@text of *@len bytes.  Returns 0, or -errno
+ * with @err naming the path (-ENOENT: it does not exist; -EINVAL: not a
+ * regular file; -EFBIG: over @max).
+ */
+static int read_regular(const char *path, size_t max, char **text, size_t *len, struct sm_err *err)
+{
+	struct stat st;
+	char *buf = NULL;
+	size_t n = 0;
+	int fd = open_regular(path, &st, err), rc = 0;
+
+	*text = NULL;
+	*len = 0;
+	if (fd < 0)
+		return fd;
+	if ((uint64_t)st.st_size > max) {
+		rc = sm_err_set(err, -EFBIG, "%s: %lld bytes, more than the %zu such a file can "
+				"have: not the file it should be", path, (long long)st.st_size, max);
+		goto out;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf) {
+		rc = sm_err_set(err, -ENOMEM, "%s: out of memory", path);
+		goto out;
+	}
+	while (n < (size_t)st.st_size) {
+		ssize_t k = read(fd, buf + n, (size_t)st.st_size - n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			rc = k < 0 ? -errno : -EIO;
+			sm_err_set(err, rc, "%s: cannot read: %s", path, k < 0 ? strerror(-rc) :
+				   "the file got shorter while it was read");
+			goto out;
+		}
+		n += (size_t)k;
+	}
+	buf[n] = '\0';
+	*text = buf;
+	*len = n;
+	buf = NULL;
+out:
+	free(buf);
+	close(fd);
+	return rc;
+}
+
 /* shard_open - map @sh->path (already set) and read its header. */
 static int shard_open(struct shard *sh, struct sm_err *err)
 {
 	struct stat st;
 	void *map;
-	int fd = open(sh->path, O_RDONLY | O_CLOEXEC), rc;
+	int fd = open_regular(sh->path, &st, err), rc;
 
-	if (fd < 0 || fstat(fd, &st) != 0) {
-		rc = -errno;
-		sm_err_set(err, rc, "%s: cannot open: %s", sh->path, strerror(-rc));
-		goto out;
-	}
+	if (fd < 0)
+		return fd;
 	rc = -EINVAL;
-	if (!S_ISREG(st.st_mode)) {
-		sm_err_set(err, rc, "%s: not a regular file", sh->path);
-		goto out;
-	}
 	if (st.st_size < 8) {
 		sm_err_set(err, rc, "%s: %lld bytes, too short for the 8-byte header length: a "
 			   "truncated or empty file", sh->path, (long long)st.st_size);
@@ -504,8 +590,7 @@ static int shard_open(struct shard *sh, struct sm_err *err)
 	sh->len = (size_t)st.st_size;
 	rc = shard_parse(sh, err);
 out:
-	if (fd >= 0)
-		close(fd);
+	close(fd);
 	return rc;
 }
 
@@ -704,6 +789,7 @@ struct st_set *st_open(const char *dir, struct sm_err *err)
 	char *text = NULL;
 	struct stat st;
 	size_t len;
+	int rc;
 
 	if (!ipath || !fpath) {
 		sm_err_set(err, -ENOMEM, "%s: out of memory", dir);
@@ -719,11 +805,11 @@ struct st_set *st_open(const char *dir, struct sm_err *err)
 			   "directory (st_open_file reads one file)", dir);
 		goto out;
 	}
-	text = sm_read_small(ipath, ST_MAX_INDEX, &len);
-	if (text) {
+	rc = read_regular(ipath, ST_MAX_INDEX, &text, &len, err);
+	if (!rc) {
 		s = open_indexed(dir, ipath, text, len, err);
-	} else if (errno != ENOENT) {
-		sm_err_set(err, -errno, "%s: cannot read: %s", ipath, strerror(errno));
+	} else if (rc != -ENOENT) {
+		goto out;
 	} else if (stat(fpath, &st) != 0 && errno == ENOENT) {
 		sm_err_set(err, -ENOENT, "%s: neither %s nor %s is there: not a Hugging Face "
 			   "checkpoint directory (or a download still in progress)", dir,

@@ -36,9 +36,6 @@
 
 /* A model at or above this size with shards = 0 is written one shard per layer. */
 #define SYNTH_AUTO_SHARD_BYTES (2ull << 30)
-#define SYNTH_MAX_LAYERS 1000
-#define SYNTH_MAX_EXPERTS 4096
-#define SYNTH_MAX_SHARDS 99999	/* the shard names have 5 digits */
 
 /* ------------------------------------------------------------------ dimensions */
 
@@ -126,6 +123,17 @@ static int parse_name(const char *s, const char *const *names, int n)
 	return -1;
 }
 
+int synth_defaults(const char *arch, int real_dims, int *layers, int *experts)
+{
+	int a = parse_name(arch, arch_names, ARCH_N);
+
+	if (a < 0)
+		return -EINVAL;
+	*layers = synth_sizes[a][real_dims ? 1 : 0].layers;
+	*experts = synth_sizes[a][real_dims ? 1 : 0].experts;
+	return 0;
+}
+
 /* model_resolve - check @o and fill @m: the table's dimensions with @o's overrides. */
 static int model_resolve(const struct synth_opts *o, struct synth_model *m, struct sm_err *err)
 {
@@ -134,25 +142,25 @@ static int model_resolve(const struct synth_opts *o, struct synth_model *m, stru
 	int q = parse_name(o->quant, quant_names, QUANT_N);
 
 	if (a < 0)
-		return sm_err_set(err, -EINVAL, "make-model: unknown --arch '%s' (accepted: kimi-k2, "
+		return sm_err_set(err, -EINVAL, "unknown --arch '%s' (accepted: kimi-k2, "
 				  "glm4-moe)", o->arch ? o->arch : "");
 	if (q < 0)
-		return sm_err_set(err, -EINVAL, "make-model: unknown --quant '%s' (accepted: bf16, "
+		return sm_err_set(err, -EINVAL, "unknown --quant '%s' (accepted: bf16, "
 				  "fp8, int4, nvfp4)", o->quant ? o->quant : "");
 	if (o->k25_layout && a != ARCH_KIMI)
-		return sm_err_set(err, -EINVAL, "make-model: --k25-layout is for --arch kimi-k2 "
-				  "only (got --arch %s)", o->arch);
+		return sm_err_set(err, -EINVAL, "--k25 is for --arch kimi-k2 only (got "
+				  "--arch %s)", o->arch);
 	if (o->legacy_quant_config && q != QUANT_NVFP4)
-		return sm_err_set(err, -EINVAL, "make-model: --legacy-quant-config is for --quant "
+		return sm_err_set(err, -EINVAL, "--legacy-quant-config is for --quant "
 				  "nvfp4 only (got --quant %s)", o->quant);
 	if (o->layers < 0 || o->layers > SYNTH_MAX_LAYERS)
-		return sm_err_set(err, -EINVAL, "make-model: --layers %d out of range (accepted: "
+		return sm_err_set(err, -EINVAL, "--layers %d out of range (accepted: "
 				  "1..%d, 0 for the default)", o->layers, SYNTH_MAX_LAYERS);
 	if (o->experts < 0 || o->experts > SYNTH_MAX_EXPERTS)
-		return sm_err_set(err, -EINVAL, "make-model: --experts %d out of range (accepted: "
+		return sm_err_set(err, -EINVAL, "--experts %d out of range (accepted: "
 				  "1..%d, 0 for the default)", o->experts, SYNTH_MAX_EXPERTS);
 	if (o->shards < 0 || o->shards > SYNTH_MAX_SHARDS)
-		return sm_err_set(err, -EINVAL, "make-model: --shards %d out of range (accepted: "
+		return sm_err_set(err, -EINVAL, "--shards %d out of range (accepted: "
 				  "0..%d)", o->shards, SYNTH_MAX_SHARDS);
 	m->arch = (enum synth_arch)a;
 	m->quant = (enum synth_quant)q;
@@ -506,7 +514,7 @@ static int plan_build(struct plan *p, const struct synth_model *m, struct sm_err
 		 "lm_head.weight");
 	plan_group(p, "lm_head");
 	if (p->failed)
-		return sm_err_set(err, -ENOMEM, "make-model: out of memory planning %zu tensors",
+		return sm_err_set(err, -ENOMEM, "out of memory planning %zu tensors",
 				  p->n);
 	return 0;
 }
@@ -632,12 +640,12 @@ static int emit(struct synth_out *out, const struct plan_entry *e, int shard, co
 			out->names = nn;
 		nw = nn ? realloc(out->where, cap * sizeof(*nw)) : NULL;
 		if (!nw)
-			return sm_err_set(err, -ENOMEM, "make-model: out of memory at %s", name);
+			return sm_err_set(err, -ENOMEM, "out of memory at %s", name);
 		out->where = nw;
 		out->cap = cap;
 	}
 	if (!(out->names[out->n] = strdup(name)))
-		return sm_err_set(err, -ENOMEM, "make-model: out of memory at %s", name);
+		return sm_err_set(err, -ENOMEM, "out of memory at %s", name);
 	out->where[out->n++] = out->files[shard];
 	rc = st_writer_add(out->w[shard], name, dt, ndim, shape, data, err);
 	if (rc)
@@ -729,7 +737,7 @@ static int write_entry(struct synth_out *out, const struct plan *p, size_t i, st
 		master = new_master(e, out->m->o->seed);
 	}
 	if (!master)
-		return sm_err_set(err, -ENOMEM, "make-model: out of memory for %s", e->name);
+		return sm_err_set(err, -ENOMEM, "out of memory for %s", e->name);
 	switch (e->fmt) {
 	case FMT_BF16:
 		rc = emit(out, e, e->shard, leaf, ST_BF16, nd, shape, master, err);
@@ -798,7 +806,7 @@ static int write_entry(struct synth_out *out, const struct plan *p, size_t i, st
 	}
 	}
 	if (oom)
-		rc = sm_err_set(err, -ENOMEM, "make-model: out of memory for %s", e->name);
+		rc = sm_err_set(err, -ENOMEM, "out of memory for %s", e->name);
 	free(master);
 	free(q);
 	free(s);
@@ -816,7 +824,7 @@ static int out_open(struct synth_out *out, const struct plan *p, struct sm_err *
 	out->paths = calloc((size_t)n, sizeof(*out->paths));
 	out->last = calloc((size_t)n, sizeof(*out->last));
 	if (!out->w || !out->files || !out->paths || !out->last)
-		return sm_err_set(err, -ENOMEM, "make-model: out of memory");
+		return sm_err_set(err, -ENOMEM, "out of memory");
 	for (s = 0; s < n; s++) {
 		char file[64], path[4096];
 
@@ -825,13 +833,13 @@ static int out_open(struct synth_out *out, const struct plan *p, struct sm_err *
 		else
 			snprintf(file, sizeof(file), "model-%05d-of-%05d.safetensors", s + 1, n);
 		if (path_join(path, sizeof(path), out->dir, file))
-			return sm_err_set(err, -ENAMETOOLONG, "make-model: %s/%s: path too long",
+			return sm_err_set(err, -ENAMETOOLONG, "%s/%s: path too long",
 					  out->dir, file);
 		out->files[s] = strdup(file);
 		out->paths[s] = strdup(path);
 		out->w[s] = out->paths[s] ? st_writer_new(out->paths[s]) : NULL;
 		if (!out->files[s] || !out->w[s])
-			return sm_err_set(err, -ENOMEM, "make-model: out of memory for %s", path);
+			return sm_err_set(err, -ENOMEM, "out of memory for %s", path);
 		out->last[s] = -1;
 	}
 	for (i = 0; i < p->n; i++) {
@@ -888,12 +896,21 @@ static int remove_stale(const char *dir, const char *name, struct sm_err *err)
 	char path[4096];
 
 	if (path_join(path, sizeof(path), dir, name))
-		return sm_err_set(err, -ENAMETOOLONG, "make-model: %s/%s: path too long", dir,
+		return sm_err_set(err, -ENAMETOOLONG, "%s/%s: path too long", dir,
 				  name);
 	if (unlink(path) != 0 && errno != ENOENT)
-		return sm_err_set(err, -errno, "make-model: cannot remove stale %s: %s", path,
+		return sm_err_set(err, -errno, "cannot remove stale %s: %s", path,
 				  strerror(errno));
 	return 0;
+}
+
+/* report - tell @o's progress callback, when it has one and the write is large enough. */
+static void report(const struct synth_opts *o, const char *what, uint64_t done, uint64_t total)
+{
+	struct synth_progress pr = { what, done, total };
+
+	if (o->progress && total >= o->progress_min)
+		o->progress(&pr, o->progress_ctx);
 }
 
 static int write_tensors(const struct synth_model *m, const char *dir, struct plan *p,
@@ -906,14 +923,15 @@ static int write_tensors(const struct synth_model *m, const char *dir, struct pl
 
 	out.nshards = plan_shards(p, m->o->shards, m->d.layers, &total);
 	rc = out_open(&out, p, err);
+	if (!rc)
+		report(m->o, "", 0, total);
 	for (i = 0; !rc && i < p->n; i++) {
 		rc = write_entry(&out, p, i, err);
 		for (s = 0; !rc && s < out.nshards; s++)
 			if (out.last[s] == (long)i)
 				rc = out_finish(&out, s, err);
-		if (!rc && p->e[i].group[0] && m->o->progress)
-			m->o->progress(p->e[i].group,
-				       total ? (double)out.bytes / (double)total : 1.0);
+		if (!rc && p->e[i].group[0])
+			report(m->o, p->e[i].group, out.bytes, total);
 	}
 	for (s = 0; !rc && s < out.nshards; s++)	/* shards that received nothing */
 		if (out.w[s])
@@ -1175,14 +1193,14 @@ static int write_json(const char *dir, const char *name, const cJSON *root, stru
 	int rc = 0;
 
 	if (path_join(path, sizeof(path), dir, name))
-		return sm_err_set(err, -ENAMETOOLONG, "make-model: %s/%s: path too long", dir,
+		return sm_err_set(err, -ENAMETOOLONG, "%s/%s: path too long", dir,
 				  name);
 	text = cJSON_Print(root);
 	if (!text)
-		return sm_err_set(err, -ENOMEM, "make-model: out of memory writing %s", path);
+		return sm_err_set(err, -ENOMEM, "out of memory writing %s", path);
 	f = fopen(path, "we");
 	if (!f) {
-		rc = sm_err_set(err, -errno, "make-model: cannot create %s: %s", path,
+		rc = sm_err_set(err, -errno, "cannot create %s: %s", path,
 				strerror(errno));
 	} else {
 		if (fputs(text, f) == EOF || fputc('\n', f) == EOF)
@@ -1190,7 +1208,7 @@ static int write_json(const char *dir, const char *name, const cJSON *root, stru
 		if (fclose(f) != 0 && !rc)
 			rc = -errno;
 		if (rc)
-			sm_err_set(err, rc, "make-model: cannot write %s: %s", path, strerror(-rc));
+			sm_err_set(err, rc, "cannot write %s: %s", path, strerror(-rc));
 	}
 	cJSON_free(text);
 	return rc;
@@ -1227,7 +1245,7 @@ static int write_configs(const struct synth_model *m, const char *dir, struct sm
 		nvfp4_excludes(&j, q, "exclude_modules", m->o->k25_layout);
 	}
 	if (j.failed || !top)
-		rc = sm_err_set(err, -ENOMEM, "make-model: out of memory building config.json");
+		rc = sm_err_set(err, -ENOMEM, "out of memory building config.json");
 	else if (hq)
 		rc = write_json(dir, "hf_quant_config.json", hq, err);
 	else
@@ -1249,7 +1267,7 @@ static int make_dirs(const char *dir, struct sm_err *err)
 	struct stat st;
 
 	if (n == 0 || n >= sizeof(path))
-		return sm_err_set(err, -EINVAL, "make-model: output directory '%.200s': empty or "
+		return sm_err_set(err, -EINVAL, "output directory '%.200s': empty or "
 				  "too long", dir);
 	memcpy(path, dir, n + 1);
 	for (i = 1; i <= n; i++) {
@@ -1259,15 +1277,15 @@ static int make_dirs(const char *dir, struct sm_err *err)
 			continue;
 		path[i] = '\0';
 		if (mkdir(path, 0777) != 0 && errno != EEXIST)
-			return sm_err_set(err, -errno, "make-model: cannot create directory %s: %s",
+			return sm_err_set(err, -errno, "cannot create directory %s: %s",
 					  path, strerror(errno));
 		path[i] = ch;
 	}
 	if (stat(dir, &st) != 0)
-		return sm_err_set(err, -errno, "make-model: cannot create directory %s: %s", dir,
+		return sm_err_set(err, -errno, "cannot create directory %s: %s", dir,
 				  strerror(errno));
 	if (!S_ISDIR(st.st_mode))
-		return sm_err_set(err, -ENOTDIR, "make-model: cannot create directory %s: a file "
+		return sm_err_set(err, -ENOTDIR, "cannot create directory %s: a file "
 				  "of that name exists", dir);
 	return 0;
 }

@@ -25,18 +25,46 @@
 
 #include "../../core/common/err.h"
 
+/* The largest values synth_opts accepts (0 means the default for each). */
+#define SYNTH_MAX_LAYERS 1000
+#define SYNTH_MAX_EXPERTS 4096
+#define SYNTH_MAX_SHARDS 99999	/* the shard names have 5 digits */
+
+/* How far a write has come: @done of the @total tensor bytes. */
+struct synth_progress {
+	const char *what;	/* the group of tensors just written; "" before the first */
+	uint64_t done, total;
+};
+
 struct synth_opts {
 	const char *arch;	/* "kimi-k2" or "glm4-moe" */
 	const char *quant;	/* "bf16", "fp8", "int4" or "nvfp4" */
-	int layers;		/* 0: the size's default */
+	int layers;		/* 0: the size's default; else 1..SYNTH_MAX_LAYERS */
 	int real_dims;		/* 1: the real model's dimensions; 0: tiny */
 	uint64_t seed;
-	int shards;		/* 0 or 1: model.safetensors; >1: that many shards + index */
+	int shards;		/* 0: one file, or one shard per layer from 2 GiB; 1: one
+				 * file; >1: that many shards + index (<= SYNTH_MAX_SHARDS) */
 	int k25_layout;		/* kimi-k2 only: K2.5's text_config + language_model. prefix */
 	int legacy_quant_config; /* nvfp4 only: hf_quant_config.json instead of quantization_config */
-	int experts;		/* 0: the size's default; else n_routed_experts */
-	void (*progress)(const char *what, double fraction); /* may be NULL */
+	int experts;		/* 0: the size's default; else n_routed_experts
+				 * (<= SYNTH_MAX_EXPERTS) */
+	/*
+	 * progress (may be NULL) - called before the first tensor (done 0) and
+	 * after each group of tensors (an embedding, a layer's attention, one
+	 * expert, ...), in increasing @done, when the tensors total at least
+	 * @progress_min bytes; @progress_ctx is passed through.
+	 */
+	void (*progress)(const struct synth_progress *p, void *progress_ctx);
+	void *progress_ctx;
+	uint64_t progress_min;
 };
+
+/*
+ * synth_defaults - the layer and routed-expert counts that @arch ("kimi-k2"
+ * or "glm4-moe") gets at its tiny (@real_dims 0) or real size when
+ * synth_opts leaves them 0.  Returns 0, or -EINVAL for an unknown @arch.
+ */
+int synth_defaults(const char *arch, int real_dims, int *layers, int *experts);
 
 /*
  * synth_make_model - write the checkpoint described by @o into directory

@@ -5,7 +5,12 @@
  * format runs, naive and absorbed MLA agree, prefill in one call equals
  * token-by-token decode, sharded / K2.5 layouts equal the plain layout, and
  * the logits match a golden file written by Hugging Face transformers
- * (tests/engine/golden, made by tests/gpu/engine_hf.py golden).
+ * (tests/engine/golden, made by tests/gpu/engine_hf.py golden).  Bad
+ * inputs, each written into a make-model checkpoint: config values out of
+ * range, unknown architectures, a FIFO as config.json, NaN / Inf in scales,
+ * norms and the router bias (refused at load), in the router weight, in a
+ * layer's weights and in lm_head (refused at the step, naming the layer and
+ * the position).
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -17,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -491,6 +497,361 @@ static void test_bad_checkpoints(void **state)
 	assert_non_null(strstr(err.msg, "mlp.experts.0.gate_proj"));
 }
 
+/* ---- bad inputs: every one refused with a message that names it ---- */
+
+/* copy_model - a fresh copy of checkpoint @src in tmpdir(@name); its path. */
+static const char *copy_model(const char *src, const char *name)
+{
+	static char dir[700];
+	char cmd[2048];
+
+	snprintf(dir, sizeof(dir), "%s", tmpdir(name));
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' && cp -r '%s' '%s'", dir, src, dir);
+	assert_int_equal(system(cmd), 0);
+	return dir;
+}
+
+/*
+ * poke_tensor - overwrite elements [@first, @first + @count) (@count < 0:
+ * all) of tensor @name in @dir/model.safetensors with the @size bytes of
+ * @value, located through the file's own header.
+ */
+static void poke_tensor(const char *dir, const char *name, int64_t first, int64_t count,
+			const void *value, size_t size)
+{
+	char path[800], *hdr;
+	uint64_t hlen = 0;
+	unsigned char len8[8];
+	cJSON *j, *off;
+	int64_t begin, end, i;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/model.safetensors", dir);
+	f = fopen(path, "r+b");
+	assert_non_null(f);
+	assert_int_equal(fread(len8, 1, 8, f), 8);
+	for (i = 7; i >= 0; i--)
+		hlen = hlen << 8 | len8[i];
+	hdr = malloc(hlen + 1);
+	assert_non_null(hdr);
+	assert_int_equal(fread(hdr, 1, hlen, f), hlen);
+	hdr[hlen] = '\0';
+	j = cJSON_Parse(hdr);
+	off = cJSON_GetObjectItem(cJSON_GetObjectItem(j, name), "data_offsets");
+	if (!off)
+		fail_msg("%s has no tensor %s", path, name);
+	begin = (int64_t)cJSON_GetArrayItem(off, 0)->valuedouble;
+	end = (int64_t)cJSON_GetArrayItem(off, 1)->valuedouble;
+	if (count < 0)
+		count = (end - begin) / (int64_t)size - first;
+	assert_true(begin + (first + count) * (int64_t)size <= end);
+	assert_int_equal(fseek(f, (long)(8 + hlen + begin + first * (int64_t)size), SEEK_SET), 0);
+	for (i = 0; i < count; i++)
+		assert_int_equal(fwrite(value, 1, size, f), size);
+	assert_int_equal(fclose(f), 0);
+	cJSON_Delete(j);
+	free(hdr);
+}
+
+static const uint16_t bf16_nan = 0x7fc0, bf16_inf = 0x7f80;
+static const float f32_nan = NAN, f32_inf = INFINITY;
+static const uint8_t e4m3_nan = 0x7f;
+
+/*
+ * edit_config - @src's config.json with @key (in text_config when there is
+ * one) set to the JSON @value (NULL: removed), written to tmpdir(@name); its
+ * directory.
+ */
+static const char *edit_config(const char *src, const char *name, const char *key, const char *value)
+{
+	static char dir[600];
+	char path[700], *text;
+	size_t len;
+	cJSON *root, *t;
+
+	snprintf(path, sizeof(path), "%s/config.json", src);
+	text = read_file(path, &len);
+	assert_non_null(text);
+	root = cJSON_Parse(text);
+	free(text);
+	assert_non_null(root);
+	t = cJSON_GetObjectItem(root, "text_config") ? cJSON_GetObjectItem(root, "text_config") : root;
+	cJSON_DeleteItemFromObject(t, key);
+	if (value)
+		assert_non_null(cJSON_AddItemToObject(t, key, cJSON_Parse(value)) ? t : NULL);
+	snprintf(dir, sizeof(dir), "%s", tmpdir(name));
+	mkdir(dir, 0700);
+	text = cJSON_Print(root);
+	write_text(dir, "config.json", text);
+	cJSON_free(text);
+	cJSON_Delete(root);
+	return dir;
+}
+
+/* Config values outside the engine's range: each refused, naming the key and the range. */
+static void test_config_ranges(void **state)
+{
+	static const struct {
+		const char *arch, *key, *value, *expect;
+	} bad[] = {
+		{ "kimi-k2", "rms_norm_eps", "-1", "> 0 and <= 1" },
+		{ "kimi-k2", "rms_norm_eps", "0", "> 0 and <= 1" },
+		{ "glm4-moe", "rms_norm_eps", "2", "> 0 and <= 1" },
+		{ "kimi-k2", "routed_scaling_factor", "-2.5", "> 0" },
+		{ "kimi-k2", "moe_intermediate_size", "0", "1..1048576" },
+		{ "kimi-k2", "n_routed_experts", "1e9", "1..65536" },
+		{ "kimi-k2", "num_attention_heads", "100000", "1..4096" },
+		{ "kimi-k2", "vocab_size", "1.5", "whole number" },
+		{ "kimi-k2", "q_lora_rank", "-1", "0..65536" },
+		{ "kimi-k2", "rope_theta", "0", "rope_theta (must be > 1)" },
+		{ "glm4-moe", "rope_theta", "-5", "rope_theta (must be > 1)" },
+		{ "glm4-moe", "head_dim", "0", "1..4096" },
+		{ "glm4-moe", "partial_rotary_factor", "0", "> 0 and <= 1" },
+		{ "glm4-moe", "num_key_value_heads", "0", "1..4096" },
+	};
+	struct ref_config c;
+	struct sm_err err;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *dir = edit_config(make(bad[i].arch, "bf16", 0, 0), "ranges", bad[i].key,
+					      bad[i].value);
+
+		err.msg[0] = '\0';
+		if (ref_config_load(dir, &c, &err) != -EINVAL)
+			fail_msg("%s = %s was accepted (%s)", bad[i].key, bad[i].value, err.msg);
+		if (!strstr(err.msg, bad[i].key) || !strstr(err.msg, bad[i].expect) ||
+		    !strstr(err.msg, "config.json"))
+			fail_msg("%s = %s: message \"%s\" lacks \"%s\"", bad[i].key, bad[i].value,
+				 err.msg, bad[i].expect);
+	}
+	/* the unedited configs load */
+	assert_int_equal(ref_config_load(make("kimi-k2", "bf16", 0, 0), &c, &err), 0);
+	assert_int_equal(ref_config_load(make("glm4-moe", "bf16", 0, 0), &c, &err), 0);
+}
+
+/* "architectures" must name what the engine runs; absent, the fields decide (test_config). */
+static void test_architectures(void **state)
+{
+	static const struct {
+		const char *arch, *value;
+		int rc;
+		const char *expect;
+	} cases[] = {
+		{ "kimi-k2", "[\"LlamaForCausalLM\"]", -ENOTSUP, "\"LlamaForCausalLM\"" },
+		{ "glm4-moe", "[\"Glm4MoeForCausalLM\", \"Qwen3MoeForCausalLM\"]", -ENOTSUP,
+		  "\"Qwen3MoeForCausalLM\"" },
+		{ "glm4-moe", "[42]", -ENOTSUP, "(not a string)" },
+		{ "kimi-k2", "\"DeepseekV3ForCausalLM\"", -EINVAL, "must be a list" },
+		{ "kimi-k2", "[\"KimiK25ForConditionalGeneration\"]", -EINVAL, "no text_config" },
+		{ "kimi-k2", "[\"DeepseekV3ForCausalLM\"]", 0, "" },
+		{ "glm4-moe", "[\"Glm4MoeForCausalLM\"]", 0, "" },
+	};
+	struct ref_config c;
+	struct sm_err err;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *dir = edit_config(make(cases[i].arch, "bf16", 0, 0), "archs",
+					      "architectures", cases[i].value);
+		int rc = ref_config_load(dir, &c, &err);
+
+		if (rc != cases[i].rc)
+			fail_msg("architectures %s: %d, expected %d (%s)", cases[i].value, rc,
+				 cases[i].rc, err.msg);
+		if (rc && !strstr(err.msg, cases[i].expect))
+			fail_msg("architectures %s: message \"%s\" lacks \"%s\"", cases[i].value,
+				 err.msg, cases[i].expect);
+		if (rc == -ENOTSUP)	/* the supported ones are listed */
+			assert_true(strstr(err.msg, "DeepseekV3ForCausalLM") &&
+				    strstr(err.msg, "KimiK25ForConditionalGeneration") &&
+				    strstr(err.msg, "Glm4MoeForCausalLM"));
+	}
+	/* K2.5: KimiK25ForConditionalGeneration at the top, the text model nested */
+	assert_int_equal(ref_config_load(make("kimi-k2", "int4", 2, 1), &c, &err), 0);
+	assert_int_equal(c.attn, REF_ATTN_MLA);
+}
+
+/* on_alarm - the loader blocked on a FIFO: end the program (no cmocka verdict: a failure). */
+static void on_alarm(int sig)
+{
+	static const char msg[] = "a FIFO blocked the loader\n";
+
+	(void)sig;
+	if (write(2, msg, sizeof(msg) - 1) < 0)
+		_exit(4);
+	_exit(3);
+}
+
+/* A FIFO as config.json is refused by name, never waited on. */
+static void test_config_fifo(void **state)
+{
+	const char *dir = copy_model(make("glm4-moe", "bf16", 0, 0), "fifo");
+	char path[800];
+	struct sm_err err;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/config.json", dir);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	signal(SIGALRM, on_alarm);
+	alarm(20);
+	assert_null(ref_model_load(dir, &err));
+	alarm(0);
+	assert_non_null(strstr(err.msg, path));
+	assert_non_null(strstr(err.msg, "not a regular file"));
+}
+
+/* NaN / Inf in what binding reads whole - scales, norms, the router bias - fail the load. */
+static void test_nonfinite_at_load(void **state)
+{
+	static const struct {
+		const char *quant, *tensor;
+		int64_t at;
+		const void *value;
+		size_t size;
+		const char *expect;
+	} cases[] = {
+		{ "bf16", "model.layers.1.post_attention_layernorm.weight", 3, &bf16_nan, 2,
+		  "element 3 is NaN" },
+		{ "bf16", "model.layers.0.self_attn.kv_a_layernorm.weight", 1, &bf16_inf, 2,
+		  "element 1 is Inf" },
+		{ "bf16", "model.layers.2.mlp.gate.e_score_correction_bias", 15, &f32_nan, 4,
+		  "element 15 is NaN" },
+		{ "fp8", "model.layers.0.self_attn.o_proj.weight_scale_inv", 1, &f32_inf, 4,
+		  "element 1 is Inf" },
+		{ "int4", "model.layers.1.mlp.experts.3.down_proj.weight_scale", 2, &bf16_nan, 2,
+		  "element 2 is NaN" },
+		{ "nvfp4", "model.layers.2.mlp.experts.0.up_proj.weight_scale", 9, &e4m3_nan, 1,
+		  "element 9 is NaN" },
+		{ "nvfp4", "model.layers.1.mlp.experts.5.gate_proj.weight_scale_2", 0, &f32_nan, 4,
+		  "element 0 is NaN" },
+	};
+	struct sm_err err;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *dir = copy_model(make("kimi-k2", cases[i].quant, 0, 0), "nonfinite");
+
+		poke_tensor(dir, cases[i].tensor, cases[i].at, 1, cases[i].value, cases[i].size);
+		err.msg[0] = '\0';
+		if (ref_model_load(dir, &err))
+			fail_msg("%s with a non-finite element loaded", cases[i].tensor);
+		if (!strstr(err.msg, cases[i].tensor) || !strstr(err.msg, cases[i].expect))
+			fail_msg("%s: message \"%s\" lacks \"%s\"", cases[i].tensor, err.msg,
+				 cases[i].expect);
+	}
+}
+
+/*
+ * forward_error - load @dir, run the prompt through the CPU backend and
+ * return its error code, with the message in @err.
+ */
+static int forward_error(const char *dir, struct sm_err *err)
+{
+	struct ref_model *m = ref_model_load(dir, err);
+	struct ref_cpu *r;
+	float *logits;
+	int rc;
+
+	if (!m)
+		fail_msg("load %s: %s", dir, err->msg);
+	r = ref_cpu_new(m, NPROMPT, 1, 2, NULL, err);
+	assert_non_null(r);
+	logits = malloc(sizeof(float) * NPROMPT * (size_t)m->cfg.vocab);
+	rc = ref_cpu_forward(r, prompt, NPROMPT, logits, err);
+	if (rc) {	/* the position did not advance: the same error again */
+		char first[sizeof(err->msg)];
+
+		memcpy(first, err->msg, sizeof(first));
+		assert_int_equal(ref_cpu_forward(r, prompt, NPROMPT, logits, err), rc);
+		assert_string_equal(err->msg, first);
+	}
+	free(logits);
+	ref_cpu_free(r);
+	ref_model_free(m);
+	return rc;
+}
+
+/* A NaN router score refuses the step, naming the layer, the position and the expert. */
+static void test_router_nonfinite(void **state)
+{
+	const char *dir;
+	struct sm_err err;
+
+	(void)state;
+	/* one expert's row of kimi's layer-1 router (hidden 192): expert 5 */
+	dir = copy_model(make("kimi-k2", "bf16", 0, 0), "router");
+	poke_tensor(dir, "model.layers.1.mlp.gate.weight", 5 * 192, 192, &bf16_nan, 2);
+	assert_int_equal(forward_error(dir, &err), -ERANGE);
+	assert_non_null(strstr(err.msg, "layer 1, position 0"));
+	assert_non_null(strstr(err.msg, "expert 5 is NaN"));
+	assert_non_null(strstr(err.msg, "model.layers.1.mlp.gate.weight"));
+	/* the whole router of GLM's layer 2 */
+	dir = copy_model(make("glm4-moe", "bf16", 0, 0), "router");
+	poke_tensor(dir, "model.layers.2.mlp.gate.weight", 0, -1, &bf16_nan, 2);
+	assert_int_equal(forward_error(dir, &err), -ERANGE);
+	assert_non_null(strstr(err.msg, "layer 2, position 0"));
+}
+
+/* A non-finite hidden state after a norm is refused, naming the norm and where it came from. */
+static void test_hidden_nonfinite(void **state)
+{
+	static const struct {
+		const char *arch, *tensor, *norm, *source;
+	} cases[] = {
+		{ "kimi-k2", "model.layers.0.self_attn.o_proj.weight",
+		  "after model.layers.0.post_attention_layernorm", "layer 0's attention" },
+		{ "kimi-k2", "model.layers.0.mlp.down_proj.weight",
+		  "after model.layers.1.input_layernorm", "layer 0's MLP" },
+		{ "glm4-moe", "model.layers.2.mlp.shared_experts.down_proj.weight",
+		  "after model.norm", "layer 2's MLP" },
+	};
+	struct sm_err err;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *dir = copy_model(make(cases[i].arch, "bf16", 0, 0), "hidden");
+
+		poke_tensor(dir, cases[i].tensor, 0, -1, &bf16_nan, 2);
+		assert_int_equal(forward_error(dir, &err), -ERANGE);
+		if (!strstr(err.msg, cases[i].norm) || !strstr(err.msg, cases[i].source) ||
+		    !strstr(err.msg, "position 0"))
+			fail_msg("%s: message \"%s\" lacks \"%s\" / \"%s\"", cases[i].tensor, err.msg,
+				 cases[i].norm, cases[i].source);
+	}
+}
+
+/* A non-finite logit stops generation (argmax would take token 0 and go on). */
+static void test_logits_nonfinite(void **state)
+{
+	const char *dir = copy_model(make("kimi-k2", "bf16", 0, 0), "logits");
+	const struct ref_backend *b = ref_backend_find("cpu");
+	struct ref_opts o = { .max_seq = 16, .absorbed = 1, .threads = 1 };
+	struct ref_timing t;
+	struct sm_err err = { "" };
+	struct ref_model *m;
+	int tokens[4];
+	void *ctx;
+
+	(void)state;
+	poke_tensor(dir, "lm_head.weight", 7 * 192, 1, &bf16_inf, 2);	/* token 7's row */
+	m = ref_model_load(dir, &err);
+	assert_non_null(m);
+	ctx = b->create(m, &o, &err);
+	assert_non_null(ctx);
+	assert_int_equal(ref_generate(b, ctx, m->cfg.vocab, prompt, 3, 4, tokens, NULL, NULL, NULL, &t,
+				      &err), -ERANGE);
+	assert_non_null(strstr(err.msg, "position 0: the logit of token 7"));
+	assert_non_null(strstr(err.msg, "lm_head.weight"));
+	b->destroy(ctx);
+	ref_model_free(m);
+}
+
 /* ---- the golden file from transformers ---- */
 
 static void golden(const char *arch)
@@ -620,6 +981,13 @@ int main(void)
 		cmocka_unit_test(test_routes_observed),
 		cmocka_unit_test(test_layouts_agree),
 		cmocka_unit_test(test_bad_checkpoints),
+		cmocka_unit_test(test_config_ranges),
+		cmocka_unit_test(test_architectures),
+		cmocka_unit_test(test_config_fifo),
+		cmocka_unit_test(test_nonfinite_at_load),
+		cmocka_unit_test(test_router_nonfinite),
+		cmocka_unit_test(test_hidden_nonfinite),
+		cmocka_unit_test(test_logits_nonfinite),
 		cmocka_unit_test(test_gpu_backend_refuses),
 		cmocka_unit_test(test_golden_kimi),
 		cmocka_unit_test(test_golden_glm),

@@ -6,12 +6,15 @@
  * sharded checkpoint whose companion tensor sits in another shard, index and
  * directory errors, malformed headers written byte by byte (each must give
  * an error that names the file, never a crash), every truncation and many
- * byte changes of a valid file, and st_expect's messages.  All files are
- * written into a mkdtemp directory under /tmp.
+ * byte changes of a valid file, st_expect's messages, and files that are
+ * not regular files (a FIFO as a shard, as the index, a device) refused by
+ * name without blocking.  All files are written into a mkdtemp directory
+ * under /tmp.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -455,6 +458,67 @@ static void test_missing(void **state)
 	assert_non_null(strstr(err.msg, "not a regular file"));
 }
 
+/* ---------------------------------------------------------------- not regular files */
+
+/* on_alarm - st_open blocked on a FIFO: end the program (no cmocka verdict: a failure). */
+static void on_alarm(int sig)
+{
+	static const char msg[] = "a FIFO blocked st_open\n";
+
+	(void)sig;
+	if (write(2, msg, sizeof(msg) - 1) < 0)
+		_exit(4);
+	_exit(3);
+}
+
+/* expect_refused - st_open(@dir) fails at once, naming @path as @kind. */
+static void expect_refused(const char *dir, const char *path, const char *kind)
+{
+	struct sm_err err = {{0}};
+
+	signal(SIGALRM, on_alarm);
+	alarm(20);
+	assert_null(st_open(dir, &err));
+	alarm(0);
+	if (!strstr(err.msg, path) || !strstr(err.msg, "not a regular file") || !strstr(err.msg, kind))
+		fail_msg("message \"%s\" does not name %s as %s", err.msg, path, kind);
+}
+
+/* A FIFO (which would block the open) or a device in place of a file is refused by name. */
+static void test_not_regular(void **state)
+{
+	static const char *const names[] = {"layer.weight", "layer.weight_scale_inv"};
+	static const char *const files[] = {SHARD1, SHARD2};
+	char dir[256], path[512];
+	struct sm_err err = {{0}};
+
+	(void)state;
+	/* model.safetensors */
+	subdir(dir, sizeof(dir), "fifo_single");
+	snprintf(path, sizeof(path), "%s/model.safetensors", dir);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	expect_refused(dir, path, "FIFO");
+	/* a shard the index names */
+	write_shards(subdir(dir, sizeof(dir), "fifo_shard"));
+	assert_int_equal(st_write_index(dir, 2, names, files, 0, &err), 0);
+	snprintf(path, sizeof(path), "%s/" SHARD2, dir);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	expect_refused(dir, path, "FIFO");
+	/* the index */
+	write_shards(subdir(dir, sizeof(dir), "fifo_index"));
+	snprintf(path, sizeof(path), "%s/model.safetensors.index.json", dir);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	expect_refused(dir, path, "FIFO");
+	/* a directory as the index, a character device as one file */
+	subdir(dir, sizeof(dir), "dir_index");
+	snprintf(path, sizeof(path), "%s/model.safetensors.index.json", dir);
+	assert_int_equal(mkdir(path, 0700), 0);
+	expect_refused(dir, path, "directory");
+	assert_null(st_open_file("/dev/null", &err));
+	assert_non_null(strstr(err.msg, "/dev/null: not a regular file but a character device"));
+}
+
 /* ---------------------------------------------------------------- malformed */
 
 #define E(dt, shape, off) "{\"dtype\":\"" dt "\",\"shape\":" shape ",\"data_offsets\":" off "}"
@@ -743,6 +807,7 @@ int main(void)
 		cmocka_unit_test(test_sharded),
 		cmocka_unit_test(test_index_errors),
 		cmocka_unit_test(test_missing),
+		cmocka_unit_test(test_not_regular),
 		cmocka_unit_test(test_malformed_headers),
 		cmocka_unit_test(test_malformed_lengths),
 		cmocka_unit_test(test_accepted_headers),

@@ -6,7 +6,10 @@
  * and expert counts), each quantized tensor re-derived from the BF16 master
  * of the same seed (scales exactly, codes exactly, error within the format's
  * rounding), INT4 and NVFP4 nibble order, companions in other shards, the
- * K2.5 layout, the legacy NVFP4 config file and the error messages.
+ * K2.5 layout, the legacy NVFP4 config file, progress reports (only for
+ * writes of at least progress_min bytes), the default sizes and the error
+ * messages (which name the option as the command spells it, with no
+ * command prefix of their own).
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -927,31 +930,61 @@ static void test_k25(void **state)
 
 /* ---- options ---- */
 
-static double last_fraction;
-static int progress_calls, progress_backwards;
+/* What the progress callback saw. */
+struct seen_progress {
+	int calls, backwards, starts;
+	uint64_t last, total;
+};
 
-static void on_progress(const char *what, double fraction)
+static void on_progress(const struct synth_progress *p, void *ctx)
 {
-	assert_non_null(what);
-	if (fraction < last_fraction)
-		progress_backwards++;
-	last_fraction = fraction;
-	progress_calls++;
+	struct seen_progress *s = ctx;
+
+	assert_non_null(p->what);
+	if (p->done < s->last)
+		s->backwards++;
+	s->starts += p->done == 0 && !p->what[0];
+	s->last = p->done;
+	s->total = p->total;
+	s->calls++;
+}
+
+/* seen_total_plus_one - one byte more than the tensors of the model in @dir. */
+static uint64_t seen_total_plus_one(const char *dir)
+{
+	struct st_set *s = open_model(dir);
+	uint64_t total = 0;
+	size_t i;
+
+	for (i = 0; i < st_count(s); i++)
+		total += st_at(s, i)->nbytes;
+	st_close(s);
+	return total + 1;
 }
 
 static void test_overrides(void **state)
 {
 	struct synth_opts o = opts("kimi-k2", "nvfp4");
+	struct seen_progress seen = { 0 };
 	const char *dir;
 	struct st_set *s;
 	cJSON *c;
 
 	(void)state;
-	/* one layer: it must be the MoE one */
+	/* one layer: it must be the MoE one; progress from the start to the whole */
 	o.layers = 1;
 	o.progress = on_progress;
+	o.progress_ctx = &seen;
+	o.progress_min = 0;
 	dir = model("kimi-l1", o);
-	assert_true(progress_calls > 16 && progress_backwards == 0 && last_fraction == 1.0);
+	assert_true(seen.calls > 16 && seen.backwards == 0 && seen.starts == 1);
+	assert_true(seen.total > 0 && seen.last == seen.total);
+	/* a write below progress_min reports nothing */
+	memset(&seen, 0, sizeof(seen));
+	o.progress_min = seen_total_plus_one(dir);
+	model("kimi-l1-quiet", o);
+	assert_int_equal(seen.calls, 0);
+	o.progress = NULL;
 	c = read_json(dir, "config.json");
 	assert_true(num(c, "num_hidden_layers") == 1 && num(c, "first_k_dense_replace") == 0);
 	s = open_model(dir);
@@ -996,7 +1029,7 @@ static void test_errors(void **state)
 	o = opts("glm4-moe", "int4");
 	o.k25_layout = 1;
 	assert_int_equal(synth_make_model(&o, dir, &err), -EINVAL);
-	assert_non_null(strstr(err.msg, "--k25-layout") && strstr(err.msg, "kimi-k2"));
+	assert_non_null(strstr(err.msg, "--k25 is for --arch kimi-k2"));	/* the option's name */
 	o = opts("kimi-k2", "fp8");
 	o.legacy_quant_config = 1;
 	assert_int_equal(synth_make_model(&o, dir, &err), -EINVAL);
@@ -1006,6 +1039,8 @@ static void test_errors(void **state)
 	assert_int_equal(synth_make_model(&o, dir, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "--layers"));
 	assert_int_equal(access(dir, F_OK), -1);
+	/* the command adds its own name: none of the library's own */
+	assert_null(strstr(err.msg, "make-model"));
 
 	/* a file where a directory has to go: the message names the path */
 	snprintf(dir, sizeof(dir), "%s/plainfile", tmp_root);
@@ -1016,6 +1051,25 @@ static void test_errors(void **state)
 	o = opts("kimi-k2", "bf16");
 	assert_true(synth_make_model(&o, dir, &err) < 0);
 	assert_non_null(strstr(err.msg, dir));
+}
+
+/* The default sizes the command's --help prints come from the size table. */
+static void test_defaults(void **state)
+{
+	struct synth_opts o = opts("glm4-moe", "bf16");
+	int layers, experts;
+	cJSON *c;
+
+	(void)state;
+	assert_int_equal(synth_defaults("kimi-k2", 1, &layers, &experts), 0);
+	assert_true(layers == 2 && experts == 384);
+	assert_int_equal(synth_defaults("glm4-moe", 1, &layers, &experts), 0);
+	assert_true(layers == 4 && experts == 160);
+	assert_int_equal(synth_defaults("llama", 0, &layers, &experts), -EINVAL);
+	assert_int_equal(synth_defaults("glm4-moe", 0, &layers, &experts), 0);
+	c = read_json(model("glm-defaults", o), "config.json");
+	assert_true(num(c, "num_hidden_layers") == layers && num(c, "n_routed_experts") == experts);
+	cJSON_Delete(c);
 }
 
 static int setup(void **state)
@@ -1044,6 +1098,7 @@ int main(void)
 		cmocka_unit_test(test_k25),
 		cmocka_unit_test(test_overrides),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_defaults),
 	};
 
 	return cmocka_run_group_tests_name("synth", tests, setup, teardown);
