@@ -1,5 +1,7 @@
 # lib.sh - helpers the command-line test scripts source (not a test itself).
 # The sourcing script sets $out: the file each checked command's output goes to.
+# Each test_*.sh also prints its TAP plan "1..N", N being the number of
+# ok/not ok lines it prints; tests/run.sh fails a script whose count differs.
 
 # check DESCRIPTION EXPECTED_EXIT COMMAND...: run COMMAND, compare its exit status
 check() {

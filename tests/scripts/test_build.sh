@@ -3,6 +3,7 @@
 # it: one line naming the exact apt-get command, and a clear word about a
 # missing CUDA toolkit.  Prints "ok - ..." / "not ok - ...".
 set -u
+echo 1..2 # plan: the number of checks below
 fake=$(mktemp -d)
 trap 'rm -rf "$fake"' EXIT
 # A compiler that finds no header and an id that is not root.

@@ -2,6 +2,7 @@
 # test_doctor.sh - `sm120 doctor` against the fake driver, without any
 # driver, and with a library that is not the shim.  Prints "ok - ..." lines.
 set -u
+echo 1..18 # plan: the number of checks below
 B=${SM120_BUILD:-build}
 T=$B/test
 sm120=$B/sm120

@@ -5,6 +5,7 @@
 # is exact, _ptsz twins included), and the shim's trace must show it saw
 # every launch on the same entry point.  Prints "ok - ..." / "not ok - ...".
 set -u
+echo 1..9 # plan: the number of checks below
 B=${SM120_BUILD:-build}
 T=$B/test
 SHIM=$(pwd)/$B/libsm120shim.so

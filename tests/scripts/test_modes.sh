@@ -3,6 +3,7 @@
 # driver (an H200): what the process sees and what reaches the driver.
 # Prints "ok - ..." / "not ok - ...".
 set -u
+echo 1..26 # plan: the number of checks below
 B=${SM120_BUILD:-build}
 T=$B/test
 SHIM=$(pwd)/$B/libsm120shim.so

@@ -3,6 +3,7 @@
 # row order, counts, the load and summary lines, bad lines, exit codes 0/1/2
 # and --json.  Prints "ok - ..." / "not ok - ..." per check.
 set -u
+echo 1..22 # plan: the number of checks below
 B=${SM120_BUILD:-build}
 sm120=$B/sm120
 work=$(mktemp -d)

@@ -5,6 +5,7 @@
 # to its rule, the adapter reads the setting it needs from the environment
 # and checks the strides, and every refusal says why.  Prints "ok - ...".
 set -u
+echo 1..16 # plan: the number of checks below
 B=${SM120_BUILD:-build}
 T=$B/test
 SHIM=$(pwd)/$B/libsm120shim.so

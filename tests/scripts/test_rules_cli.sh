@@ -3,6 +3,7 @@
 # valid, and every kind of mistake in a rules file is named with its file,
 # line, rule and field.  Prints "ok - ..." / "not ok - ...".
 set -u
+echo 1..32 # plan: the number of checks below
 B=${SM120_BUILD:-build}
 sm120=$B/sm120
 work=$(mktemp -d)

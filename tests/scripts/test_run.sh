@@ -4,6 +4,7 @@
 # `sm120 run --mode enforce` behaves as under explicit LD_PRELOAD/SM120SHIM_*
 # variables, and its log feeds `sm120 report`.  Prints "ok - ..." / "not ok - ...".
 set -u
+echo 1..53 # plan: the number of checks below
 unset LD_PRELOAD SM120SHIM_MODE SM120SHIM_TARGET SM120SHIM_LOG SM120SHIM_ADVERTISE \
 	SM120SHIM_TRACE SM120SHIM_LIB
 B=${SM120_BUILD:-build}

@@ -3,6 +3,7 @@
 # JSON lines, targets, and the static check that every bundled sm_120 kernel
 # fits 101376 bytes.  Prints "ok - ..." / "not ok - ..." per check.
 set -u
+echo 1..30 # plan: the number of checks below
 B=${SM120_BUILD:-build}
 FX=${SM120_FIXTURES:-$B/test/fixtures}
 sm120=$B/sm120
