@@ -4,7 +4,8 @@
  * Each kernel is compiled from one source for sm_90 and sm_120.  Only
  * instructions both have are allowed (mma.sync, ldmatrix, cp.async; no wgmma,
  * tcgen05, TMA multicast or clusters): plain sm_90 (not sm_90a) and sm_120
- * targets make ptxas reject anything else, so every build checks it.
+ * targets make ptxas reject anything else, so every build checks it.  The
+ * instructions are used through the one wrapper each in primitives.cuh.
  *
  * Every kernel declares the dynamic shared memory it is launched with (0 if
  * none), next to the kernel, with SM120_DYNAMIC_SMEM(kernel, bytes).  The

@@ -97,21 +97,6 @@ int moe_half(int32_t n, int32_t k, int32_t hidden, int32_t model_top_k, int32_t 
 			  n == hidden ? "both are" : "neither is", hidden);
 }
 
-/* moe_rows_tile - see fused_moe.h: 16 when each expert gets a few rows
- * (decode: the k-split kernel keeps the weights streaming), 64 or 128 as
- * rows per expert grow.  The expert count is estimated from the align
- * step's padding, EM = rows + (E + 1)(block_m - 1); it only steers speed. */
-int moe_rows_tile(int32_t block_m, int32_t num_valid, int32_t em)
-{
-	int64_t experts = block_m > 1 ? (em - (int64_t)num_valid) / (block_m - 1) : 1;
-	int64_t per = num_valid / (experts > 1 ? experts : 1);
-	int tm = per <= 24 ? 16 : per <= 64 ? 64 : 128;
-
-	while (tm > 16 && block_m % tm != 0)
-		tm /= 2;
-	return block_m % tm == 0 && tm >= 16 ? tm : 0;
-}
-
 /* aligned16 - can rows at @stride elements of @esz bytes from @p be copied 16 bytes at a time? */
 static int aligned16(const void *p, int64_t stride, int esz)
 {
@@ -191,7 +176,7 @@ static int plan(const struct adapter_input *in, const struct moe_launch *l, stru
 	    setting_int(in, "top_k", "top_k (the model's num_experts_per_tok)", &model_top_k, why) ||
 	    moe_half(l->n, l->k, hidden, model_top_k, l->num_valid, &a.top_k, &a.mul_routed_weight, why))
 		return -EINVAL;
-	tm = moe_rows_tile((int32_t)bm, l->num_valid, l->em);
+	tm = moe_gemm_rows_tile((int32_t)bm, l->num_valid, l->em);
 	if (!tm)
 		return sm_err_set(why, -EINVAL, "BLOCK_SIZE_M %g is not a multiple of 16", bm);
 

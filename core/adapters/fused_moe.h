@@ -18,11 +18,4 @@
 int moe_half(int32_t n, int32_t k, int32_t hidden, int32_t model_top_k, int32_t num_valid,
 	     int32_t *top_k, int32_t *mul, struct sm_err *why);
 
-/*
- * moe_rows_tile - rows per block (16, 64 or 128) of the bundled kernel for a
- * launch with @num_valid routed rows in a sorted list of @em aligned to
- * @block_m; 0 if no row tile divides @block_m.
- */
-int moe_rows_tile(int32_t block_m, int32_t num_valid, int32_t em);
-
 #endif

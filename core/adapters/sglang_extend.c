@@ -84,19 +84,16 @@ static int check_extras(const struct adapter_input *in, int32_t batch, struct sm
 	return 0;
 }
 
-/* The bundled extend kernels, one row per head-size pair (extend.h). */
+/* The bundled extend kernels, one row per head sizes and cache dtype (extend.h's table). */
 static const struct variant {
-	int lq, lv;
-	const char *bf16, *fp8;   /* kernel names by KV cache dtype */
+	const char *name;
+	int lq, lv, fp8;
 	int rows;                 /* packed rows per block */
 	unsigned int smem;        /* dynamic shared memory */
 } variants[] = {
-	{ 576, 512, ATTN_EXTEND_MLA576_BF16, ATTN_EXTEND_MLA576_FP8, ATTN_EXTEND_ROWS_MLA576,
-	  ATTN_EXTEND_SMEM_MLA576 },
-	{ 192, 128, ATTN_EXTEND_192_BF16, ATTN_EXTEND_192_FP8, ATTN_EXTEND_ROWS_192,
-	  ATTN_EXTEND_SMEM_192 },
-	{ 128, 128, ATTN_EXTEND_128_BF16, ATTN_EXTEND_128_FP8, ATTN_EXTEND_ROWS_128,
-	  ATTN_EXTEND_SMEM_128 },
+#define EXTEND_VARIANT(name, lq, lv, fp8, rows, smem) { #name, lq, lv, fp8, rows, smem },
+	ATTN_EXTEND_KERNELS(EXTEND_VARIANT)
+#undef EXTEND_VARIANT
 };
 
 /* variant_for - the kernel row of head sizes @lq/@lv, and the cache dtype setting. */
@@ -123,7 +120,7 @@ static const struct variant *variant_for(const struct adapter_input *in, int lq,
 		return NULL;
 	}
 	for (i = 0; i < sizeof(variants) / sizeof(variants[0]); i++)
-		if (variants[i].lq == lq && variants[i].lv == lv)
+		if (variants[i].lq == lq && variants[i].lv == lv && variants[i].fp8 == *fp8)
 			return &variants[i];
 	sm_err_set(why, -EINVAL, "head sizes Lq %d, Lv %d have no bundled extend kernel", lq, lv);
 	return NULL;
@@ -228,7 +225,7 @@ int adapt_sglang_extend(const struct adapter_input *in, struct reroute_plan *pla
 	a.flags = causal != 0 ? ATTN_EXTEND_CAUSAL : 0;
 
 	/* Triton covered max_len_extend <= grid z * BLOCK_M rows per sequence. */
-	plan->kernel = fp8 ? k->fp8 : k->bf16;
+	plan->kernel = k->name;
 	memcpy(plan->args, &a, sizeof(a));
 	plan->args_size = sizeof(a);
 	plan->grid[0] = (unsigned int)((in->grid[2] * (int64_t)bm_d * group + k->rows - 1) / k->rows);

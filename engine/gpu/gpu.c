@@ -14,7 +14,6 @@
 #include <string.h>
 
 #include "../../kernels/moe/moe_gemm.h"
-#include "../../core/adapters/fused_moe.h"
 #include "../common/numfmt.h"
 #include "standin.h"
 
@@ -760,10 +759,10 @@ static int alloc_scratch(struct ref_gpu *g, struct sm_err *err)
 /* ---- the forward pass ----------------------------------------------------------- */
 
 /* rows_tile - moe_gemm's row tile for @rows routed rows over @experts: the
- * shim's own rule (moe_rows_tile), on the align step's EM bound at 128. */
+ * shim's own rule (moe_gemm_rows_tile), on the align step's EM bound at 128. */
 static int rows_tile(int rows, int experts)
 {
-	return moe_rows_tile(128, rows, rows + experts * 127);
+	return moe_gemm_rows_tile(128, rows, rows + experts * 127);
 }
 
 /*

@@ -7,8 +7,8 @@
  * --target sm120` the shim sees exactly what it sees from SGLang and
  * reroutes them.  Without the shim they compute the framework kernel's
  * result themselves, on the Hopper tile: the fused-MoE stand-ins with
- * moe_gemm's 128 x 256 body (kernels/moe), extend attention with
- * attend.cuh.  They stand in for the launch, not for Triton's speed.
+ * moe_gemm's 128 x 256 body (kernels/moe/moe_gemm.cuh), extend attention
+ * with attend.cuh.  They stand in for the launch, not for Triton's speed.
  *
  * What Triton compiles in (constexpr) is not a parameter here either: each
  * specialization is a loaded copy of the module whose __constant__
@@ -29,8 +29,7 @@
 #include "standin.h"
 
 #if defined(STANDIN_MOE_BF16) || defined(STANDIN_MOE_FP8) || defined(STANDIN_MOE_GPTQ)
-#define MOE_GEMM_TEMPLATE_ONLY
-#include "../../kernels/moe/moe_gemm.cu"
+#include "../../kernels/moe/moe_gemm.cuh"
 #endif
 #ifdef STANDIN_EXTEND
 #include "attend.cuh"

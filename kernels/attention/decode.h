@@ -54,6 +54,19 @@
 #define ATTN_DECODE_MLA_BF16_SMEM 97280
 #define ATTN_DECODE_MLA_FP8_SMEM 100352
 
+/*
+ * The variant table: X(name, dk, dv, fp8, mla, smem) for every kernel, with
+ * its (unquoted) name, head sizes, cache element type (fp8 1: e4m3, 0:
+ * bf16), whether V is K's head (mla 1) and its dynamic shared memory.
+ * decode.cu defines the kernels from it; C code can build tables from it,
+ * the name as #name.
+ */
+#define ATTN_DECODE_KERNELS(X)                                                  \
+	X(attn_decode_gqa128_bf16, 128, 128, 0, 0, ATTN_DECODE_GQA128_BF16_SMEM) \
+	X(attn_decode_gqa128_fp8, 128, 128, 1, 0, ATTN_DECODE_GQA128_FP8_SMEM)   \
+	X(attn_decode_mla_bf16, 576, 512, 0, 1, ATTN_DECODE_MLA_BF16_SMEM)       \
+	X(attn_decode_mla_fp8, 576, 512, 1, 1, ATTN_DECODE_MLA_FP8_SMEM)
+
 enum attn_decode_scheme {
 	ATTN_DECODE_SGLANG = 0,
 	ATTN_DECODE_VLLM = 1,

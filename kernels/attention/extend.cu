@@ -1,7 +1,9 @@
 /*
  * extend.cu - extend attention kernels, see extend.h for the math and the
  * launch.  Only mma.sync m16n8k16 (bf16 in, fp32 accumulate), ldmatrix,
- * cp.async and plain loads: the same source builds for sm_90 and sm_120.
+ * cp.async and plain loads (the wrappers of ../primitives.cuh): the same
+ * source builds for sm_90 and sm_120.  The kernels are the rows of
+ * extend.h's ATTN_EXTEND_KERNELS, defined at the end of this file.
  *
  * Packed rows.  A block owns ROWS consecutive (token, q head) rows of one kv
  * head, token-major, so the q heads that share a kv head (all 8-16 heads of
@@ -70,107 +72,18 @@
 #include <stdint.h>
 
 #include "../common.cuh"
+#include "../primitives.cuh"
 #include "extend.h"
 
 namespace attn_extend {
+
+using namespace sm120k;
 
 constexpr int THREADS = ATTN_EXTEND_THREADS;
 constexpr int N = 64;        /* keys per tile */
 constexpr int SLOT = 8192;   /* bytes of one granule in shared memory */
 constexpr float LOG2E = 1.4426950408889634f;
 constexpr float LN2 = 0.6931471805599453f;
-
-/* ------------------------------------------------------------ primitives */
-
-__device__ __forceinline__ uint32_t smem_u32(const void *p)
-{
-	return (uint32_t)__cvta_generic_to_shared(p);
-}
-
-/* Byte offset of 16-byte chunk `chunk` of row `row` in a swizzled tile whose
- * rows are `rchunks` chunks long (a multiple of 8). */
-__device__ __forceinline__ uint32_t swz(int row, int chunk, int rchunks)
-{
-	return (uint32_t)((row * rchunks + (chunk ^ (row & 7))) << 4);
-}
-
-__device__ __forceinline__ void ldsm_x4(uint32_t r[4], uint32_t addr)
-{
-	asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-		     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-		     : "r"(addr));
-}
-
-__device__ __forceinline__ void ldsm_x4_t(uint32_t r[4], uint32_t addr)
-{
-	asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-		     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-		     : "r"(addr));
-}
-
-__device__ __forceinline__ void sts32(uint32_t addr, uint32_t v)
-{
-	asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
-}
-
-/* c += a * b for one 16x8x16 tile, bf16 inputs, fp32 accumulators. */
-__device__ __forceinline__ void mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
-{
-	asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-	    "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-	    : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-	    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-/* 16 bytes global -> shared; src_bytes 0 writes zeros (src is not read). */
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, int src_bytes)
-{
-	asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)
-		     : "memory");
-}
-
-__device__ __forceinline__ void cp_async_wait_all()
-{
-	asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
-}
-
-__device__ __forceinline__ float ex2(float x)
-{
-	float y;
-
-	asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-	return y;
-}
-
-/* Two floats -> bf16x2, lo in the low half (the lower column of a fragment). */
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
-{
-	__nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-
-	return *(uint32_t *)&v;
-}
-
-/* Two FP8 E4M3 (low byte first) -> bf16x2, exact. */
-__device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint32_t v)
-{
-	uint32_t h2;
-	unsigned short in = (unsigned short)v;
-
-	asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(h2) : "h"(in));
-	__half2 h = *(__half2 *)&h2;
-	return pack_bf16(__low2float(h), __high2float(h));
-}
-
-__device__ __forceinline__ uint4 ldg16(const void *p)
-{
-	return __ldg((const uint4 *)p);
-}
-
-/* Hint: bring the line holding p into L1 (no register, no fault, may be dropped). */
-__device__ __forceinline__ void prefetch_l1(const void *p)
-{
-	asm volatile("prefetch.global.L1 [%0];\n" ::"l"(p));
-}
 
 /* ------------------------------------------------------------ sequence setup */
 
@@ -628,7 +541,8 @@ __device__ __forceinline__ void extend_rows(const attn_extend_args &a, unsigned 
 	load_q<M, DQK>(a, s, sq);
 	if (s.n_pt > 0 && tid < N)
 		table[tid] = tid < s.P ? __ldg(a.kv_indices + s.kv0 + tid) : 0;
-	cp_async_wait_all();
+	cp_async_commit();
+	cp_async_wait<0>();
 	__syncthreads();
 
 	if (s.n_tiles > 0) {
@@ -683,8 +597,8 @@ __device__ __forceinline__ void extend_rows(const attn_extend_args &a, unsigned 
 					uint32_t b[4];
 
 					ldsm_x4(b, (base ^ (k4 << 5)) + p * 2048);
-					mma(x[2 * p], af, b[0], b[1]);
-					mma(x[2 * p + 1], af, b[2], b[3]);
+					mma_bf16(x[2 * p], af, b[0], b[1]);
+					mma_bf16(x[2 * p + 1], af, b[2], b[3]);
 				}
 			}
 			if (kg + 1 < NKG)
@@ -749,9 +663,9 @@ __device__ __forceinline__ void extend_rows(const attn_extend_args &a, unsigned 
 				for (int p = 0; p < 8; p++) {
 					uint32_t b[4];
 
-					ldsm_x4_t(b, (base ^ (p << 5)) + s2 * 4096);
-					mma(o[2 * p], pf[2 * vg + s2], b[0], b[1]);
-					mma(o[2 * p + 1], pf[2 * vg + s2], b[2], b[3]);
+					ldsm_x4_trans(b, (base ^ (p << 5)) + s2 * 4096);
+					mma_bf16(o[2 * p], pf[2 * vg + s2], b[0], b[1]);
+					mma_bf16(o[2 * p + 1], pf[2 * vg + s2], b[2], b[3]);
 				}
 			}
 			if (next) {
@@ -838,7 +752,8 @@ __device__ __forceinline__ void extend_mla(const attn_extend_args &a, unsigned c
 	load_q<M, DQK>(a, s, sq);
 	if (s.n_pt > 0 && tid < N)
 		table[tid] = tid < s.P ? __ldg(a.kv_indices + s.kv0 + tid) : 0;
-	cp_async_wait_all();
+	cp_async_commit();
+	cp_async_wait<0>();
 	__syncthreads();
 	if (s.n_tiles > 0) {
 		stage st;
@@ -895,8 +810,8 @@ __device__ __forceinline__ void extend_mla(const attn_extend_args &a, unsigned c
 					uint32_t b[4];
 
 					ldsm_x4(b, (base ^ (k4 << 5)) + p * 2048);
-					mma(x[2 * p], af, b[0], b[1]);
-					mma(x[2 * p + 1], af, b[2], b[3]);
+					mma_bf16(x[2 * p], af, b[0], b[1]);
+					mma_bf16(x[2 * p + 1], af, b[2], b[3]);
 				}
 			}
 			if (kg + 1 < NKG) {
@@ -987,11 +902,11 @@ __device__ __forceinline__ void extend_mla(const attn_extend_args &a, unsigned c
 				for (int p = 0; p < 2; p++) {
 					uint32_t b[4];
 
-					ldsm_x4_t(b, base + p * 256);
+					ldsm_x4_trans(b, base + p * 256);
 #pragma unroll
 					for (int mt = 0; mt < 4; mt++) {
-						mma(o[hf][2 * p][mt], pf[mt], b[0], b[1]);
-						mma(o[hf][2 * p + 1][mt], pf[mt], b[2], b[3]);
+						mma_bf16(o[hf][2 * p][mt], pf[mt], b[0], b[1]);
+						mma_bf16(o[hf][2 * p + 1][mt], pf[mt], b[2], b[3]);
 					}
 				}
 				if (next == 1)
@@ -1045,22 +960,41 @@ __device__ __forceinline__ void extend_mla(const attn_extend_args &a, unsigned c
 	store_o<M, DV>(a, s, sq);
 }
 
+/* ------------------------------------------------------------ dispatch */
+
+/*
+ * extend_block - one block of the kernel of a row of extend.h's
+ * ATTN_EXTEND_KERNELS (head sizes LQ / LV, FP8 prefix, ROWS packed rows per
+ * block, SMEM bytes of dynamic shared memory): extend_mla for lq 576,
+ * extend_rows otherwise.  Called by all ATTN_EXTEND_THREADS threads with
+ * @smem the block's 1024-aligned dynamic shared memory.
+ */
+template <int LQ, int LV, bool FP8, int ROWS, int SMEM>
+__device__ __forceinline__ void extend_block(const attn_extend_args &a, unsigned char *smem)
+{
+	if constexpr (LQ == 576) {
+		static_assert(LV == 512 && ROWS == 64 && SMEM == ATTN_EXTEND_SMEM_MLA576, "the mla kernel's shape");
+		extend_mla<FP8>(a, smem);
+	} else {
+		static_assert(LV == 128 && ROWS == 128 &&
+				      SMEM == (LQ == 128 ? ATTN_EXTEND_SMEM_128 : ATTN_EXTEND_SMEM_192),
+			      "the rows kernels' shape");
+		extend_rows<LQ, FP8>(a, smem);
+	}
+}
+
 } /* namespace attn_extend */
 
 /* ------------------------------------------------------------ kernels */
 
-#define ATTN_EXTEND_KERNEL(name, smem_bytes, body)                                      \
-	SM120_DYNAMIC_SMEM(name, smem_bytes);                                           \
-	extern "C" __global__ void __launch_bounds__(ATTN_EXTEND_THREADS, 1)           \
-		name(const struct attn_extend_args a)                                   \
-	{                                                                               \
-		extern __shared__ __align__(1024) unsigned char attn_extend_smem[];       \
-		body(a, attn_extend_smem);                                              \
+/* One kernel per row of extend.h's ATTN_EXTEND_KERNELS. */
+#define ATTN_EXTEND_DEFINE(name, lq, lv, fp8, rows, smem_bytes)                                 \
+	SM120_DYNAMIC_SMEM(name, smem_bytes);                                                   \
+	extern "C" __global__ void __launch_bounds__(ATTN_EXTEND_THREADS, 1)                   \
+		name(const struct attn_extend_args a)                                           \
+	{                                                                                       \
+		extern __shared__ __align__(1024) unsigned char attn_extend_smem[];             \
+		attn_extend::extend_block<lq, lv, (fp8) != 0, rows, smem_bytes>(a, attn_extend_smem); \
 	}
 
-ATTN_EXTEND_KERNEL(attn_extend_mla576_bf16, ATTN_EXTEND_SMEM_MLA576, attn_extend::extend_mla<false>)
-ATTN_EXTEND_KERNEL(attn_extend_mla576_fp8, ATTN_EXTEND_SMEM_MLA576, attn_extend::extend_mla<true>)
-ATTN_EXTEND_KERNEL(attn_extend_192_bf16, ATTN_EXTEND_SMEM_192, (attn_extend::extend_rows<192, false>))
-ATTN_EXTEND_KERNEL(attn_extend_192_fp8, ATTN_EXTEND_SMEM_192, (attn_extend::extend_rows<192, true>))
-ATTN_EXTEND_KERNEL(attn_extend_128_bf16, ATTN_EXTEND_SMEM_128, (attn_extend::extend_rows<128, false>))
-ATTN_EXTEND_KERNEL(attn_extend_128_fp8, ATTN_EXTEND_SMEM_128, (attn_extend::extend_rows<128, true>))
+ATTN_EXTEND_KERNELS(ATTN_EXTEND_DEFINE)

@@ -69,6 +69,21 @@
 #define ATTN_EXTEND_SMEM_192 66560
 #define ATTN_EXTEND_SMEM_128 50176
 
+/*
+ * The variant table: X(name, lq, lv, fp8, rows, smem) for every kernel, with
+ * its (unquoted) name, head sizes, prefix cache element type (fp8 1: e4m3,
+ * 0: bf16), packed rows per block and dynamic shared memory.  extend.cu
+ * defines the kernels from it; C code can build tables from it, the name as
+ * #name.
+ */
+#define ATTN_EXTEND_KERNELS(X)                                                                  \
+	X(attn_extend_mla576_bf16, 576, 512, 0, ATTN_EXTEND_ROWS_MLA576, ATTN_EXTEND_SMEM_MLA576) \
+	X(attn_extend_mla576_fp8, 576, 512, 1, ATTN_EXTEND_ROWS_MLA576, ATTN_EXTEND_SMEM_MLA576)  \
+	X(attn_extend_192_bf16, 192, 128, 0, ATTN_EXTEND_ROWS_192, ATTN_EXTEND_SMEM_192)          \
+	X(attn_extend_192_fp8, 192, 128, 1, ATTN_EXTEND_ROWS_192, ATTN_EXTEND_SMEM_192)           \
+	X(attn_extend_128_bf16, 128, 128, 0, ATTN_EXTEND_ROWS_128, ATTN_EXTEND_SMEM_128)          \
+	X(attn_extend_128_fp8, 128, 128, 1, ATTN_EXTEND_ROWS_128, ATTN_EXTEND_SMEM_128)
+
 /* flags */
 #define ATTN_EXTEND_CAUSAL 1u      /* IS_CAUSAL: query i sees extend keys 0..i */
 #define ATTN_EXTEND_SKIP_PREFIX 2u /* SKIP_PREFIX (SGLang main): ignore the prefix */

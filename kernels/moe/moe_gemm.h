@@ -98,6 +98,33 @@ static inline const char *moe_gemm_kernel_name(int quant, int tm)
 	return 0;
 }
 
+/*
+ * moe_gemm_rows_tile - the row tile TM (16, 64 or 128) of the
+ * moe_gemm_<quant>_m<TM> kernel for a launch with @num_valid routed rows in
+ * a sorted list of @em rows aligned to @block_m (the framework's
+ * BLOCK_SIZE_M): the largest tile up to the wanted one that divides
+ * @block_m (a block of the framework is then whole blocks of ours); 0 if
+ * none does.  16 when each expert
+ * gets a few rows (decode: the k-split kernel keeps the weights streaming),
+ * 64 or 128 as rows per expert grow.  The expert count is estimated from
+ * the align step's padding, EM = rows + (E + 1)(block_m - 1); it only
+ * steers speed.  Pure, plain C: the shim's fused-MoE adapter and the
+ * reference engine both choose with it.
+ */
+static inline int moe_gemm_rows_tile(int32_t block_m, int32_t num_valid, int32_t em)
+{
+	int64_t experts = block_m > 1 ? (em - (int64_t)num_valid) / (block_m - 1) : 1;
+	int64_t per = num_valid / (experts > 1 ? experts : 1);
+	int want = per <= 24 ? 16 : per <= 64 ? 64 : 128;
+	static const int tiles[] = { 128, 64, 16 };   /* the kernels' row tiles, largest first */
+	unsigned i;
+
+	for (i = 0; i < sizeof(tiles) / sizeof(tiles[0]); i++)
+		if (tiles[i] <= want && block_m % tiles[i] == 0)
+			return tiles[i];
+	return 0;
+}
+
 #define MOE_GEMM_PACKED(quant) ((quant) == MOE_W4A16 || (quant) == MOE_NVFP4)
 /* Bytes of W per output column, k slice and warp: 128 for bf16 (64 k) and FP8 (128 k), 32 packed. */
 #define MOE_GEMM_BROW(quant) (MOE_GEMM_PACKED(quant) ? 32 : 128)

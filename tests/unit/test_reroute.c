@@ -688,12 +688,16 @@ static void test_moe_decisions(void **state)
 	assert_int_not_equal(moe_half(7168, 7168, 7168, 8, 64, &top_k, &mul, &why), 0);
 	assert_int_not_equal(moe_half(512, 7168, 7168, 1, 64, &top_k, &mul, &why), 0);
 	/* one token of Kimi: 8 rows over 384 experts -> 16 rows; 4096 tokens -> 128 */
-	assert_int_equal(moe_rows_tile(128, 8, 8 + 385 * 127), 16);
-	assert_int_equal(moe_rows_tile(128, 4096 * 8, 4096 * 8 + 385 * 127), 128);
-	assert_int_equal(moe_rows_tile(128, 512 * 8 * 4, 512 * 8 * 4 + 385 * 127), 64);
-	assert_int_equal(moe_rows_tile(64, 4096 * 8, 4096 * 8 + 385 * 63), 64);
-	assert_int_equal(moe_rows_tile(32, 8, 8 + 385 * 31), 16);
-	assert_int_equal(moe_rows_tile(8, 8, 8), 0);
+	assert_int_equal(moe_gemm_rows_tile(128, 8, 8 + 385 * 127), 16);
+	assert_int_equal(moe_gemm_rows_tile(128, 4096 * 8, 4096 * 8 + 385 * 127), 128);
+	assert_int_equal(moe_gemm_rows_tile(128, 512 * 8 * 4, 512 * 8 * 4 + 385 * 127), 64);
+	/* BLOCK_SIZE_M 32 or 96 has no 32-row kernel: 16-row blocks cover it */
+	assert_int_equal(moe_gemm_rows_tile(32, 4096 * 8, 4096 * 8 + 385 * 31), 16);
+	assert_int_equal(moe_gemm_rows_tile(96, 4096 * 8, 4096 * 8 + 385 * 95), 16);
+	assert_int_equal(moe_gemm_rows_tile(8, 4096 * 8, 4096 * 8 + 385 * 7), 0);
+	assert_int_equal(moe_gemm_rows_tile(64, 4096 * 8, 4096 * 8 + 385 * 63), 64);
+	assert_int_equal(moe_gemm_rows_tile(32, 8, 8 + 385 * 31), 16);
+	assert_int_equal(moe_gemm_rows_tile(8, 8, 8), 0);
 }
 
 int main(void)

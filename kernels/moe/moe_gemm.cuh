@@ -1,0 +1,555 @@
+/*
+ * moe_gemm.cuh - the device code of the fused-MoE grouped GEMM of
+ * moe_gemm.h, as a template: moe_gemm.cu instantiates the bundled
+ * moe_gemm_* kernels from it, and the reference engine's stand-ins
+ * (engine/gpu/standin.cu) run its 128 x 256 tile.  No kernel is defined
+ * here.
+ *
+ * SM120-sized tiles: a cp.async pipeline of A and W k tiles in XOR-swizzled
+ * shared memory, ldmatrix fragments and mma.sync (bf16 m16n8k16, or E4M3
+ * m16n8k32 for w8a8).  4-bit weights are staged packed and turned into bf16
+ * fragments in registers.  One template serves every variant:
+ *   QUANT  what A and W hold (enum moe_quant);
+ *   TM     rows of sorted_ids per block; with it TN columns, the warp grid
+ *          WARPS_M x WARPS_N and KS, the number of warps that split one k
+ *          tile (their partial sums are added in shared memory at the end).
+ * Each warp owns a WM x WN tile of the output (16 x 32, 32 x 32 or 64 x 64
+ * for TM 16, 64 and 128) and a 128-byte slice of every k tile (64 k of bf16,
+ * 128 k of FP8).  FP8 128 x 128 block scales are applied per slice, which is
+ * one 128-k group, as Triton does (acc += dot * a_scale * b_scale); at TM 128
+ * a group's partial sums are formed for half the warp's rows at a time (a
+ * second 64 x 64 set would not fit the registers).  The 4-bit weights'
+ * scales ride in registers, except at TM 128, where each stage carries its
+ * 256 columns' scales in shared memory.
+ */
+#ifndef SM120_KERNELS_MOE_GEMM_CUH
+#define SM120_KERNELS_MOE_GEMM_CUH
+
+#include <stdint.h>
+
+#include "../primitives.cuh"
+#include "moe_gemm.h"
+
+namespace moe_gemm {
+
+using namespace sm120k;
+
+template <int QUANT, int TM>
+struct shape {
+	static constexpr bool PACKED = MOE_GEMM_PACKED(QUANT);
+	static constexpr int TN = MOE_GEMM_TN(TM);
+	static constexpr int KS = MOE_GEMM_KSPLIT(TM);
+	static constexpr int WARPS_M = KS == 1 ? 2 : 1;
+	static constexpr int WARPS_N = 8 / (WARPS_M * KS);
+	static constexpr int WM = TM / WARPS_M, WN = TN / WARPS_N;
+	static constexpr int MI = WM / 16;            /* m16 fragments per warp */
+	static constexpr int NI = WN / 8;             /* n8 fragments per warp */
+	static constexpr int KE = QUANT == MOE_FP8 ? 128 : 64; /* k per warp slice */
+	static constexpr int ESZ = QUANT == MOE_FP8 ? 1 : 2;   /* bytes of an A element */
+	static constexpr int ACH = KS * 8;            /* 16-byte chunks per A row and stage */
+	static constexpr int BROW = MOE_GEMM_BROW(QUANT);
+	static constexpr int BCH = KS * BROW / 16;    /* 16-byte chunks per W row and stage */
+	static constexpr int BPITCH = MOE_GEMM_BPITCH(QUANT, TM);
+	static constexpr int A_BYTES = TM * KS * MOE_GEMM_KROW;
+	static constexpr int SC_OFF = A_BYTES + TN * BPITCH;  /* staged W scales: float [TN][4] */
+	static constexpr bool SMEM_SCALES = MOE_GEMM_SCALE_BYTES(QUANT, TM) > 0;
+	static constexpr int STAGE = MOE_GEMM_STAGE_BYTES(QUANT, TM);
+	static constexpr int STAGES = MOE_GEMM_STAGES(QUANT, TM);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900
+	/* sm_90 has no FP8 mma.sync: ptxas turns each into two f16 MMAs on converted
+	 * fragments, whose registers a 64 x 64 warp tile cannot spare; FP8 at TM 128
+	 * then works in narrower parts (the Hopper build only emulates SM120) */
+	static constexpr bool NARROW = QUANT == MOE_FP8 && MI > 2;
+#else
+	static constexpr bool NARROW = false;
+#endif
+	/* m16 fragments per pass over a slice (MP), and per FP8 block-scale partial
+	 * sum (MB: half the warp's rows when it has four, as a second 64 x 64 set of
+	 * sums would not fit the registers); k steps unrolled in a pass (KU) and in a
+	 * partial sum (KUB), as far as the registers allow */
+	static constexpr int MP = NARROW ? MI / 2 : MI;
+	static constexpr int MB = MI > 2 ? (NARROW ? 1 : MI / 2) : MI;
+	static constexpr int KU = NARROW ? 1 : SMEM_SCALES ? 2 : 4;
+	static constexpr int KUB = MB < MI ? 1 : 4;
+	static_assert(WARPS_M * WARPS_N * KS * 32 == MOE_GEMM_THREADS, "8 warps");
+	static_assert(WARPS_N * WN == TN && NI % 2 == 0, "warps cover the columns, n8 fragments in pairs");
+	static_assert(!SMEM_SCALES || (KS == 1 && TN == MOE_GEMM_THREADS &&
+				       MOE_GEMM_SCALE_BYTES(QUANT, TM) == TN * 16),
+		      "one thread stages the 4 scales of one column");
+	static_assert(STAGES >= 2, "a pipeline needs two stages");
+};
+
+/* The block's routed ids: -1 for padding. */
+template <int TM>
+struct rows {
+	int tok[TM];
+};
+
+/* load_rows - the block's routed ids; returns whether any row is valid. */
+template <int TM>
+__device__ __forceinline__ bool load_rows(const moe_gemm_args &a, int m0, rows<TM> &r)
+{
+	bool valid = false;
+
+	if (threadIdx.x < TM) {
+		int idx = m0 + (int)threadIdx.x;
+		int id = idx < a.EM ? a.sorted_ids[idx] : a.num_valid;
+
+		valid = id >= 0 && id < a.num_valid;
+		r.tok[threadIdx.x] = valid ? id : -1;
+	}
+	return __syncthreads_or(valid);
+}
+
+/* write_zeros - valid rows of a block whose expert is on another rank. */
+template <int TM, int TN>
+__device__ void write_zeros(const moe_gemm_args &a, const rows<TM> &r, int n0)
+{
+	for (int i = threadIdx.x; i < TM * TN; i += MOE_GEMM_THREADS) {
+		int row = i / TN, n = n0 + i % TN;
+		int id = r.tok[row];
+
+		if (id >= 0 && n < a.N)
+			((__nv_bfloat16 *)a.c)[(int64_t)id * a.c_stride_m + n] = __float2bfloat16(0.0f);
+	}
+}
+
+/*
+ * Per-thread copy plan for one stage: which 16-byte chunks of A and W this
+ * thread moves: one chunk column, rows A_STEP (B_STEP) apart.  Rows and
+ * sources are fixed for the whole K loop; only the k offset moves.  Kept
+ * small (addresses are formed at each issue), for the registers.
+ */
+template <int QUANT, int TM>
+struct loader {
+	using S = shape<QUANT, TM>;
+	static constexpr int A_PER = TM * S::ACH / MOE_GEMM_THREADS;
+	static constexpr int B_PER = S::TN * S::BCH / MOE_GEMM_THREADS;
+	static constexpr int A_STEP = MOE_GEMM_THREADS / S::ACH;
+	static constexpr int B_STEP = MOE_GEMM_THREADS / S::BCH;
+	static_assert(A_PER >= 1 && B_PER >= 1, "every thread copies");
+	static_assert(A_STEP * S::ACH == MOE_GEMM_THREADS && A_PER * A_STEP == TM &&
+			      B_STEP * S::BCH == MOE_GEMM_THREADS && B_PER * B_STEP == S::TN,
+		      "every thread copies one chunk column");
+
+	int a_row[A_PER];            /* activation row of each A chunk, -1 for padding rows */
+	int b_n;                     /* output column of the first W chunk */
+	const unsigned char *b_src;  /* its W row */
+
+	__device__ __forceinline__ void init(const moe_gemm_args &a, const rows<TM> &r, int64_t e, int n0)
+	{
+		const int64_t esz = S::PACKED ? 1 : S::ESZ;
+
+#pragma unroll
+		for (int i = 0; i < A_PER; i++) {
+			int id = r.tok[threadIdx.x / S::ACH + i * A_STEP];
+
+			a_row[i] = id < 0 ? -1 : id / a.top_k;
+		}
+		b_n = n0 + threadIdx.x / S::BCH;
+		b_src = (const unsigned char *)a.b + (e * a.b_stride_e + (int64_t)b_n * a.b_stride_n) * esz;
+	}
+
+	/* issue the copies of k tile @kt into the stage at @stage (zeros past K and for padding) */
+	__device__ __forceinline__ void issue(const moe_gemm_args &a, uint32_t stage, int kt)
+	{
+		const int a_row_bytes = a.K * S::ESZ;
+		const int b_row_bytes = S::PACKED ? a.K / 2 : a.K * S::ESZ;
+		const int a_ch = threadIdx.x % S::ACH, b_ch = threadIdx.x % S::BCH;
+		const int a_kb = kt * S::KS * MOE_GEMM_KROW + a_ch * 16;
+		const int b_kb = kt * S::KS * S::BROW + b_ch * 16;
+		const int64_t b_step = (int64_t)B_STEP * a.b_stride_n * (S::PACKED ? 1 : S::ESZ);
+
+#pragma unroll
+		for (int i = 0; i < A_PER; i++) {
+			const int row = threadIdx.x / S::ACH + i * A_STEP;
+			const bool ok = a_row[i] >= 0 && a_kb < a_row_bytes;
+			const unsigned char *src = (const unsigned char *)a.a + (int64_t)a_row[i] * a.a_stride_m * S::ESZ;
+
+			cp_async16(stage + swz(row, a_ch, S::ACH), ok ? src + a_kb : a.a, ok ? 16 : 0);
+		}
+#pragma unroll
+		for (int i = 0; i < B_PER; i++) {
+			const int row = threadIdx.x / S::BCH + i * B_STEP;
+			const bool ok = b_n + i * B_STEP < a.N && b_kb < b_row_bytes;
+			const uint32_t dst = S::A_BYTES + (S::PACKED ? (uint32_t)(row * S::BPITCH + b_ch * 16)
+								     : swz(row, b_ch, S::BCH));
+
+			cp_async16(stage + dst, ok ? b_src + i * b_step + b_kb : a.b, ok ? 16 : 0);
+		}
+	}
+};
+
+/* The scales of the 4-bit weights of columns @n (NC of them) for the 64-k
+ * slice at @k0: one float per column and k16 step (W4A16 groups are >= 16
+ * wide, NVFP4's are 16); 0 past N or K. */
+template <int QUANT, int NC>
+__device__ __forceinline__ void load_wscales(const moe_gemm_args &a, int64_t e, const int n[NC], int k0,
+					     float sc[NC][4])
+{
+#pragma unroll
+	for (int ni = 0; ni < NC; ni++) {
+		int gprev = -1;   /* W4A16: the group of the last scale loaded (a group spans >= 2 k16 steps) */
+
+#pragma unroll
+		for (int ks = 0; ks < 4; ks++) {
+			int k = k0 + ks * 16;
+			float v = 0.0f;
+
+			if (n[ni] < a.N && k < a.K) {
+				if (QUANT == MOE_W4A16) {
+					const uint16_t *s = (const uint16_t *)a.b_scale;
+					const int gs = a.group_size, g = gs & (gs - 1) ? k / gs : k >> (__ffs(gs) - 1);
+
+					v = g == gprev ? sc[ni][ks - 1]
+						       : bf16_bits_to_float(__ldg(s + e * a.bs_stride_e +
+										  (int64_t)n[ni] * a.bs_stride_n + g));
+					gprev = g;
+				} else {
+					const unsigned char *s = (const unsigned char *)a.b_scale;
+
+					v = e4m3_to_float(__ldg(s + e * a.bs_stride_e + (int64_t)n[ni] * a.bs_stride_n + k / 16));
+				}
+			}
+			sc[ni][ks] = v;
+		}
+	}
+}
+
+/*
+ * Two 4-bit codes (low nibble first) of one byte -> bf16x2 weights.  W4A16
+ * without integer-to-float conversions: 0x4300 | u is the bf16 128 + u, so
+ * subtracting 136 (0x4308) leaves u - 8 exactly, and the bf16 product rounds
+ * the exact (u - 8) * scale once: the same bits as rounding the fp32 product.
+ */
+template <int QUANT>
+__device__ __forceinline__ uint32_t dequant2(uint32_t byte, float scale, float global)
+{
+	if (QUANT == MOE_W4A16) {
+		const uint32_t q = (byte & 0x0fu) | ((byte & 0xf0u) << 12) | 0x43004300u, off = 0x43084308u;
+		const __nv_bfloat162 v = __hsub2(*(const __nv_bfloat162 *)&q, *(const __nv_bfloat162 *)&off);
+		const __nv_bfloat162 w = __hmul2(v, __float2bfloat162_rn(scale));
+
+		return *(const uint32_t *)&w;
+	}
+	return pack_bf16(e2m1_to_float(byte & 15) * scale * global, e2m1_to_float((byte >> 4) & 15) * scale * global);
+}
+
+/* The activation scale of FP8 block group @g for row id @id (0 for padding). */
+__device__ __forceinline__ float block_ascale(const moe_gemm_args &a, int id, int g)
+{
+	return id < 0 ? 0.0f : __ldg(a.a_scale + (int64_t)(id / a.top_k) * a.as_stride_m + (int64_t)g * a.as_stride_k);
+}
+
+/*
+ * gemm - the output tile of column block @bx and row block @by (blockIdx.x
+ * and .y for moe_gemm_*) of moe_gemm.h's semantics.  Called by all
+ * MOE_GEMM_THREADS threads of the block with the same arguments; @smem is
+ * moe_gemm_smem(QUANT, TM) bytes of 1024-aligned dynamic shared memory and
+ * @r the block's routed ids, also in shared memory (both the caller's,
+ * overwritten).  Returns at once when the tile's rows are all padding.
+ */
+template <int QUANT, int TM>
+__device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, int bx, int by)
+{
+	using S = shape<QUANT, TM>;
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	const int kg = warp / (S::WARPS_M * S::WARPS_N);             /* k slice of this warp */
+	const int wm = (warp % (S::WARPS_M * S::WARPS_N)) / S::WARPS_N;
+	const int wn = warp % S::WARPS_N;
+	const int n0 = bx * S::TN, m0 = by * TM;
+	const uint32_t base = smem_u32(smem);
+
+	if (m0 >= a.EM || m0 >= __ldg(a.num_tokens_post_padded))
+		return;
+	if (!load_rows<TM>(a, m0, r))
+		return;
+	const int64_t e = __ldg(a.expert_ids + m0 / a.block_m);
+	if (e < 0) {
+		write_zeros<TM, S::TN>(a, r, n0);
+		return;
+	}
+
+	/* this warp's m16 fragments up to the last that holds a valid row (warp-uniform);
+	 * the MMAs run on whole runs of fragments, unconditionally (padding rows are zeros) */
+	int live = 0;
+#pragma unroll
+	for (int mi = 0; mi < S::MI; mi++)
+		for (int j = 0; j < 16; j++)
+			if (r.tok[wm * S::WM + mi * 16 + j] >= 0)
+				live = mi + 1;
+
+	loader<QUANT, TM> ld;
+	ld.init(a, r, e, n0);
+	const int nk = (a.K + S::KS * S::KE - 1) / (S::KS * S::KE);
+
+	/* 4-bit weights: global scale, and W scales in registers (narrow tiles) or per stage (TM 128) */
+	float global = 1.0f;
+	if (QUANT == MOE_NVFP4)
+		global = __ldg(a.b_global + e);
+	int ncol[S::NI];
+#pragma unroll
+	for (int ni = 0; ni < S::NI; ni++)
+		ncol[ni] = n0 + wn * S::WN + ni * 8 + lane / 4;
+	const int scol[1] = { n0 + (int)threadIdx.x };               /* the column whose scales this thread stages */
+	float wsc[S::NI][4], wsc_next[S::NI][4];
+	if (S::PACKED && !S::SMEM_SCALES)
+		load_wscales<QUANT, S::NI>(a, e, ncol, kg * 64, wsc_next);
+
+	for (int s = 0; s < S::STAGES - 1; s++) {
+		if (s < nk) {
+			ld.issue(a, base + s * S::STAGE, s);
+			if (S::SMEM_SCALES) {
+				float v[1][4];
+
+				load_wscales<QUANT, 1>(a, e, scol, s * 64, v);
+				*(float4 *)(smem + s * S::STAGE + S::SC_OFF + threadIdx.x * 16) =
+					make_float4(v[0][0], v[0][1], v[0][2], v[0][3]);
+			}
+		}
+		cp_async_commit();
+	}
+
+	/*
+	 * This lane's ldmatrix row and chunk in a fragment's first k step: A rows
+	 * 0-15 at chunks 0 and 1, W rows 0-7 and 8-15 at chunks 0 and 1 (the x4
+	 * matrices).  Fragments start at rows that are multiples of 8 and slices
+	 * at multiples of 8 chunks, so the swizzled offset of k step ks (chunks
+	 * 2 ks and 2 ks + 1) is this one XOR 2 ks chunks.
+	 */
+	const uint32_t a_lane = swz(lane & 15, lane >> 4, S::ACH);
+	const uint32_t b_lane = swz((lane & 7) + ((lane >> 4) << 3), (lane >> 3) & 1, S::BCH);
+	float acc[S::MI][S::NI][4] = {};
+
+	/* after the k loop: the k slices' sums added, then the epilogue (in each copy of the
+	 * loop, so that the copies need not agree on where the accumulators live) */
+	auto finish = [&]() {
+		if (S::KS > 1) {
+			/* add the k slices' partial sums: slices 1.. park theirs, slice 0 sums */
+			float *red = (float *)smem;
+			constexpr int PER = S::MI * S::NI * 4;
+			__syncthreads();
+			if (kg > 0) {
+				float *dst = red + ((kg - 1) * (S::WARPS_M * S::WARPS_N) + wm * S::WARPS_N + wn) * 32 * PER;
+				for (int i = 0; i < PER; i++)
+					dst[i * 32 + lane] = (&acc[0][0][0])[i];
+			}
+			__syncthreads();
+			if (kg > 0)
+				return;
+			for (int g = 1; g < S::KS; g++) {
+				const float *src = red + ((g - 1) * (S::WARPS_M * S::WARPS_N) + wm * S::WARPS_N + wn) * 32 * PER;
+				for (int i = 0; i < PER; i++)
+					(&acc[0][0][0])[i] += src[i * 32 + lane];
+			}
+		}
+
+		/* epilogue: scale, bias, routed weight, bf16 */
+		__nv_bfloat16 *c = (__nv_bfloat16 *)a.c;
+		float ts = 1.0f;
+		if (QUANT == MOE_FP8 && a.scale == MOE_SCALE_TENSOR)
+			ts = __ldg(a.a_scale) * __ldg((const float *)a.b_scale + e * a.bs_stride_e);
+#pragma unroll
+		for (int mi = 0; mi < S::MI; mi++)
+#pragma unroll
+			for (int h = 0; h < 2; h++) {
+				const int id = r.tok[wm * S::WM + mi * 16 + lane / 4 + h * 8];
+				if (id < 0)
+					continue;
+				float as = 1.0f, w = 1.0f;
+				if (QUANT == MOE_FP8 && a.scale == MOE_SCALE_CHANNEL)
+					as = __ldg(a.a_scale + (int64_t)(id / a.top_k) * a.as_stride_m);
+				if (a.mul_routed_weight)
+					w = __ldg(a.topk_weights + id);
+#pragma unroll
+				for (int ni = 0; ni < S::NI; ni++) {
+					const int n = n0 + wn * S::WN + ni * 8 + (lane & 3) * 2;
+					float v[2];
+#pragma unroll
+					for (int j = 0; j < 2; j++) {
+						float x = acc[mi][ni][h * 2 + j];
+						const int nn = n + j;
+						if (nn >= a.N)
+							continue;
+						if (QUANT == MOE_FP8 && a.scale == MOE_SCALE_TENSOR)
+							x *= ts;
+						if (QUANT == MOE_FP8 && a.scale == MOE_SCALE_CHANNEL)
+							x *= as * __ldg((const float *)a.b_scale + e * a.bs_stride_e +
+									(int64_t)nn * a.bs_stride_n);
+						if (a.bias)
+							x += __bfloat162float(((const __nv_bfloat16 *)a.bias)
+								[e * a.bias_stride_e + (int64_t)nn * a.bias_stride_n]);
+						if (a.mul_routed_weight)
+							x *= w;
+						v[j] = x;
+					}
+					__nv_bfloat16 *dst = c + (int64_t)id * a.c_stride_m + n;
+					if (n + 1 < a.N && ((uintptr_t)dst & 3) == 0)
+						*(uint32_t *)dst = pack_bf16(v[0], v[1]);
+					else
+						for (int j = 0; j < 2; j++)
+							if (n + j < a.N)
+								dst[j] = __float2bfloat16_rn(v[j]);
+				}
+			}
+	};
+
+	/* the k loop, one copy per FP8 scale treatment (BLOCK: 128 x 128 block scales), for the registers */
+	auto run = [&](auto block) {
+		constexpr bool BLOCK = decltype(block)::value;
+
+		for (int kt = 0; kt < nk; kt++) {
+			cp_async_wait<S::STAGES - 2>();
+			__syncthreads();
+			if (kt + S::STAGES - 1 < nk)
+				ld.issue(a, base + ((kt + S::STAGES - 1) % S::STAGES) * S::STAGE, kt + S::STAGES - 1);
+			cp_async_commit();
+			/* TM 128, packed: the scales of the stage just issued, stored once this one is consumed */
+			const int ksc = kt + S::STAGES - 1;
+			float nsc[1][4] = {};
+			if (S::SMEM_SCALES && ksc < nk)
+				load_wscales<QUANT, 1>(a, e, scol, ksc * 64, nsc);
+
+			const uint32_t st = base + (kt % S::STAGES) * S::STAGE;
+			const int kslot = kt * S::KS + kg;                  /* k slice index over K */
+
+			if (S::PACKED && !S::SMEM_SCALES) {
+#pragma unroll
+				for (int ni = 0; ni < S::NI; ni++)
+#pragma unroll
+					for (int ks = 0; ks < 4; ks++)
+						wsc[ni][ks] = wsc_next[ni][ks];
+				if (kt + 1 < nk)
+					load_wscales<QUANT, S::NI>(a, e, ncol, (kslot + S::KS) * 64, wsc_next);
+			}
+
+			uint32_t bw[S::NI][8];   /* packed, narrow tiles: this thread's W row slice (32 bytes) per n8 */
+			if (S::PACKED && !S::SMEM_SCALES && kslot * S::KE < a.K)
+#pragma unroll
+				for (int ni = 0; ni < S::NI; ni++) {
+					const uint32_t row = wn * S::WN + ni * 8 + lane / 4;
+					const uint4 *p = (const uint4 *)(smem + (st - base) + S::A_BYTES + row * S::BPITCH +
+									  kg * S::BROW);
+					uint4 lo = p[0], hi = p[1];
+
+					bw[ni][0] = lo.x, bw[ni][1] = lo.y, bw[ni][2] = lo.z, bw[ni][3] = lo.w;
+					bw[ni][4] = hi.x, bw[ni][5] = hi.y, bw[ni][6] = hi.z, bw[ni][7] = hi.w;
+				}
+
+			/* the warp's k slice of this stage for its m16 fragments mf .. mf + MC - 1, added
+			 * into @sum[so .. so + MC - 1], its 4 k steps unrolled KU times; W fragments a
+			 * pair of n8 at a time */
+			auto slice = [&](auto mc, auto ku, auto &sum, int so, int mf) {
+				constexpr int MC = decltype(mc)::value, KU = decltype(ku)::value;
+
+#pragma unroll(KU)
+				for (int ks = 0; ks < 4; ks++) {               /* 32 bytes of A per step */
+					uint32_t af[MC][4];
+
+#pragma unroll
+					for (int mi = 0; mi < MC; mi++)
+						ldsm_x4(af[mi], st + (wm * S::WM + (mf + mi) * 16) * S::ACH * 16 +
+								kg * MOE_GEMM_KROW + (a_lane ^ (ks << 5)));
+#pragma unroll
+					for (int nj = 0; nj < S::NI / 2; nj++) {
+						uint32_t bf[2][2];   /* n8 fragments 2 nj and 2 nj + 1 */
+
+						if (S::PACKED) {
+							const int sh = (lane & 3) * 8;
+							const unsigned char *sp = smem + (st - base);
+
+#pragma unroll
+							for (int q = 0; q < 2; q++) {
+								const int ni = 2 * nj + q;
+								uint32_t w0, w1;
+								float sc;
+
+								if (S::SMEM_SCALES) {
+									const int row = wn * S::WN + ni * 8 + lane / 4;
+									const uint2 w = *(const uint2 *)(sp + S::A_BYTES +
+													 row * S::BPITCH +
+													 kg * S::BROW + ks * 8);
+
+									w0 = w.x, w1 = w.y;
+									sc = *(const float *)(sp + S::SC_OFF + row * 16 + ks * 4);
+								} else {
+									w0 = bw[ni][2 * ks], w1 = bw[ni][2 * ks + 1];
+									sc = wsc[ni][ks];
+								}
+								bf[q][0] = dequant2<QUANT>((w0 >> sh) & 0xff, sc, global);
+								bf[q][1] = dequant2<QUANT>((w1 >> sh) & 0xff, sc, global);
+							}
+						} else {
+							uint32_t t[4];
+
+							ldsm_x4(t, st + S::A_BYTES + (wn * S::WN + nj * 16) * S::BCH * 16 +
+								       kg * S::BROW + (b_lane ^ (ks << 5)));
+							bf[0][0] = t[0], bf[0][1] = t[1];
+							bf[1][0] = t[2], bf[1][1] = t[3];
+						}
+#pragma unroll
+						for (int mi = 0; mi < MC; mi++)
+#pragma unroll
+							for (int q = 0; q < 2; q++) {
+								if (QUANT == MOE_FP8)
+									mma_e4m3(sum[so + mi][2 * nj + q], af[mi], bf[q][0], bf[q][1]);
+								else
+									mma_bf16(sum[so + mi][2 * nj + q], af[mi], bf[q][0], bf[q][1]);
+							}
+					}
+				}
+			};
+
+			if (kslot * S::KE >= a.K) {
+				/* a k-split warp past K: nothing to add */
+			} else if (BLOCK) {
+				/* one slice is one group: acc += (dot * a_scale) * b_scale, MB fragments at a time */
+				const int nb = n0 + wn * S::WN;                /* the warp's columns share a group */
+				const float bs = nb < a.N ? __ldg((const float *)a.b_scale + e * a.bs_stride_e +
+								  (int64_t)(nb / a.group_n) * a.bs_stride_n +
+								  (int64_t)kslot * a.bs_stride_k)
+							  : 0.0f;
+#pragma unroll
+				for (int mf = 0; mf < S::MI; mf += S::MB) {
+					if (live <= mf)
+						continue;
+					float part[S::MB][S::NI][4] = {};
+					slice(constant<S::MB>(), constant<S::KUB>(), part, 0, mf);
+#pragma unroll
+					for (int mi = 0; mi < S::MB; mi++) {
+						const int rr = wm * S::WM + (mf + mi) * 16 + lane / 4;
+						const float as0 = block_ascale(a, r.tok[rr], kslot);
+						const float as1 = block_ascale(a, r.tok[rr + 8], kslot);
+#pragma unroll
+						for (int ni = 0; ni < S::NI; ni++) {
+							acc[mf + mi][ni][0] += part[mi][ni][0] * as0 * bs;
+							acc[mf + mi][ni][1] += part[mi][ni][1] * as0 * bs;
+							acc[mf + mi][ni][2] += part[mi][ni][2] * as1 * bs;
+							acc[mf + mi][ni][3] += part[mi][ni][3] * as1 * bs;
+						}
+					}
+				}
+			} else if (live > S::MI / 2) {
+#pragma unroll
+				for (int mf = 0; mf < S::MI; mf += S::MP)
+					slice(constant<S::MP>(), constant<S::KU>(), acc, mf, mf);
+			} else if (live > 0) {                             /* the first half holds every valid row */
+				slice(constant<(S::MI + 1) / 2>(), constant<S::KU>(), acc, 0, 0);
+			}
+
+			if (S::SMEM_SCALES && ksc < nk)
+				*(float4 *)(smem + (ksc % S::STAGES) * S::STAGE + S::SC_OFF + threadIdx.x * 16) =
+					make_float4(nsc[0][0], nsc[0][1], nsc[0][2], nsc[0][3]);
+		}
+		cp_async_wait<0>();
+		finish();
+	};
+	if (QUANT == MOE_FP8 && a.scale == MOE_SCALE_BLOCK)
+		run(constant<1>());
+	else
+		run(constant<0>());
+}
+
+} /* namespace moe_gemm */
+
+#endif
