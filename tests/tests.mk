@@ -134,6 +134,10 @@ $(T)/gpu_%: tests/gpu/%.c $(B)/libcore.a $(SHIM_OBJS) $(B)/.deps-ok
 oracle:
 	$(Q)sh tests/oracle/fetch.sh $(B)/oracle
 
+# make test builds (does not run) the GPU programs, so a change that breaks
+# them fails where there is no GPU too.
+test: $(GPU_TESTS) $(GPU_BENCH) $(GPU_SHIMMED)
+
 gpu-build: all $(GPU_TESTS) $(GPU_BENCH) $(GPU_SHIMMED) oracle
 .PHONY: gpu-build oracle
 

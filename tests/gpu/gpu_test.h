@@ -96,7 +96,7 @@ static inline double e4m3_to_double(uint8_t b)
  * NULL the bundle embedded in the shim (declare bundle_fatbin first by
  * including shim/reroute/bundle.h).  Prints which, as a TAP line.
  */
-#ifdef SM120_REROUTE_BUNDLE_H
+#ifdef SM120_SHIM_REROUTE_BUNDLE_H
 static inline CUmodule gpu_test_module(const char *path)
 {
 	CUdevice dev;
