@@ -106,7 +106,7 @@ $(T)/shim_next: tests/shim/next_main.c $(T)/libnext_a.so
 # The fuzz smoke (tests/fuzz/fuzz.mk) runs inside tests/run.sh so that its
 # verdict is counted in the closing line.
 FUZZ_TEST_SECONDS ?= 20
-test: all $(FIXTURES) $(UNIT_TESTS) $(SHIM_TEST_BINS) $(FUZZ_BIN)
+test: all $(FIXTURES) $(UNIT_TESTS) $(SHIM_TEST_BINS) $(FUZZ_BIN) oracle
 	$(Q)SM120_FIXTURES=$(FX) SM120_BUILD=$(B) \
 	  SM120_FUZZ="$(MAKE) --no-print-directory -s fuzz-smoke FUZZ_SECONDS=$(FUZZ_TEST_SECONDS)" \
 	  sh tests/run.sh $(UNIT_TESTS)
@@ -130,8 +130,16 @@ $(T)/gpu_%: tests/gpu/%.c $(B)/libcore.a $(SHIM_OBJS) $(B)/.deps-ok
 	  $(B)/libcore.a -L$(CUDA_HOME)/lib64/stubs -lcuda -lm
 
 # The frameworks' released kernel files (tests/oracle/packages.txt), fetched
-# from the Python package registry; carry $(B)/oracle to a GPU machine without one.
-oracle:
+# from the Python package registry; carry $(B)/oracle to a GPU machine without
+# one.  Triton (tests/oracle/requirements.txt) in a venv of its own compiles
+# them for sm_120 and sm_90 without a GPU (tests/scripts/test_oracle_cli.sh).
+ORACLE_VENV := $(B)/oracle-venv
+$(ORACLE_VENV)/.ok: tests/oracle/requirements.txt
+	$(msg) PIP "$(ORACLE_VENV): $$(grep -v '^#' $<)"
+	$(Q)rm -rf $(ORACLE_VENV) && python3 -m venv $(ORACLE_VENV) && \
+	  $(ORACLE_VENV)/bin/pip install -q --disable-pip-version-check -r $< && touch $@
+
+oracle: $(ORACLE_VENV)/.ok
 	$(Q)sh tests/oracle/fetch.sh $(B)/oracle
 
 # make test builds (does not run) the GPU programs, so a change that breaks

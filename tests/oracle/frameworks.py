@@ -1,7 +1,9 @@
 """frameworks.py - import one of the frameworks' own Triton kernel files from a
 released package unpacked by tests/oracle/fetch.sh, without installing the
 framework: the few framework modules such a file imports are stubbed with what
-its kernels need (a CUDA platform, triton and triton.language).
+its kernels need (a CUDA platform, triton and triton.language).  The
+caller provides torch (the real one on a GPU machine; tests/oracle/launches.py
+a stand-in).
 
     mod = frameworks.load("vllm", "0.33.0", "vllm/v1/attention/ops/triton_decode_attention.py")
 
@@ -44,7 +46,20 @@ def _stub_vllm():
     _stub("vllm.triton_utils", tl=tl, triton=triton)
 
 
-STUBS = {"vllm": _stub_vllm}
+def _stub_sglang():
+    """What SGLang's Triton attention files import: the CUDA checks and the
+    prefill kernel (another file, not loaded)."""
+    _stub("sglang")
+    _stub("sglang.srt")
+    _stub("sglang.srt.utils", is_cuda=lambda: True, is_hip=lambda: False)
+    _stub("sglang.srt.layers")
+    _stub("sglang.srt.layers.attention")
+    _stub("sglang.srt.layers.attention.triton_ops")
+    _stub("sglang.srt.layers.attention.triton_ops.prefill_attention",
+          context_attention_fwd=None)
+
+
+STUBS = {"vllm": _stub_vllm, "sglang": _stub_sglang}
 
 
 def load(name, version, path):

@@ -1,0 +1,286 @@
+"""launches.py - the frameworks' own kernels, compiled by Triton without a GPU,
+as the launch events the shim would log, so that `sm120 route` can say what
+the shim decides for each (tests/scripts/test_oracle_cli.sh).
+
+    python3 tests/oracle/launches.py OUT_DIR
+
+For each case below, the framework's own host function (from its released
+package, tests/oracle/fetch.sh) runs on stand-in tensors: shapes, strides,
+dtypes and distinct addresses, no data.  Its kernel launches are caught at
+Triton's JIT: each is compiled by Triton's own specialisation for the
+target architecture named by $SM120_ORACLE_ARCH (120 or 90; a stub driver
+answers the target, nothing touches a GPU), and written out as
+  OUT_DIR/<case>.<kernel>.cubin       the cubin Triton built
+  OUT_DIR/<case>.jsonl                one "launch" event per launch: the
+                                      kernel name, its dynamic shared memory
+                                      (Triton's metadata), grid, block, the
+                                      runtime arguments' bytes ("args", in
+                                      Triton's order, its two scratch
+                                      pointers last), the settings the case
+                                      deploys with, mode reroute, target sm120
+  OUT_DIR/expect.tsv                  case, kernel, rule, bundled kernel the
+                                      shim must choose ("-": the launch fits
+                                      and must pass; "!": it must be refused)
+The parameter sizes are not written: the test takes them from the cubin with
+`sm120 scan`, so Triton's own dropping of parameters is what is matched.
+"""
+import json
+import os
+import struct
+import sys
+import types
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import frameworks  # noqa: E402
+
+
+# ---------------------------------------------------------------- stand-in torch
+
+class DType:
+    def __init__(self, name, size):
+        self.name, self.itemsize = name, size
+
+    def __str__(self):
+        return "torch." + self.name
+
+    __repr__ = __str__
+
+
+DTYPES = {n: DType(n, s) for n, s in [("float8_e4m3fn", 1), ("bfloat16", 2), ("float16", 2),
+                                     ("float32", 4), ("int32", 4), ("int64", 8)]}
+_next_address = [0x7f0000000000]
+
+
+class Tensor:
+    """What the frameworks' host code and Triton's specialisation read of a
+    tensor: shape, strides, dtype, device, and an address (256-aligned,
+    distinct per allocation, as the caching allocator gives)."""
+
+    def __init__(self, shape, dtype, strides=None, ptr=None):
+        self.shape = tuple(shape)
+        self.dtype = DTYPES[dtype] if isinstance(dtype, str) else dtype
+        if strides is None:
+            strides, acc = [], 1
+            for d in reversed(self.shape):
+                strides.insert(0, acc)
+                acc *= d
+        self._strides = tuple(strides)
+        if ptr is None:
+            ptr = _next_address[0]
+            size = 1 + sum((d - 1) * s for d, s in zip(self.shape, self._strides))
+            _next_address[0] += (size * self.dtype.itemsize + 0xFFFF) & ~0xFF
+        self._ptr = ptr
+        self.device = "cuda"
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def stride(self, i=None):
+        return self._strides if i is None else self._strides[i]
+
+    def data_ptr(self):
+        return self._ptr
+
+    def element_size(self):
+        return self.dtype.itemsize
+
+    def narrow_last(self, n):
+        """t[..., :n], a view."""
+        return Tensor(self.shape[:-1] + (n,), self.dtype, self._strides, self._ptr)
+
+    def unsqueeze(self, dim):
+        shape, strides = list(self.shape), list(self._strides)
+        dim = dim if dim >= 0 else len(shape) + dim + 1
+        shape.insert(dim, 1)
+        strides.insert(dim, strides[dim] * shape[dim + 1] if dim < len(strides) else 1)
+        return Tensor(shape, self.dtype, strides, self._ptr)
+
+
+def stub_torch(capability):
+    """A torch module with what the frameworks' host code reads; the device
+    reports compute capability @capability (SGLang picks its tiles by it)."""
+    torch = types.ModuleType("torch")
+    torch.cuda = types.SimpleNamespace(get_device_capability=lambda *a: capability,
+                                       is_available=lambda: True)
+    torch.__dict__.update(DTYPES)
+    torch.Tensor = Tensor
+    torch.tensor = lambda v, dtype=None, device=None: Tensor((), dtype or DTYPES["float32"])
+    torch.empty = lambda *shape, dtype=None, device=None: Tensor(
+        shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape,
+        dtype or DTYPES["float32"])
+    sys.modules.setdefault("torch", torch)
+    packaging = types.ModuleType("packaging")
+    version = types.ModuleType("packaging.version")
+
+    def parse(s):
+        return tuple(int(x) for x in s.split("+")[0].split(".")[:3] if x.isdigit())
+    version.parse = parse
+    packaging.version = version
+    sys.modules.setdefault("packaging", packaging)
+    sys.modules.setdefault("packaging.version", version)
+
+
+# ---------------------------------------------------------------- stub driver
+
+def install_stub_driver(arch):
+    """Triton's active driver answers target cuda:@arch, device 0, stream 0."""
+    from triton.backends.compiler import GPUTarget
+    from triton.runtime.driver import driver
+
+    class StubDriver:
+        def get_current_target(self):
+            return GPUTarget("cuda", arch, 32)
+
+        def get_current_device(self):
+            return 0
+
+        def get_current_stream(self, device=None):
+            return 0
+
+        def get_active_torch_device(self):
+            return "cuda"
+
+        def get_device_interface(self):
+            raise RuntimeError("no GPU: stub driver")
+
+    driver.set_active(StubDriver())
+
+
+class Catch:
+    """Stands for a @triton.jit kernel: fn[grid](...) compiles (warmup) and records."""
+
+    def __init__(self, fn, sink):
+        self.fn, self.sink = fn, sink
+
+    def __getitem__(self, grid):
+        def launch(*args, **kwargs):
+            kernel = self.fn.run(*args, grid=grid, warmup=True, **kwargs)
+            _, _, _, _, binder = self.fn.device_caches[0]
+            bound, spec, _ = binder(*args, **kwargs)
+            self.sink.append((self.fn.__name__, grid, bound, spec, kernel))
+        return launch
+
+    def __getattr__(self, name):
+        return getattr(self.fn, name)
+
+
+PACK = {"i1": "<b", "i8": "<b", "i16": "<h", "i32": "<i", "i64": "<q", "u1": "<B", "u8": "<B",
+        "u16": "<H", "u32": "<I", "u64": "<Q", "fp16": "<e", "fp32": "<f", "fp64": "<d"}
+
+
+def arg_bytes(ty, value):
+    """A runtime argument's bytes as the launcher packs them."""
+    if ty.startswith("*"):
+        return struct.pack("<Q", value.data_ptr() if hasattr(value, "data_ptr") else 0)
+    if ty == "bf16":
+        return struct.pack("<f", float(value))[2:]
+    return struct.pack(PACK[ty], float(value) if ty.startswith("fp") else int(value))
+
+
+def event(name, grid, bound, spec, kernel, settings):
+    args = [arg_bytes(ty, v).hex() for (ty, _), v in zip(spec, bound.values())
+            if ty != "constexpr"]
+    args += [struct.pack("<Q", 0).hex()] * 2  # global_scratch, profile_scratch
+    grid = tuple(grid) + (1,) * (3 - len(grid))
+    return {"event": "launch", "kernel": name, "mode": "reroute", "target": "sm120",
+            "static_smem": 0, "dynamic_smem": kernel.metadata.shared,
+            "grid": list(grid), "block": [kernel.metadata.num_warps * 32, 1, 1],
+            "args": args, "settings": settings}
+
+
+# ---------------------------------------------------------------- cases
+
+def vllm_mla_decode(release, batch, heads, page, splits, lens_max):
+    """vLLM TRITON_MLA decode as TritonMLAImpl.forward_mqa calls it: FP8 cache
+    [pages, page, 1, 576], V its first 512 channels, IS_MLA."""
+    mod = frameworks.load("vllm", release, "vllm/v1/attention/ops/triton_decode_attention.py")
+    sink = []
+    mod._fwd_grouped_kernel_stage1 = Catch(mod._fwd_grouped_kernel_stage1, sink)
+    mod._fwd_kernel_stage2 = Catch(mod._fwd_kernel_stage2, sink)
+    pages = batch * ((lens_max + page - 1) // page) + 1
+    cache = Tensor((pages, page, 576), "float8_e4m3fn").unsqueeze(2)
+    q = Tensor((batch, heads, 576), "bfloat16")
+    o = Tensor((batch, heads, 512), "bfloat16")
+    lse = Tensor((batch, heads), "float32")
+    table = Tensor((batch, (lens_max + page - 1) // page), "int32")
+    lens = Tensor((batch,), "int32")
+    logits = Tensor((batch, heads, splits, 513), "float32")
+    ks, vs = Tensor((), "float32"), Tensor((), "float32")
+    mod.decode_attention_fwd(q, cache, cache.narrow_last(512), o, lse, table, lens, logits, splits,
+                             0.1171, page, k_scale=ks, v_scale=vs, is_mla=True)
+    return sink, {"page_size": str(page)}
+
+
+def sglang_extend(release, kv, batch, heads, prefix, extend):
+    """SGLang's MLA absorbed extend attention as its Triton backend calls it:
+    q [tokens, heads, 576]; k the [tokens, 1, 576] latent, v its first 512
+    channels; the cache [slots, 1, 576] with V its first 512 channels."""
+    mod = frameworks.load("sglang", release,
+                          "sglang/srt/layers/attention/triton_ops/extend_attention.py")
+    sink = []
+    mod._fwd_kernel = Catch(mod._fwd_kernel, sink)
+    tokens, slots = batch * extend, batch * (prefix + extend) + 7
+    cache_dtype = "float8_e4m3fn" if kv == "fp8_e4m3" else "bfloat16"
+    k = Tensor((tokens, 1, 576), "bfloat16")
+    buf = Tensor((slots, 1, 576), cache_dtype)
+    mod.extend_attention_fwd(
+        Tensor((tokens, heads, 576), "bfloat16"), k, k.narrow_last(512),
+        Tensor((tokens, heads, 512), "bfloat16"), buf, buf.narrow_last(512),
+        Tensor((batch + 1,), "int32"), Tensor((batch + 1,), "int32"),
+        Tensor((batch * prefix,), "int64"), None, True, None, extend, sm_scale=0.1171)
+    return sink, {"kv_cache_dtype": kv}
+
+
+# name: (function, arguments, {kernel: (rule, bundled kernel), or one such pair
+# per architecture}); rule "-": the launch must pass (it fits); "!": it must
+# be refused.
+CASES = {
+    "vllm-0.33.0-decode-kimi-tp8": (vllm_mla_decode, ("0.33.0", 5, 8, 16, 16, 4099),
+                                    {"_fwd_grouped_kernel_stage1": ("vllm-mla-decode-2026-06",
+                                                                    "attn_decode_mla_fp8"),
+                                     "_fwd_kernel_stage2": ("-", "-")}),
+    "vllm-0.33.0-decode-dsv3-tp8-page64": (vllm_mla_decode, ("0.33.0", 3, 16, 64, 8, 1000),
+                                           {"_fwd_grouped_kernel_stage1": ("vllm-mla-decode-2026-06",
+                                                                           "attn_decode_mla_fp8"),
+                                            "_fwd_kernel_stage2": ("-", "-")}),
+    # Before 2026-01-29 SGLang picks 32x64 for MLA on capability >= 9, SM120's
+    # 12.0 included: 106496 B, the crash users reported.
+    "sglang-0.5.8-extend-kimi-tp8-bf16": (sglang_extend, ("0.5.8", "bf16", 3, 8, 300, 1000),
+                                          {"_fwd_kernel": ("sglang-extend-2025-08",
+                                                           "attn_extend_mla576_bf16")}),
+    # 0.5.9 has SGLang's SM120 tiles (capability 12: 71680 B, fits): only the
+    # emulation on Hopper (capability 9) launches 106496 B.
+    "sglang-0.5.9-extend-kimi-tp8-bf16": (sglang_extend, ("0.5.9", "bf16", 2, 8, 77, 333),
+                                          {"_fwd_kernel": {120: ("-", "-"),
+                                                           90: ("sglang-extend-2025-08",
+                                                                "attn_extend_mla576_bf16")}}),
+    # These releases read an FP8 cache without k_scale/v_scale: not verified, refused.
+    "sglang-0.5.9-extend-kimi-tp8-fp8": (sglang_extend, ("0.5.9", "fp8_e4m3", 2, 8, 77, 333),
+                                         {"_fwd_kernel": {120: ("-", "-"), 90: ("!", "-")}}),
+}
+
+
+def main(out):
+    arch = int(os.environ.get("SM120_ORACLE_ARCH", "120"))
+    stub_torch((arch // 10, arch % 10))
+    install_stub_driver(arch)
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "expect.tsv"), "w") as expect:
+        for case, (fn, args, want) in CASES.items():
+            sink, settings = fn(*args)
+            with open(os.path.join(out, case + ".jsonl"), "w") as log:
+                for name, grid, bound, spec, kernel in sink:
+                    with open(os.path.join(out, f"{case}.{name}.cubin"), "wb") as f:
+                        f.write(kernel.asm["cubin"])
+                    log.write(json.dumps(event(name, grid, bound, spec, kernel, settings)) + "\n")
+            for name, outcome in want.items():
+                rule, bundled = outcome.get(arch) if isinstance(outcome, dict) else outcome
+                expect.write(f"{case}\t{name}\t{rule}\t{bundled}\n")
+            print(f"# {case}: " + ", ".join(f"{n} {k.metadata.shared} B" for n, _, _, _, k in sink))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    main(sys.argv[1])
