@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/numfmt.h"
 #include "cpu/cpu.h"
 #include "gpu/gpu.h"
 
@@ -86,17 +87,6 @@ int ref_argmax(const float *v, int n)
 	return best;
 }
 
-/* first_nonfinite - index of the first NaN or Inf among @n values, or -1. */
-static int first_nonfinite(const float *v, int n)
-{
-	int i;
-
-	for (i = 0; i < n; i++)
-		if (!isfinite(v[i]))
-			return i;
-	return -1;
-}
-
 /*
  * take_rows - hand @n logits rows (positions @pos..) to @rows after checking
  * each is finite.  Returns 0, or -ERANGE with @err naming the backend, the
@@ -110,7 +100,7 @@ static int take_rows(const struct ref_backend *b, const float *logits, int n, in
 	for (i = 0; i < n; i++) {
 		const float *row = logits + (size_t)i * vocab;
 
-		bad = first_nonfinite(row, vocab);
+		bad = nf_first_nonfinite(row, vocab);
 		if (bad >= 0)
 			return sm_err_set(err, -ERANGE, "position %d: the logit of token %d is %s, so no "
 					  "next token can be chosen: lm_head.weight or model.norm.weight "

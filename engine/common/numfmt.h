@@ -1,14 +1,26 @@
 /*
  * numfmt.h - the number formats of the checkpoints: bf16, fp16, FP8 E4M3
  * (float8_e4m3fn), E2M1 (FP4), each to float and (round to nearest even)
- * from float.  Integer and IEEE basic arithmetic only, so the same input
+ * from float; and the finite check the engine applies at its boundaries.  Integer and IEEE basic arithmetic only, so the same input
  * gives the same bits on every machine.
  */
 #ifndef SM120_ENGINE_NUMFMT_H
 #define SM120_ENGINE_NUMFMT_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
+
+/* nf_first_nonfinite - index of the first NaN or Inf among @n values, or -1. */
+static inline int nf_first_nonfinite(const float *v, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (!isfinite(v[i]))
+			return i;
+	return -1;
+}
 
 static inline float nf_bits_f32(uint32_t u)
 {

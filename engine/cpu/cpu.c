@@ -9,6 +9,8 @@
  */
 #include "cpu.h"
 
+#include "../common/numfmt.h"
+
 #include <errno.h>
 #include <float.h>
 #include <math.h>
@@ -137,17 +139,6 @@ static void rmsnorm(float *y, const float *x, const float *w, int n, float eps)
 		y[i] = (float)(x[i] * ss) * w[i];
 }
 
-/* first_nonfinite - index of the first NaN or Inf among @n values, or -1. */
-static int first_nonfinite(const float *v, int n)
-{
-	int i;
-
-	for (i = 0; i < n; i++)
-		if (!isfinite(v[i]))
-			return i;
-	return -1;
-}
-
 /*
  * norm_rows - @y[t] = rmsnorm(@x[t]) for the @n tokens at positions r->pos..,
  * then refuse a non-finite result: the error names @norm (e.g.
@@ -161,7 +152,7 @@ static int norm_rows(const struct ref_cpu *r, float *y, const float *x, const fl
 
 	for (t = 0; t < n; t++) {
 		rmsnorm(y + (size_t)t * H, x + (size_t)t * H, w, H, r->c->rms_eps);
-		bad = first_nonfinite(y + (size_t)t * H, H);
+		bad = nf_first_nonfinite(y + (size_t)t * H, H);
 		if (bad >= 0)
 			return sm_err_set(err, -ERANGE, "position %d: the hidden state after %s is not "
 					  "finite (element %d is %s): %s holds NaN or Inf weights, or "

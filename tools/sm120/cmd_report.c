@@ -394,16 +394,6 @@ static void add_opt_num(cJSON *j, const char *key, int64_t v)
 		cJSON_AddNullToObject(j, key);
 }
 
-static void print_json(cJSON *j)
-{
-	char *s = cJSON_PrintUnformatted(j);
-
-	if (s)
-		puts(s);
-	free(s);
-	cJSON_Delete(j);
-}
-
 static void print_json_row(const struct kstat *k)
 {
 	cJSON *j = cJSON_CreateObject();
@@ -434,7 +424,7 @@ static void print_json_row(const struct kstat *k)
 		cJSON_AddStringToObject(j, "via", k->via);
 	if (k->origin)
 		cJSON_AddStringToObject(j, "origin", k->origin);
-	print_json(j);
+	jsonl_print(j);
 }
 
 static const char *plural(unsigned long n, const char *one, const char *many)
@@ -484,7 +474,7 @@ static void print_json_summary(const struct report *r, unsigned long over)
 	cJSON_AddNumberToObject(j, "files", (double)r->io.files);
 	cJSON_AddNumberToObject(j, "unreadable_files", (double)r->io.bad_files);
 	cJSON_AddNumberToObject(j, "bad_lines", (double)r->io.bad_lines);
-	print_json(j);
+	jsonl_print(j);
 }
 
 static void report_free(struct report *r)

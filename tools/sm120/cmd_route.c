@@ -177,7 +177,6 @@ static void print(const struct replay *r, const cJSON *j, const char *event,
 
 	if (r->o->json) {
 		cJSON *o = cJSON_CreateObject();
-		char *text;
 
 		cJSON_AddStringToObject(o, "log", r->path);
 		cJSON_AddStringToObject(o, "event", event);
@@ -193,11 +192,7 @@ static void print(const struct replay *r, const cJSON *j, const char *event,
 			cJSON_AddStringToObject(o, "logged", logged);
 			cJSON_AddBoolToObject(o, "agrees", agrees);
 		}
-		text = cJSON_PrintUnformatted(o);
-		if (text)
-			puts(text);
-		free(text);
-		cJSON_Delete(o);
+		jsonl_print(o);
 		return;
 	}
 	printf("%s %s: %s%s%s%s%s (logged: %s)%s\n", event, kernel ? kernel : "?", action,

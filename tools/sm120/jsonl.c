@@ -7,6 +7,16 @@
 #include <string.h>
 #include <sys/types.h>
 
+void jsonl_print(cJSON *j)
+{
+	char *s = cJSON_PrintUnformatted(j);
+
+	if (s)
+		puts(s);
+	free(s);
+	cJSON_Delete(j);
+}
+
 int64_t jsonl_num(const cJSON *j, const char *key)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);

@@ -28,6 +28,9 @@ int jsonl_read(const char *path, const char *who,
 	       int (*on_event)(void *ctx, const cJSON *j, const char *event), void *ctx,
 	       struct jsonl_counts *c);
 
+/* jsonl_print - @j as one line of JSON on stdout; frees @j. */
+void jsonl_print(cJSON *j);
+
 /* jsonl_num - a non-negative integer member of @j, or -1 when absent or not one. */
 int64_t jsonl_num(const cJSON *j, const char *key);
 
