@@ -2,7 +2,9 @@
 # reroute_gpu.sh - the shim's reroute mode on real Triton launches (GPU):
 # stand-ins with the launch interfaces of SGLang's extend attention
 # (`_fwd_kernel`, 106496 B, in its 2026-03, v0.5.9 and upstream-main
-# signatures, main also with a batch of 1) and vLLM's TRITON_MLA decode
+# signatures, main also with a batch of 1), SGLang's own released 0.5.8 and
+# 0.5.9 extend kernels (tests/oracle/fetch.sh; their 25-parameter layout is
+# the v0.5.9 one) and vLLM's TRITON_MLA decode
 # (`_fwd_grouped_kernel_stage1`, 102400 B with an FP8 cache), SM120 emulated
 # on a bigger GPU.  Each case runs plainly and under
 # `sm120 run --mode reroute --target sm120`, eagerly and inside a CUDA graph;

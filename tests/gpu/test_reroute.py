@@ -54,6 +54,8 @@ import triton
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import standins as si  # noqa: E402  (after the path is set)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "oracle"))
+import frameworks  # noqa: E402
 from reroute_tap import bf16_ulp, bits, expect_refused, same_bits, shim_label  # noqa: E402
 
 HEADS = 8                  # Kimi K2 (64 q heads) at TP8
@@ -79,6 +81,29 @@ EXTEND_CASES = {
     "main": ("main_", EXTEND_SEQS, EXTEND_SEQS_GRAPH),
     "main, batch 1": ("main_batch1_", EXTEND_SEQS_BATCH1, EXTEND_SEQS_BATCH1),
 }
+
+
+def sglang_extend(release):
+    """SGLang's own extend_attention_fwd from its released wheel
+    (tests/oracle/fetch.sh), as a stand-in launcher: it returns the kernel
+    Triton compiled for the launch.  These releases have no k_scale/v_scale."""
+    mod = frameworks.load("sglang", release,
+                          "sglang/srt/layers/attention/triton_ops/extend_attention.py")
+
+    def launch(*args, **kwargs):
+        mod.extend_attention_fwd(*args, **kwargs)
+        cache = mod._fwd_kernel.device_caches[torch.cuda.current_device()][0]
+        return list(cache.values())[-1]
+    return launch
+
+
+# The real releases whose signature has no scales: bf16 only (the shim refuses
+# their FP8 reading, as for the v0.5.9 stand-in).
+for _release in ("0.5.8", "0.5.9"):
+    EXTEND_SIGNATURES[f"sglang {_release}"] = (sglang_extend(_release), 1, ("bf16",), None)
+    EXTEND_CASES[f"sglang {_release}"] = (f"sglang{_release.replace('.', '')}_", EXTEND_SEQS,
+                                          EXTEND_SEQS_GRAPH)
+NO_SCALES = {"v0.5.9", "sglang 0.5.8", "sglang 0.5.9"}
 assert set(EXTEND_CASES) == set(EXTEND_SIGNATURES), "a signature without cases"
 
 # vLLM decode: one query token per sequence, paged cache of PAGE tokens.
@@ -149,7 +174,7 @@ class Case:
             buf = d["k_buffer"]
             launch = EXTEND_SIGNATURES[self.signature][0]
             # v0.5.9 has no k_scale/v_scale (make_extend made them 1)
-            scales = ({} if self.signature == "v0.5.9" else
+            scales = ({} if self.signature in NO_SCALES else
                       dict(k_scale=d["k_scale"], v_scale=d["v_scale"]))
             return [launch(
                 d["q"], k, k[..., :LV], self.outputs["o"], buf, buf[..., :LV],
@@ -199,7 +224,7 @@ def make_extend(kv, seqs, seed, signature="2026-03", dev="cuda"):
     q = torch.randn(t, HEADS, LQ, generator=g, device=dev).to(torch.bfloat16)
     k_ext = torch.randn(t, 1, LQ, generator=g, device=dev).to(torch.bfloat16)
     k_scale, v_scale = EXTEND_SCALES[kv]
-    assert signature != "v0.5.9" or k_scale == v_scale == 1.0, "v0.5.9 has no scales"
+    assert signature not in NO_SCALES or k_scale == v_scale == 1.0, "no scales in " + signature
     buf = torch.full((EXTEND_SLOTS, 1, LQ), POISON, device=dev)
     # stored values: k_scale * stored ~ N(0, 1) for the keys
     buf[slots] = torch.randn(p, 1, LQ, generator=g, device=dev) / k_scale

@@ -7,7 +7,7 @@ a stand-in).
 
     mod = frameworks.load("vllm", "0.33.0", "vllm/v1/attention/ops/triton_decode_attention.py")
 
-The oracle directory is $SM120_ORACLE (default build/oracle).  A missing
+The oracle directory is $SM120_ORACLE (default $SM120_BUILD/oracle, build/oracle).  A missing
 release raises FileNotFoundError naming the command that fetches it.
 """
 import importlib.util
@@ -17,7 +17,9 @@ import types
 
 
 def oracle_dir():
-    return os.environ.get("SM120_ORACLE", "build/oracle")
+    """$SM120_ORACLE, else the build directory's oracle/ ($SM120_BUILD or build)."""
+    return os.environ.get("SM120_ORACLE",
+                          os.path.join(os.environ.get("SM120_BUILD", "build"), "oracle"))
 
 
 class _CudaPlatform:
