@@ -49,11 +49,21 @@ def _stub_vllm():
 
 
 def _stub_sglang():
-    """What SGLang's Triton attention files import: the CUDA checks and the
-    prefill kernel (another file, not loaded)."""
+    """What SGLang's Triton attention and MoE files import: the CUDA checks,
+    the prefill kernel (another file, not loaded) and the activation
+    quantizers (host functions: a caller that runs on stand-in tensors sets
+    them, see tests/oracle/launches.py)."""
     _stub("sglang")
     _stub("sglang.srt")
-    _stub("sglang.srt.utils", is_cuda=lambda: True, is_hip=lambda: False)
+    _stub("sglang.srt.utils", is_cuda=lambda: True, is_hip=lambda: False, is_cpu=lambda: False,
+          cpu_has_amx_support=lambda: False, get_bool_env_var=lambda *a, **k: False,
+          is_sm90_supported=lambda: False)
+    _stub("sglang.srt.batch_invariant_ops", is_batch_invariant_mode_enabled=lambda: False)
+    _stub("sglang.srt.layers.quantization")
+    for name in ("fp8_kernel", "int8_kernel"):
+        _stub(f"sglang.srt.layers.quantization.{name}")
+    _stub("sglang.srt.layers.moe")
+    _stub("sglang.srt.layers.moe.fused_moe_triton")
     _stub("sglang.srt.layers")
     _stub("sglang.srt.layers.attention")
     _stub("sglang.srt.layers.attention.triton_ops")

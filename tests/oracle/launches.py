@@ -82,6 +82,12 @@ class Tensor:
     def data_ptr(self):
         return self._ptr
 
+    def numel(self):
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
     def element_size(self):
         return self.dtype.itemsize
 
@@ -158,7 +164,8 @@ class Catch:
             kernel = self.fn.run(*args, grid=grid, warmup=True, **kwargs)
             _, _, _, _, binder = self.fn.device_caches[0]
             bound, spec, _ = binder(*args, **kwargs)
-            self.sink.append((self.fn.__name__, grid, bound, spec, kernel))
+            self.sink.append((self.fn.__name__, grid(bound) if callable(grid) else grid, bound,
+                              spec, kernel))
         return launch
 
     def __getattr__(self, name):
@@ -232,6 +239,54 @@ def sglang_extend(release, kv, batch, heads, prefix, extend):
     return sink, {"kv_cache_dtype": kv}
 
 
+def sglang_moe(release, quant, tokens, experts, top_k, n, k, down=False):
+    """SGLang's invoke_fused_moe_kernel at its default FP8 configuration (the
+    one every release before 2026-06-23 picks when no tuned file names the
+    GPU: 128x256x128, GROUP_SIZE_M 32, 8 warps, 4 stages), on the routing
+    buffers moe_align_block_size gives (EM = tokens x top_k + experts x
+    (BLOCK_SIZE_M - 1)).  @quant: "fp8_block" (128x128 block scales) or
+    "fp8_tensor".  @down: the down projection as fused_experts launches it
+    (one row per routed token, top_k 1 compiled in, the routed weight
+    applied), N then being the hidden size.  The activation quantizers are host functions: stand-ins
+    return FP8 activations and their scales in SGLang's shapes."""
+    frameworks.STUBS["sglang"]()
+    quant_mod = sys.modules["sglang.srt.layers.quantization.fp8_kernel"]
+    quant_mod.scaled_fp8_quant = lambda a, scale=None, use_per_token_if_dynamic=False: (
+        Tensor(a.shape, "float8_e4m3fn"),
+        Tensor((a.shape[0], 1) if use_per_token_if_dynamic else (1,), "float32"))
+    group = lambda a, block_k: (Tensor(a.shape, "float8_e4m3fn"),
+                                Tensor((a.shape[0], (a.shape[1] + block_k - 1) // block_k),
+                                       "float32"))
+    quant_mod.sglang_per_token_group_quant_fp8 = quant_mod.per_token_group_quant_fp8 = group
+    int8 = sys.modules["sglang.srt.layers.quantization.int8_kernel"]
+    int8.per_token_group_quant_int8 = int8.per_token_quant_int8 = None
+    int8.sglang_per_token_group_quant_int8 = None
+    mod = frameworks.load("sglang", release,
+                          "sglang/srt/layers/moe/fused_moe_triton/fused_moe_triton_kernels.py")
+    sink = []
+    mod.fused_moe_kernel = Catch(mod.fused_moe_kernel, sink)
+    config = dict(BLOCK_SIZE_M=128, BLOCK_SIZE_N=256, BLOCK_SIZE_K=128, GROUP_SIZE_M=32,
+                  num_warps=8, num_stages=4)
+    em = tokens * top_k + experts * (config["BLOCK_SIZE_M"] - 1)
+    block = [128, 128] if quant == "fp8_block" else None
+    b_scale = (Tensor((experts, (n + 127) // 128, (k + 127) // 128), "float32") if block
+               else Tensor((experts,), "float32"))
+    rows = tokens * top_k if down else tokens
+    mod.invoke_fused_moe_kernel(
+        Tensor((rows, k), "bfloat16"), Tensor((experts, n, k), "float8_e4m3fn"), None,
+        Tensor((tokens, top_k, n), "bfloat16"), None, b_scale, None,
+        Tensor((tokens, top_k), "float32"), Tensor((tokens, top_k), "int32"),
+        Tensor((em,), "int32"), Tensor((em // config["BLOCK_SIZE_M"],), "int32"),
+        Tensor((1,), "int32"), down, 1 if down else top_k, config, tl_bfloat16(), True, False,
+        False, False, False, block_shape=block)
+    return sink, {"top_k": str(top_k), "hidden_size": str(n if down else k)}
+
+
+def tl_bfloat16():
+    import triton.language as tl
+    return tl.bfloat16
+
+
 # name: (function, arguments, {kernel: (rule, bundled kernel), or one such pair
 # per architecture}); rule "-": the launch must pass (it fits); "!": it must
 # be refused.
@@ -255,6 +310,17 @@ CASES = {
                                           {"_fwd_kernel": {120: ("-", "-"),
                                                            90: ("sglang-extend-2025-08",
                                                                 "attn_extend_mla576_bf16")}}),
+    # Kimi K2 at TP8: 384 experts, top_k 8, hidden 7168, gate/up N = 2 x 2048 / 8.
+    "sglang-0.5.9-moe-kimi-tp8-gateup-fp8block-m512": (
+        sglang_moe, ("0.5.9", "fp8_block", 512, 384, 8, 512, 7168),
+        {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_fp8_m16")}),
+    "sglang-0.5.9-moe-kimi-tp8-down-fp8block-m512": (
+        sglang_moe, ("0.5.9", "fp8_block", 512, 384, 8, 7168, 256, True),
+        {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_fp8_m16")}),
+    # GLM-4.7 at TP8: 160 experts, top_k 8, hidden 5120, gate/up N = 2 x 1536 / 8.
+    "sglang-0.5.9-moe-glm-tp8-gateup-fp8tensor-m2048": (
+        sglang_moe, ("0.5.9", "fp8_tensor", 2048, 160, 8, 384, 5120),
+        {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_fp8_m128")}),
     # These releases read an FP8 cache without k_scale/v_scale: not verified, refused.
     "sglang-0.5.9-extend-kimi-tp8-fp8": (sglang_extend, ("0.5.9", "fp8_e4m3", 2, 8, 77, 333),
                                          {"_fwd_kernel": {120: ("-", "-"), 90: ("!", "-")}}),
