@@ -1,9 +1,11 @@
 #!/bin/sh
 # test_rules_cli.sh - `sm120 rules check|compile`: the shipped rules are
 # valid, and every kind of mistake in a rules file is named with its file,
-# line, rule and field.  Prints "ok - ..." / "not ok - ...".
+# line, rule and field: unknown keys (with the nearest valid name), keys
+# given twice, numbers out of range, misspelt tile names.  Prints
+# "ok - ..." / "not ok - ...".
 set -u
-echo 1..32 # plan: the number of checks below
+echo 1..60 # plan: the number of checks below
 B=${SM120_BUILD:-build}
 sm120=$B/sm120
 work=$(mktemp -d)
@@ -26,7 +28,7 @@ bad() { sed "$2" "$work/good.json" >"$work/$1.json"; }
 bad type 's/"type": "ptr"/"type": "pointer"/'
 check "an unknown parameter type is an error" 1 "$sm120" rules check "$work/type.json"
 expect "naming file, line, rule, field and the accepted types" \
-	"type.json:2: rule 'r1': params\[0\].type: 'pointer' is not ptr, i64, i32, fp32 or u1"
+	"type.json:3: rule 'r1': params\[0\].type: 'pointer' is not ptr, i64, i32, fp32 or u1"
 bad adapter 's/"sglang_extend"/"magic"/; s/"r1"/"r2"/'
 check "an unknown adapter is an error" 1 "$sm120" rules check "$work/adapter.json"
 expect "listing the shim's adapters" "adapter: 'magic' is not one of the shim's adapters (sglang_extend"
@@ -44,13 +46,62 @@ check "a rule without tiles is an error" 1 "$sm120" rules check "$work/notiles.j
 expect "said so" "tiles: must be a non-empty array"
 bad smem 's/"dynamic_smem": 106496/"dynamic_smem": "big"/'
 check "a tile without a byte count is an error" 1 "$sm120" rules check "$work/smem.json"
-expect "said so" "tiles\[0\].dynamic_smem: must be a positive whole number of bytes"
+expect "said so" "tiles\[0\].dynamic_smem: must be a whole number from 101377 to 232448, not 'big'"
 bad setting 's/"values"/"settings": ["kv_dtype"], "values"/'
 check "an unknown setting is an error" 1 "$sm120" rules check "$work/setting.json"
-expect "listing the known settings" "settings: 'kv_dtype' is not one of kv_cache_dtype"
+expect "listing the known settings" "settings\[0\]: 'kv_dtype' is not one of the settings (kv_cache_dtype"
 bad schema 's/"schema": 1/"schema": 2/'
 check "another schema version is an error" 1 "$sm120" rules check "$work/schema.json"
 expect "naming the version" "schema: must be 1"
+
+# Unknown keys: rejected, with the nearest valid name.
+bad suported 's/"type": "ptr"}/"type": "ptr", "suported": false}/'
+check "a misspelt parameter key is an error" 1 "$sm120" rules check "$work/suported.json"
+expect "with the key's line and the nearest name" \
+	"suported.json:3: rule 'r1': params\[0\].suported: unknown key in a parameter (did you mean 'supported'?)"
+bad setings 's/"values"/"setings": ["kv_cache_dtype"], "values"/'
+check "a misspelt rule key is an error" 1 "$sm120" rules check "$work/setings.json"
+expect "naming the nearest name" "rule 'r1': setings: unknown key in a rule (did you mean 'settings'?)"
+bad rulez 's/"schema": 1/"schema": 1, "rulez": []/'
+check "an unknown top-level key is an error" 1 "$sm120" rules check "$work/rulez.json"
+expect "naming the accepted keys" \
+	"rulez.json:1: rulez: unknown key in a rules file (did you mean 'rules'?); accepted: schema, description or rules"
+bad smme 's/"dynamic_smem"/"dynamic_smme"/'
+check "a misspelt dynamic_smem is an error, not a compiled-in name" 1 "$sm120" rules check "$work/smme.json"
+expect "naming it" "tiles\[0\].dynamic_smme: unknown key in a tile (did you mean 'dynamic_smem'?)"
+# Tile names are free-form; one that no other tile of the adapter gives but
+# that misspells a name they give is an error.
+bad blokc 's/"BLOCK_M"/"BLOKC_M"/'
+check "a misspelt tile name is an error" 1 "$sm120" rules check rules/sglang_extend.json "$work/blokc.json"
+expect "naming the name the adapter's other tiles give" \
+	"blokc.json:4: rule 'r1': tiles\[0\].BLOKC_M: did you mean 'BLOCK_M'? No other sglang_extend tile names BLOKC_M"
+
+# Numbers: every one range-checked, whole where whole numbers are meant.
+bad huge 's/"dynamic_smem": 106496/"dynamic_smem": 1e300/'
+check "dynamic_smem 1e300 is an error" 1 "$sm120" rules check "$work/huge.json"
+expect "naming the range" "tiles\[0\].dynamic_smem: must be a whole number from 101377 to 232448, not 1e+300"
+check "compile refuses it too" 1 "$sm120" rules compile -o "$work/huge.c" "$work/huge.json"
+[ ! -e "$work/huge.c" ] && echo "ok - and writes no C" || echo "not ok - wrote a table with dynamic_smem 1e300"
+bad fits 's/"dynamic_smem": 106496/"dynamic_smem": 90000/'
+check "a tile under the limit is an error" 1 "$sm120" rules check "$work/fits.json"
+expect "naming the limit" "dynamic_smem: must be a whole number from 101377 to 232448, not 90000 (bytes: over sm120's opt-in limit of 101376"
+bad blocks 's/"BLOCK_M": 32/"BLOCK_M": -32, "BLOCK_N": 100000, "num_warps": 8.5/'
+check "negative, huge and fractional block sizes are errors" 1 "$sm120" rules check "$work/blocks.json"
+expect "negative" "tiles\[0\].BLOCK_M: must be a whole number from 0 to 65536 (or true/false for 1/0), not -32"
+expect "huge" "tiles\[0\].BLOCK_N: must be a whole number from 0 to 65536 (or true/false for 1/0), not 100000"
+expect "fractional" "tiles\[0\].num_warps: must be a whole number from 0 to 65536 (or true/false for 1/0), not 8.5"
+bad bigvalue 's/"IS_CAUSAL": true/"IS_CAUSAL": 1e12/'
+check "a value out of range is an error" 1 "$sm120" rules check "$work/bigvalue.json"
+expect "naming the range" "values.IS_CAUSAL: must be a number from -2147483648 to 2147483647"
+
+# Each once: settings, JSON keys.
+bad twice 's/"values"/"settings": ["kv_cache_dtype", "kv_cache_dtype"], "values"/'
+check "a setting listed twice is an error" 1 "$sm120" rules check "$work/twice.json"
+expect "naming both" "settings\[1\]: 'kv_cache_dtype' is also settings\[0\]"
+bad dupkey 's/"BLOCK_M": 32/"BLOCK_M": 32, "BLOCK_M": 64/'
+check "a JSON key given twice is an error" 1 "$sm120" rules check "$work/dupkey.json"
+expect "said so" "dupkey.json:4: rule 'r1': tiles\[0\].BLOCK_M: given twice (first on line 4)"
+
 printf '{"schema": 1,\n "rules": [\n  {"id": "r1",, }\n]}\n' >"$work/syntax.json"
 check "broken JSON is an error" 1 "$sm120" rules check "$work/syntax.json"
 expect "with its line" "syntax.json:3: not valid JSON"
@@ -67,3 +118,13 @@ grep -q '{ "r1", "k", "sglang_extend", "test", params_0, 2, tiles_0, 1, values_0
 check "compile refuses invalid rules" 1 "$sm120" rules compile -o "$work/u.c" "$work/type.json"
 [ ! -e "$work/u.c" ] && echo "ok - and writes nothing" || echo "not ok - wrote a table from invalid rules"
 check "no files is a usage error" 2 "$sm120" rules check
+for sub in check compile; do
+	"$sm120" rules $sub --help >"$out" 2>"$work/err"
+	got=$?
+	if [ "$got" -eq 0 ] && grep -q '^usage: sm120 rules check FILE' "$out" && [ ! -s "$work/err" ]; then
+		echo "ok - rules $sub --help prints the usage on stdout"
+	else
+		echo "not ok - rules $sub --help (exit $got)"
+		sed 's/^/#   /' "$out" "$work/err"
+	fi
+done
