@@ -3,18 +3,17 @@
 
 #include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
+
+#include "../settings/config.h"
 
 int shim_trace_on = -1;
 static pthread_once_t trace_once = PTHREAD_ONCE_INIT;
 
 static void trace_init(void)
 {
-	const char *v = getenv("SM120SHIM_TRACE");
-
-	shim_trace_on = v && *v && strcmp(v, "0") != 0;
+	/* Parsed with the other settings: one rule for every boolean, one warning. */
+	shim_trace_on = shim_config()->trace;
 }
 
 void shim_trace_write(enum shim_hook_id id)

@@ -21,6 +21,8 @@ static const char *log_path = "";
 static const char *summary_limit = "device's";
 static const char *summary_mode = "?";
 static atomic_ulong outcomes[SHIM_OUTCOMES];
+static int open_errno;               /* why the log could not be opened (0: it was, or none) */
+static atomic_int write_errno;       /* the first failed write to the log (0: none) */
 
 void shim_log_warn(const char *fmt, ...)
 {
@@ -48,18 +50,28 @@ void shim_log_setup(const char *path, const char *limit, const char *mode)
 static void summary(void)
 {
 	unsigned long n[SHIM_OUTCOMES], total = 0;
-	int i;
+	char where[512] = "";
+	int i, werr = atomic_load(&write_errno);
 
 	for (i = 0; i < SHIM_OUTCOMES; i++)
 		total += n[i] = atomic_load(&outcomes[i]);
 	if (total == 0)
 		return;
+	/* Point at the log only if it holds the details. */
+	if (log_path[0] && log_fd < 0)
+		snprintf(where, sizeof(where), "; the log %.300s could not be written (%s), so the "
+			 "details are only in the lines above", log_path, strerror(open_errno));
+	else if (log_path[0] && werr)
+		snprintf(where, sizeof(where), "; details in %.300s, incomplete: a write failed "
+			 "(%s)", log_path, strerror(werr));
+	else if (log_path[0])
+		snprintf(where, sizeof(where), "; details in %.400s", log_path);
 	shim_log_warn("summary: %lu launches or attribute sets over the %s shared-memory limit "
 		      "(mode %s): %lu rerouted, %lu refused, %lu only logged, %lu attribute sets "
-		      "accepted for rerouting%s%s",
+		      "accepted for rerouting%s",
 		      total, summary_limit, summary_mode,
 		      n[SHIM_OUTCOME_REROUTED], n[SHIM_OUTCOME_REFUSED], n[SHIM_OUTCOME_LOGGED],
-		      n[SHIM_OUTCOME_ACCEPTED], log_path[0] ? "; details in " : "", log_path);
+		      n[SHIM_OUTCOME_ACCEPTED], where);
 }
 
 static void log_open(void)
@@ -68,9 +80,11 @@ static void log_open(void)
 	if (!log_path[0])
 		return;
 	log_fd = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (log_fd < 0)
+	if (log_fd < 0) {
+		open_errno = errno;
 		shim_log_warn("cannot open SM120SHIM_LOG '%s' (%s); logging to stderr only",
-			      log_path, strerror(errno));
+			      log_path, strerror(open_errno));
+	}
 }
 
 #define SEEN_SLOTS 4096u
@@ -194,6 +208,7 @@ void shim_log_event(const struct shim_event *e)
 {
 	char buf[8192];
 	size_t n = sizeof(buf) - 2, o;
+	ssize_t w;
 	uint32_t i;
 
 	pthread_once(&log_once, log_open);
@@ -235,6 +250,11 @@ void shim_log_event(const struct shim_event *e)
 		o = n;
 	buf[o++] = '}';
 	buf[o++] = '\n';
-	if (write(log_fd, buf, o) < 0)
-		return;
+	w = write(log_fd, buf, o);
+	if (w != (ssize_t)o) {
+		int expected = 0;
+
+		/* A short write sets no errno: the disk is full. */
+		atomic_compare_exchange_strong(&write_errno, &expected, w < 0 ? errno : ENOSPC);
+	}
 }

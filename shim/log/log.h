@@ -2,7 +2,8 @@
  * log.h - everything the shim says.
  *
  *  - stderr: one line per distinct problem (per kernel, not per launch), and
- *    a summary at exit when anything was over the limit;
+ *    a summary at exit when anything was over the limit, which points at the
+ *    log only if the log could be written (else it says it could not);
  *  - SM120SHIM_LOG: one JSON object per line per event, for programs
  *    (`sm120 report` reads several processes' logs).
  * Every line is one write(2) on a descriptor opened with O_APPEND, so lines

@@ -1,7 +1,6 @@
 /* config.c - see config.h. */
 #include "config.h"
 
-#include <ctype.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -17,82 +16,40 @@
 static struct shim_config cfg;
 static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
 
-static void expand_pid(const char *in, char *out, size_t n)
+/* warn - one bad setting, one stderr line: what is wrong, then what is done instead. */
+static void warn(void *ctx, const char *var, const char *problem, const char *fallback)
 {
-	size_t o = 0;
-
-	for (; *in && o + 1 < n; in++) {
-		if (in[0] == '%' && in[1] == 'p') {
-			o += (size_t)snprintf(out + o, n - o, "%d", (int)getpid());
-			in++;
-		} else {
-			out[o++] = *in;
-		}
-	}
-	out[o < n ? o : n - 1] = '\0';
-}
-
-
-/* read_settings - SM120SHIM_<NAME> of every rule setting, copied (too long: unset, and said). */
-static void read_settings(void)
-{
-	char var[64];
-	int i;
-
-	for (i = 0; i < RULE_NSETTINGS; i++) {
-		size_t o = (size_t)snprintf(var, sizeof(var), "SM120SHIM_"), k;
-		const char *v;
-
-		for (k = 0; rule_setting_names[i][k] && o + 1 < sizeof(var); k++)
-			var[o++] = (char)toupper((unsigned char)rule_setting_names[i][k]);
-		var[o] = '\0';
-		v = getenv(var);
-		if (v && strlen(v) >= sizeof(cfg.settings[i]))
-			shim_log_warn("%s='%.40s...' is too long; taken as unset", var, v);
-		else if (v)
-			strcpy(cfg.settings[i], v);
-	}
+	(void)ctx;
+	(void)var;
+	shim_log_warn("%s; %s", problem, fallback);
 }
 
 static void cfg_init(void)
 {
-	const char *mode = getenv("SM120SHIM_MODE");
-	const char *target = getenv("SM120SHIM_TARGET");
-	const char *adv = getenv("SM120SHIM_ADVERTISE");
-	const char *log = getenv("SM120SHIM_LOG");
-	struct sm_err err;
-	int m;
+	struct settings_env env = {
+		.mode = getenv("SM120SHIM_MODE"),
+		.target = getenv("SM120SHIM_TARGET"),
+		.advertise = getenv("SM120SHIM_ADVERTISE"),
+		.trace = getenv("SM120SHIM_TRACE"),
+		.log = getenv("SM120SHIM_LOG"),
+	};
+	static struct settings s; /* 4 KiB of path: not on a hook's stack */
+	char var[64];
+	int i;
 
-	cfg.mode = SHIM_MODE_REROUTE;
-	if (mode && *mode) {
-		m = route_mode_parse(mode);
-		if (m < 0) {
-			shim_log_warn("SM120SHIM_MODE='%s' is not off, diagnose, enforce or reroute; "
-				      "using diagnose (changes nothing)", mode);
-			m = SHIM_MODE_DIAGNOSE;
-		}
-		cfg.mode = (enum shim_mode)m;
+	for (i = 0; i < RULE_NSETTINGS; i++) {
+		settings_rule_var(i, var, sizeof(var));
+		env.rule[i] = getenv(var);
 	}
-	cfg.target_auto = !target || !*target || strcmp(target, "auto") == 0;
-	if (!cfg.target_auto && target_parse(target, &cfg.target, &err) != 0) {
-		shim_log_warn("SM120SHIM_TARGET: %s; using sm120", err.msg);
-		target_parse("sm120", &cfg.target, NULL);
-	}
-	if (!adv || !*adv || strcmp(adv, "auto") == 0) {
-		cfg.advertise = (uint32_t)rules_max_dynamic(rules_builtin, rules_builtin_count);
-	} else if (strcmp(adv, "off") != 0) {
-		char *end;
-		unsigned long v = strtoul(adv, &end, 10);
-
-		if (*end || v > (16ul << 20))
-			shim_log_warn("SM120SHIM_ADVERTISE='%s' is not auto, off or a byte count; "
-				      "advertising nothing", adv);
-		else
-			cfg.advertise = (uint32_t)v;
-	}
-	if (log && *log)
-		expand_pid(log, cfg.log_path, sizeof(cfg.log_path));
-	read_settings();
+	settings_resolve(&env, (uint32_t)rules_max_dynamic(rules_builtin, rules_builtin_count),
+			 (int)getpid(), &s, warn, NULL);
+	cfg.mode = s.mode;
+	cfg.target_auto = s.target_auto;
+	cfg.target = s.target;
+	cfg.advertise = s.advertise;
+	cfg.trace = s.trace;
+	memcpy(cfg.log_path, s.log_path, sizeof(cfg.log_path));
+	memcpy(cfg.settings, s.rule, sizeof(cfg.settings));
 	shim_log_setup(cfg.log_path, cfg.target_auto ? "device's" : cfg.target.name,
 		       route_mode_name(cfg.mode));
 }

@@ -10,11 +10,32 @@
  *                        so that they load kernels a rule reroutes: auto
  *                        (default: the most any rule's tiles need), off, or
  *                        BYTES
+ *   SM120SHIM_TRACE      1/0, true/false, yes/no, on/off (any case): one
+ *                        stderr line per hooked call (default off)
  *   SM120SHIM_LOG        JSON-lines log file; %p is replaced by the pid
  *   SM120SHIM_<SETTING>  values rules need that a launch cannot show
- *                        (RULE_SETTINGS: KV_CACHE_DTYPE, PAGE_SIZE)
- * A bad value is reported once on stderr and the safe choice is taken:
- * diagnose for the mode (changes nothing), sm120 for the target.
+ *                        (RULE_SETTINGS: KV_CACHE_DTYPE, PAGE_SIZE, TOP_K,
+ *                        HIDDEN_SIZE), checked when read
+ *
+ * The values are parsed by core/settings (settings_resolve), the code
+ * `sm120 doctor` and `sm120 run` use, so the tool shows and checks exactly
+ * what the shim does.  A bad value never stops the process: it is named in
+ * one stderr line (the variable, the value, what is accepted, the fallback)
+ * and the safe choice is taken, never something stricter than what was
+ * asked:
+ *   - a bad mode: diagnose (changes nothing);
+ *   - a bad target: auto, each device's own limits, and if the mode was
+ *     enforce or reroute, diagnose.  The limits asked for are unknown, so
+ *     emulating any other GPU, or rerouting and advertising against the
+ *     device's own limits, could refuse launches the process makes without
+ *     the shim (sm_90 meant on a Hopper card must not fail its launches);
+ *     diagnose against the device's own limits logs what it can and changes
+ *     nothing.  off stays off, diagnose stays diagnose;
+ *   - a bad advertise: off (frameworks see the target's own limit);
+ *   - a bad trace: off;
+ *   - a log path too long once %p is expanded: no log file;
+ *   - a bad rule setting: unset, so the launches that need it are refused as
+ *     the target refuses them instead of rerouted on a misread value.
  */
 #ifndef SM120_SHIM_SETTINGS_CONFIG_H
 #define SM120_SHIM_SETTINGS_CONFIG_H
@@ -24,14 +45,17 @@
 
 #include "../../core/route/route.h"
 #include "../../core/rules/rules.h"
+#include "../../core/settings/settings.h"
 
 struct shim_config {
 	enum shim_mode mode;
 	int target_auto;              /* limits come from the device */
 	struct target_limits target;  /* valid unless target_auto (then see shim_limits) */
 	uint32_t advertise;           /* 0: none */
-	char log_path[4096];          /* "" if no log */
-	char settings[RULE_NSETTINGS][64]; /* SM120SHIM_<SETTING>, by RULE_SETTINGS row; "" unset */
+	int trace;                    /* SM120SHIM_TRACE: one stderr line per hooked call */
+	char log_path[SETTINGS_LOG_MAX]; /* "" if no log */
+	/* SM120SHIM_<SETTING>, by RULE_SETTINGS row; "" unset (or not valid) */
+	char settings[RULE_NSETTINGS][SETTINGS_VALUE_MAX];
 };
 
 /* shim_config - the settings (read on the first call). */

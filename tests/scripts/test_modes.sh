@@ -1,9 +1,11 @@
 #!/bin/sh
 # test_modes.sh - SM120SHIM_MODE and SM120SHIM_TARGET against the fake
-# driver (an H200): what the process sees and what reaches the driver.
+# driver (an H200): what the process sees and what reaches the driver; bad
+# values of every setting (the safe fallback, one stderr line each), and the
+# exit summary when the log cannot be written.
 # Prints "ok - ..." / "not ok - ...".
 set -u
-echo 1..26 # plan: the number of checks below
+echo 1..41 # plan: the number of checks below
 B=${SM120_BUILD:-build}
 T=$B/test
 SHIM=$(pwd)/$B/libsm120shim.so
@@ -137,9 +139,96 @@ expect realsm120 "... and launches over the card's limit are refused (no rule fo
 run badmode SM120SHIM_MODE=enforcee SM120SHIM_TARGET=sm99
 expect badmode "a bad mode falls back to diagnose (changes nothing)" "optin 232448" "launch 106496 -> 0"
 grep -q "SM120SHIM_MODE='enforcee' is not off, diagnose, enforce or reroute; using diagnose" "$work/badmode.err" &&
-	grep -q "SM120SHIM_TARGET: unknown target 'sm99'" "$work/badmode.err" &&
+	grep -q "SM120SHIM_TARGET='sm99' is not auto, sm120, .*; using auto (each GPU's own limits)$" "$work/badmode.err" &&
 	echo "ok - bad settings are named once on stderr with what was done instead" ||
 	{ echo "not ok - bad settings message"; sed 's/^/#   /' "$work/badmode.err"; }
+
+# warned NAME PATTERN: NAME's stderr has exactly one line, matching PATTERN
+warned() {
+	[ "$(grep -c . "$work/$1.err")" = 1 ] && grep -q -- "$2" "$work/$1.err"
+}
+
+# A bad target must not make a process fail that runs without the shim: a
+# typo for sm90 on this Hopper card falls back to the card's own limits and,
+# as the mode would then still reroute or enforce, to diagnose.
+for m in reroute enforce; do
+	run badtarget_$m SM120SHIM_MODE=$m SM120SHIM_TARGET=sm_90
+	expect badtarget_$m "a bad target under $m: the card's own limits, nothing refused" \
+		"optin 232448" "per_sm 233472" "set 232448 -> 0" "launch 106496 -> 0" \
+		"launchex 106496 -> 0" "kernel set 232448 -> 0" "kernel launch 106496 -> 0"
+done
+[ "$(launches badtarget_reroute)" = 5 ] &&
+	warned badtarget_reroute "^sm120shim: SM120SHIM_TARGET='sm_90' is not auto, sm120, sm121, sm89, sm86, sm80, sm90, sm100, or a byte count 1024..16777216 (did you mean sm90?); using auto (each GPU's own limits) and mode diagnose (changes nothing) instead of reroute$" &&
+	echo "ok - every launch reaches the driver; one stderr line names the variable, the value, what is accepted and the fallback" ||
+	{ echo "not ok - bad target: $(launches badtarget_reroute) launches"; sed 's/^/#   /' "$work/badtarget_reroute.err"; }
+run badtarget_diag SM120SHIM_MODE=diagnose SM120SHIM_TARGET=sm_90
+grep -q '"event":"load"' "$work"/badtarget_diag.*.jsonl &&
+	! grep -q '"event":"launch"\|"event":"set_attribute"' "$work"/badtarget_diag.*.jsonl &&
+	echo "ok - diagnose with a bad target judges by the card's own limits (nothing over them), not sm120's" ||
+	{ echo "not ok - bad target under diagnose"; cat "$work"/badtarget_diag.*.jsonl; }
+run badtarget_off SM120SHIM_MODE=off SM120SHIM_TARGET=sm_90
+warned badtarget_off "SM120SHIM_TARGET='sm_90' .*; using auto (each GPU's own limits)$" &&
+	expect badtarget_off "mode off stays off with a bad target" "optin 232448" "launch 106496 -> 0" ||
+	{ echo "not ok - bad target under off"; sed 's/^/#   /' "$work/badtarget_off.err"; }
+
+# Booleans: 1/0, true/false, yes/no, on/off in any case; anything else is off.
+for v in false no off OFF 0; do
+	run trace_$v SM120SHIM_MODE=off SM120SHIM_TRACE=$v
+done
+[ ! -s "$work/trace_false.err" ] && [ ! -s "$work/trace_no.err" ] && [ ! -s "$work/trace_off.err" ] &&
+	[ ! -s "$work/trace_OFF.err" ] && [ ! -s "$work/trace_0.err" ] &&
+	echo "ok - SM120SHIM_TRACE=false, no, off, OFF and 0 trace nothing" ||
+	{ echo "not ok - trace off values"; sed 's/^/#   /' "$work"/trace_*.err; }
+for v in true Yes ON 1; do
+	run trace_$v SM120SHIM_MODE=off SM120SHIM_TRACE=$v
+done
+untraced=
+for v in true Yes ON 1; do
+	grep -q "^sm120shim: trace cuLaunchKernel$" "$work/trace_$v.err" || untraced="$untraced $v"
+done
+[ -z "$untraced" ] && echo "ok - SM120SHIM_TRACE=true, Yes, ON and 1 trace every call" ||
+	{ echo "not ok - no trace with SM120SHIM_TRACE=$untraced"; sed 's/^/#   /' "$work"/trace_*.err; }
+run trace_bad SM120SHIM_MODE=off SM120SHIM_TRACE=maybe
+warned trace_bad "^sm120shim: SM120SHIM_TRACE='maybe' is not 1, 0, true, false, yes, no, on or off; using off (no trace)$" &&
+	echo "ok - any other SM120SHIM_TRACE is off, with one line saying so" ||
+	{ echo "not ok - SM120SHIM_TRACE=maybe"; sed 's/^/#   /' "$work/trace_bad.err"; }
+
+run advertise_bad SM120SHIM_MODE=reroute SM120SHIM_TARGET=sm120 SM120SHIM_ADVERTISE=lots
+expect advertise_bad "a bad SM120SHIM_ADVERTISE advertises nothing: the target's own opt-in" \
+	"optin 101376" "set 232448 -> 1"
+grep -q "^sm120shim: SM120SHIM_ADVERTISE='lots' is not auto, off or a byte count up to 16777216; using off (frameworks are told the target's own limit)$" \
+	"$work/advertise_bad.err" && echo "ok - and one line says so" ||
+	{ echo "not ok - SM120SHIM_ADVERTISE=lots"; sed 's/^/#   /' "$work/advertise_bad.err"; }
+
+# Rule settings are checked when read: a bad value is unset (launches that
+# need it are refused as the target refuses them, never rerouted on it).
+run rulebad SM120SHIM_MODE=enforce SM120SHIM_TARGET=sm120 SM120SHIM_PAGE_SIZE=0 \
+	SM120SHIM_KV_CACHE_DTYPE=fp8 SM120SHIM_TOP_K=abc SM120SHIM_HIDDEN_SIZE=-1
+n=$(grep -c "is not .*; taken as unset: launches that need [a-z_]* are refused, not rerouted$" "$work/rulebad.err")
+[ "$n" = 4 ] && grep -q "^sm120shim: SM120SHIM_PAGE_SIZE='0' is not a page size in tokens, 1..65536 (vLLM's --block-size); taken as unset" "$work/rulebad.err" &&
+	grep -q "^sm120shim: SM120SHIM_KV_CACHE_DTYPE='fp8' is not bf16 or fp8_e4m3 (SGLang's --kv-cache-dtype); taken as unset" "$work/rulebad.err" &&
+	echo "ok - each bad rule setting is named once, with what it accepts and what follows" ||
+	{ echo "not ok - bad rule settings ($n lines)"; sed 's/^/#   /' "$work/rulebad.err"; }
+grep -q '"event":"launch"' "$work"/rulebad.*.jsonl && ! grep -q '"settings"' "$work"/rulebad.*.jsonl &&
+	echo "ok - and they are unset: the logged launches carry no settings" ||
+	{ echo "not ok - bad rule settings in the log"; cat "$work"/rulebad.*.jsonl; }
+env FAKECUDA_LOG=/dev/null LD_PRELOAD="$SHIM" SM120SHIM_MODE=reroute SM120SHIM_TARGET=sm120 \
+	SM120SHIM_KV_CACHE_DTYPE=fp16 "$T/shim_reroute" >"$work/rulebad2.out" 2>"$work/rulebad2.err"
+grep -qxF "launch 106496 -> 1" "$work/rulebad2.out" &&
+	grep -q "not rerouted: the KV cache dtype is compiled into _fwd_kernel .*set SM120SHIM_KV_CACHE_DTYPE=bf16 or fp8_e4m3" "$work/rulebad2.err" &&
+	echo "ok - SGLang's extend launch with SM120SHIM_KV_CACHE_DTYPE=fp16 is refused as without the setting" ||
+	{ echo "not ok - kv_cache_dtype=fp16"; sed 's/^/#   /' "$work/rulebad2.out" "$work/rulebad2.err"; }
+
+# The exit summary points at the log only when the log could be written.
+env FAKECUDA_LOG=/dev/null LD_PRELOAD="$SHIM" SM120SHIM_MODE=enforce SM120SHIM_TARGET=sm120 \
+	SM120SHIM_LOG="$work/nodir/x.jsonl" "$T/shim_limits" >/dev/null 2>"$work/nolog.err"
+grep -q "summary: .*; the log $work/nodir/x.jsonl could not be written (No such file or directory), so the details are only in the lines above$" "$work/nolog.err" &&
+	! grep -q "details in" "$work/nolog.err" &&
+	echo "ok - with a log that cannot be written the summary says so, not 'details in'" ||
+	{ echo "not ok - summary with an unwritable log"; sed 's/^/#   /' "$work/nolog.err"; }
+grep -q "summary: .*; details in $work/enforce\.[0-9]*\.jsonl$" "$work/enforce.err" &&
+	echo "ok - with a log the summary names the file it wrote" ||
+	{ echo "not ok - summary with a log"; sed 's/^/#   /' "$work/enforce.err"; }
 
 ln -s /etc/passwd "$work/link.jsonl"
 env FAKECUDA_LOG=/dev/null LD_PRELOAD="$SHIM" SM120SHIM_MODE=enforce SM120SHIM_TARGET=sm120 \

@@ -2,11 +2,15 @@
 # test_run.sh - `sm120 run`: what the command's environment holds, bad options,
 # where the shim is found, and end to end: the limits program under
 # `sm120 run --mode enforce` behaves as under explicit LD_PRELOAD/SM120SHIM_*
-# variables, and its log feeds `sm120 report`.  Prints "ok - ..." / "not ok - ...".
+# variables, and its log feeds `sm120 report`.  Every value is checked before
+# the command starts: --set values, whether the log can be written, and the
+# SM120SHIM_* values already in the environment.
+# Prints "ok - ..." / "not ok - ...".
 set -u
-echo 1..53 # plan: the number of checks below
+echo 1..76 # plan: the number of checks below
 unset LD_PRELOAD SM120SHIM_MODE SM120SHIM_TARGET SM120SHIM_LOG SM120SHIM_ADVERTISE \
-	SM120SHIM_TRACE SM120SHIM_LIB
+	SM120SHIM_TRACE SM120SHIM_LIB SM120SHIM_KV_CACHE_DTYPE SM120SHIM_PAGE_SIZE \
+	SM120SHIM_TOP_K SM120SHIM_HIDDEN_SIZE
 B=${SM120_BUILD:-build}
 T=$B/test
 sm120=$(pwd)/$B/sm120
@@ -103,6 +107,43 @@ expect "kv_cache_dtype" "^SM120SHIM_KV_CACHE_DTYPE=fp8_e4m3$"
 expect "page_size" "^SM120SHIM_PAGE_SIZE=64$"
 check "--set with an unknown name exits 2" 2 "$sm120" run --set kv_dtype=bf16 -- true
 expect "naming the settings" "--set takes NAME=VALUE with NAME one of kv_cache_dtype page_size top_k hidden_size"
+check "--set top_k=abc exits 2" 2 "$sm120" run --set top_k=abc -- true
+expect "saying what top_k takes" \
+	"^sm120 run: --set top_k takes a number of experts per token, 1..1048576 (config.json num_experts_per_tok), not 'abc'$"
+check "--set page_size=0 exits 2" 2 "$sm120" run --set page_size=0 -- true
+expect "saying what page_size takes" \
+	"^sm120 run: --set page_size takes a page size in tokens, 1..65536 (vLLM's --block-size), not '0'$"
+check "--set kv_cache_dtype=fp8 exits 2" 2 "$sm120" run --set kv_cache_dtype=fp8 -- true
+expect "saying what kv_cache_dtype takes" \
+	"^sm120 run: --set kv_cache_dtype takes bf16 or fp8_e4m3 (SGLang's --kv-cache-dtype), not 'fp8'$"
+check "--set hidden_size=7168x exits 2" 2 "$sm120" run --set hidden_size=7168x -- true
+check "the largest values the adapters take are accepted" 0 "$sm120" run --set page_size=65536 \
+	--set top_k=1048576 --set hidden_size=1048576 --set kv_cache_dtype=bf16 -- true
+
+# The log: checked as the shim opens it, leaving nothing behind.
+check "a --log in a directory that does not exist exits 2" 2 "$sm120" run --log "$work/nodir/x.jsonl" -- true
+expect "naming the file and why" \
+	"^sm120 run: --log cannot be written: $work/nodir/x.jsonl: No such file or directory (its directory does not exist)$"
+ln -s "$work/target" "$work/link.jsonl"
+check "a --log that is a symbolic link exits 2" 2 "$sm120" run --log "$work/link.jsonl" -- true
+expect "saying the shim never writes through one" "link.jsonl is a symbolic link, which the shim never writes through"
+mkdir "$work/logs"
+check "a --log with %p in a writable directory is accepted" 0 "$sm120" run --log "$work/logs/x.%p.jsonl" -- true
+[ -z "$(ls "$work/logs")" ] && echo "ok - and the check leaves no file behind" ||
+	{ echo "not ok - the log check left files"; ls "$work/logs" | sed 's/^/#   /'; }
+
+# What the environment already holds is checked as the shim will read it.
+check "a bad SM120SHIM_TRACE in the environment exits 2" 2 env SM120SHIM_TRACE=maybe "$sm120" run -- true
+expect "naming it, what it takes and what the shim would do" \
+	"^sm120 run: SM120SHIM_TRACE='maybe' is not 1, 0, true, false, yes, no, on or off; correct or unset it (the shim would only warn, using off (no trace))$"
+check "SM120SHIM_TRACE=false is accepted" 0 env SM120SHIM_TRACE=false "$sm120" run -- true
+check "a bad SM120SHIM_TARGET in the environment exits 2" 2 env SM120SHIM_TARGET=sm_90 "$sm120" run -- true
+expect "with a hint" "SM120SHIM_TARGET='sm_90' is not auto, sm120, .* (did you mean sm90?); correct or unset it"
+check "--target overrides it" 0 env SM120SHIM_TARGET=sm_90 "$sm120" run --target sm90 -- true
+check "a bad SM120SHIM_PAGE_SIZE in the environment exits 2" 2 env SM120SHIM_PAGE_SIZE=0 "$sm120" run -- true
+check "an unwritable SM120SHIM_LOG in the environment exits 2" 2 \
+	env SM120SHIM_LOG="$work/nodir/y.jsonl" "$sm120" run -- true
+expect "naming the variable" "^sm120 run: SM120SHIM_LOG cannot be written: $work/nodir/y.jsonl: No such file"
 
 # --model: top_k and hidden_size from config.json (Kimi K2.5 nests them in
 # text_config); --set wins over it; a config without them exits 2 naming it.

@@ -2,13 +2,16 @@
  * cmd_doctor.c - `sm120 doctor`: is this machine ready for the shim?
  *
  * Prints the driver (path, CUDA version), every device with its
- * shared-memory limits, the target the shim would judge launches against
- * (SM120SHIM_TARGET or --target), the mode, the shim library that `sm120 run`
- * would preload and whether it exports every hooked entry point, and for each
- * row of the hook table (core/hooks/hook_table.h) whether this driver
- * resolves it through dlsym and through cuGetProcAddress.  A hook the driver
- * lacks is not an error: the shim answers CUDA_ERROR_NOT_FOUND if it is
- * called, as the driver would have no such function.
+ * shared-memory limits, the settings the shim will use in this environment
+ * after its fallbacks (target: SM120SHIM_TARGET or --target; mode, advertise,
+ * trace, log, the rule settings), resolved by the shim's own parser
+ * (core/settings) with each bad value named as the shim names it, whether
+ * the log can be written, the shim library that `sm120 run` would preload and
+ * whether it exports every hooked entry point, and for each row of the hook
+ * table (core/hooks/hook_table.h) whether this driver resolves it through
+ * dlsym and through cuGetProcAddress.  A hook the driver lacks is not an
+ * error: the shim answers CUDA_ERROR_NOT_FOUND if it is called, as the driver
+ * would have no such function.
  */
 #include <cuda.h>
 #include <dlfcn.h>
@@ -17,9 +20,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../../core/hooks/hook_table.h"
 #include "../../core/route/route.h"
+#include "../../core/rules/rules.h"
+#include "../../core/settings/settings.h"
 #include "commands.h"
 
 typedef CUresult gpa_fn(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
@@ -162,26 +168,125 @@ static int check_shim(void)
 	return exported == NHOOKS && own_dlsym ? 0 : -1;
 }
 
+/* The bad values settings_resolve reported, to print after the settings. */
+struct bad_values {
+	char line[SETTINGS_NVARS][768];
+	int n;
+};
+
+static void collect(void *ctx, const char *var, const char *problem, const char *fallback)
+{
+	struct bad_values *b = ctx;
+
+	(void)var;
+	if (b->n < SETTINGS_NVARS)
+		snprintf(b->line[b->n++], sizeof(b->line[0]), "%s; %s", problem, fallback);
+}
+
+/* origin - how a setting's value came about: " (default)", "", or that its value was bad. */
+static const char *origin(const struct settings *s, enum settings_var v, char *buf, size_t n)
+{
+	char var[64];
+
+	if (s->fallback & (1u << v)) {
+		if (v >= SETTINGS_RULE0)
+			settings_rule_var((int)(v - SETTINGS_RULE0), var, sizeof(var));
+		snprintf(buf, n, " (%s is NOT VALID, see below)",
+			 v < SETTINGS_RULE0 ? settings_var_name(v) : var);
+		return buf;
+	}
+	return s->given & (1u << v) ? "" : " (default)";
+}
+
+/*
+ * print_settings - what the shim will use in this environment (@env), every
+ * fallback applied, as the shim computes it; then each bad value, worded as
+ * the shim's stderr line.  Returns 0, or -1 if a value is bad, the target
+ * cannot be resolved or the log cannot be written.
+ */
+static int print_settings(const struct settings_env *env)
+{
+	static struct settings s;
+	static struct bad_values bad;
+	struct target_limits t;
+	struct sm_err err;
+	char buf[128];
+	int i, rc = 0;
+
+	settings_resolve(env, (uint32_t)rules_max_dynamic(rules_builtin, rules_builtin_count),
+			 (int)getpid(), &s, collect, &bad);
+	if (tool_target(s.target_auto ? "auto" : env->target, &t, &err) == 0)
+		printf("target      %s: opt-in %u B per block, %u B per SM, %u B reserved per "
+		       "block%s\n", t.name, t.optin_per_block, t.per_sm, t.reserved_per_block,
+		       origin(&s, SETTINGS_TARGET, buf, sizeof(buf)));
+	else
+		printf("target      %s: %s%s\n", s.target_auto ? "auto" : env->target, err.msg,
+		       origin(&s, SETTINGS_TARGET, buf, sizeof(buf))), rc = -1;
+	if (s.mode_lowered)
+		printf("mode        diagnose (not %s: SM120SHIM_TARGET is NOT VALID, see below)\n",
+		       env->mode && *env->mode ? env->mode : "reroute");
+	else
+		printf("mode        %s%s\n", route_mode_name(s.mode),
+		       origin(&s, SETTINGS_MODE, buf, sizeof(buf)));
+	if (s.advertise)
+		printf("advertise   %u B%s, reported as opt-in per block in reroute mode%s\n",
+		       s.advertise, s.advertise_auto ? ", the most a rule reroutes" : "",
+		       origin(&s, SETTINGS_ADVERTISE, buf, sizeof(buf)));
+	else
+		printf("advertise   off: frameworks see the target's own limit%s\n",
+		       origin(&s, SETTINGS_ADVERTISE, buf, sizeof(buf)));
+	printf("trace       %s%s\n", s.trace ? "on" : "off",
+	       origin(&s, SETTINGS_TRACE, buf, sizeof(buf)));
+	if (!s.log_path[0])
+		printf("log         none%s\n", origin(&s, SETTINGS_LOG, buf, sizeof(buf)));
+	else if (settings_log_check(s.log_path, &err) == 0)
+		printf("log         %s%s\n", env->log,
+		       strstr(env->log, "%p") ? " (one file per process: %p is the pid)" : "");
+	else
+		printf("log         %s CANNOT BE WRITTEN (%s): the shim will log to stderr only\n",
+		       env->log, err.msg), rc = -1;
+	for (i = 0; i < RULE_NSETTINGS; i++) {
+		if (s.rule[i][0])
+			printf("setting     %s=%s\n", rule_setting_names[i], s.rule[i]);
+		else
+			printf("setting     %s unset%s\n", rule_setting_names[i],
+			       origin(&s, (enum settings_var)(SETTINGS_RULE0 + i), buf, sizeof(buf)));
+	}
+	for (i = 0; i < bad.n; i++)
+		printf("NOT VALID   %s\n", bad.line[i]);
+	return bad.n || rc ? -1 : 0;
+}
+
 int cmd_doctor(int argc, char **argv)
 {
-	const char *spec = getenv("SM120SHIM_TARGET"), *mode = getenv("SM120SHIM_MODE");
-	struct target_limits t;
+	struct settings_env env = {
+		.mode = getenv("SM120SHIM_MODE"),
+		.target = getenv("SM120SHIM_TARGET"),
+		.advertise = getenv("SM120SHIM_ADVERTISE"),
+		.trace = getenv("SM120SHIM_TRACE"),
+		.log = getenv("SM120SHIM_LOG"),
+	};
 	struct sm_err err;
 	version_fn *version;
 	void *drv;
-	int v = 0, rc = 0, missing;
+	char var[64];
+	int i, v = 0, rc = 0, missing;
 	Dl_info info;
 
 	if (argc == 3 && strcmp(argv[1], "--target") == 0) {
-		spec = argv[2];
+		env.target = argv[2];
 	} else if (argc != 1) {
 		fprintf(stderr, "usage: sm120 doctor [--target T]\n"
-				"  checks the driver, the devices, the target and the shim\n"
-				"exit: 0 ready, 1 something is missing (named in the output)\n");
+				"  checks the driver, the devices, the settings the shim will use\n"
+				"  (SM120SHIM_*; --target T stands for SM120SHIM_TARGET) and the shim\n"
+				"exit: 0 ready, 1 something is missing or a setting is not valid\n"
+				"      (named in the output)\n");
 		return argc == 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2;
 	}
-	if (!spec || !*spec)
-		spec = "auto";
+	for (i = 0; i < RULE_NSETTINGS; i++) {
+		settings_rule_var(i, var, sizeof(var));
+		env.rule[i] = getenv(var);
+	}
 	drv = tool_driver(&err);
 	if (!drv) {
 		printf("driver      NOT USABLE: %s\n", err.msg);
@@ -196,14 +301,8 @@ int cmd_doctor(int argc, char **argv)
 		       v / 1000, v % 1000 / 10);
 		print_devices(drv);
 	}
-	if (tool_target(spec, &t, &err) == 0)
-		printf("target      %s: opt-in %u B per block, %u B per SM, %u B reserved per block\n",
-		       t.name, t.optin_per_block, t.per_sm, t.reserved_per_block);
-	else
-		printf("target      %s: %s\n", spec, err.msg), rc = 1;
-	printf("mode        %s%s\n", mode && *mode ? mode : "reroute",
-	       mode && *mode ? (route_mode_parse(mode) < 0 ? " (NOT VALID: the shim uses diagnose)" :
-							  "") : " (default)");
+	if (print_settings(&env) != 0)
+		rc = 1;
 	if (check_shim() != 0)
 		rc = 1;
 	if (drv) {

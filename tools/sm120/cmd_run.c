@@ -3,10 +3,12 @@
  *
  * The options become the shim's SM120SHIM_* variables, checked here before
  * the command starts (the shim itself can only fall back to a safe default
- * and warn), the shim's absolute path goes first in LD_PRELOAD, and the
- * command replaces this process, so its exit status is the command's.
+ * and warn): each option's value, then every SM120SHIM_* value the command
+ * will see (the options' and those already in the environment), through the
+ * shim's own parser (core/settings), and whether the log can be written.
+ * The shim's absolute path goes first in LD_PRELOAD, and the command replaces
+ * this process, so its exit status is the command's.
  */
-#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -21,10 +23,10 @@
 
 #include "../../core/route/route.h"
 #include "../../core/rules/rules.h"
+#include "../../core/settings/settings.h"
 #include "commands.h"
 
 #define SHIM_NAME "libsm120shim.so"
-#define ADVERTISE_MAX (16ul << 20)  /* the most the shim accepts (config.c) */
 
 static const char *usage_text =
 	"usage: sm120 run [--mode M] [--target T] [--log PATH] [--advertise A] [--trace]\n"
@@ -36,8 +38,8 @@ static const char *usage_text =
 	"                 sm100, or opt-in bytes such as 232448 (SM120SHIM_TARGET)\n"
 	"  --log PATH     JSON-lines event log (SM120SHIM_LOG); %p expands to the pid, so\n"
 	"                 /tmp/sm120.%p.jsonl gives one file per process (without %p the\n"
-	"                 processes append to one file); a relative PATH is made absolute.\n"
-	"                 Summarise with 'sm120 report PATH...'\n"
+	"                 processes append to one file); a relative PATH is made absolute;\n"
+	"                 its directory must exist.  Summarise with 'sm120 report PATH...'\n"
 	"  --advertise A  auto, off or opt-in bytes to report in reroute mode\n"
 	"                 (SM120SHIM_ADVERTISE)\n"
 	"  --trace        one stderr line per intercepted call (SM120SHIM_TRACE=1)\n"
@@ -48,24 +50,11 @@ static const char *usage_text =
 	"  --model DIR    set top_k and hidden_size from DIR/config.json (or a\n"
 	"                 config.json path): num_experts_per_tok and hidden_size, also\n"
 	"                 inside text_config; --set wins\n"
-	"Options not given keep the environment's SM120SHIM_* values.  The shim is\n"
+	"Options not given keep the environment's SM120SHIM_* values.  Every value is\n"
+	"checked before CMD starts, those from the environment too.  The shim is\n"
 	"$SM120SHIM_LIB, else " SHIM_NAME " next to the sm120 program.\n"
-	"exit: CMD's status; 2 usage error or no shim, 127 CMD cannot be run\n";
-
-/* Does @s name a value SM120SHIM_ADVERTISE accepts (auto, off, bytes)? */
-static int advertise_ok(const char *s)
-{
-	char *end;
-	unsigned long v;
-
-	if (strcmp(s, "auto") == 0 || strcmp(s, "off") == 0)
-		return 1;
-	if (*s < '0' || *s > '9')
-		return 0;
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	return !*end && errno == 0 && v <= ADVERTISE_MAX;
-}
+	"exit: CMD's status; 2 usage error, a bad setting, a log that cannot be\n"
+	"written or no shim; 127 CMD cannot be run\n";
 
 /* @path made absolute against the current directory, in @out of @n bytes. */
 static int absolute_path(char *out, size_t n, const char *path)
@@ -135,20 +124,23 @@ static char *preload_value(const char *shim, const char *old)
 
 /*
  * set_setting - --set NAME=VALUE: SM120SHIM_<NAME> for a rule setting
- * (RULE_SETTINGS).  0, or non-zero after printing what is accepted.
+ * (RULE_SETTINGS), with a VALUE the setting accepts.  0, or non-zero after
+ * printing what is accepted.
  */
 static int set_setting(const char *arg, int given[RULE_NSETTINGS])
 {
 	const char *eq = strchr(arg, '=');
 	int row = eq && eq[1] ? rule_setting_index(arg, (size_t)(eq - arg)) : -1;
+	struct sm_err err;
 	char var[64];
-	size_t i, o;
+	size_t i;
 
+	if (row >= 0 && settings_rule_check(row, eq + 1, &err) != 0) {
+		fprintf(stderr, "sm120 run: --set %s\n", err.msg);
+		return -1;
+	}
 	if (row >= 0) {
-		o = (size_t)snprintf(var, sizeof(var), "SM120SHIM_");
-		for (; *arg != '='; arg++)
-			var[o++] = (char)toupper((unsigned char)*arg);
-		var[o] = '\0';
+		settings_rule_var(row, var, sizeof(var));
 		given[row] = 1;
 		return setenv(var, eq + 1, 1);
 	}
@@ -277,6 +269,48 @@ static int fail(const char *fmt, ...)
 	return 2;
 }
 
+/* env_warn - one bad SM120SHIM_* value the command would see: named, and counted in *@ctx. */
+static void env_warn(void *ctx, const char *var, const char *problem, const char *fallback)
+{
+	(void)var;
+	fprintf(stderr, "sm120 run: %s; correct or unset it (the shim would only warn, %s)\n",
+		problem, fallback);
+	++*(int *)ctx;
+}
+
+/*
+ * check_environment - the SM120SHIM_* values the command will see, resolved
+ * by the shim's own parser, and its log opened as the shim will open it (the
+ * command keeps this process's pid, so %p expands to the same file).  0, or
+ * 2 after naming each bad value; @log_option: the log came from --log.
+ */
+static int check_environment(int log_option)
+{
+	struct settings_env env = {
+		.mode = getenv("SM120SHIM_MODE"),
+		.target = getenv("SM120SHIM_TARGET"),
+		.advertise = getenv("SM120SHIM_ADVERTISE"),
+		.trace = getenv("SM120SHIM_TRACE"),
+		.log = getenv("SM120SHIM_LOG"),
+	};
+	static struct settings s;
+	struct sm_err err;
+	char var[64];
+	int i, bad = 0;
+
+	for (i = 0; i < RULE_NSETTINGS; i++) {
+		settings_rule_var(i, var, sizeof(var));
+		env.rule[i] = getenv(var);
+	}
+	settings_resolve(&env, 0, (int)getpid(), &s, env_warn, &bad);
+	if (bad)
+		return 2;
+	if (s.log_path[0] && settings_log_check(s.log_path, &err) != 0)
+		return fail("%s cannot be written: %s", log_option ? "--log" : "SM120SHIM_LOG",
+			    err.msg);
+	return 0;
+}
+
 /*
  * cmd_run - `sm120 run [OPTIONS] -- CMD [ARGS...]`: on success does not
  * return (CMD replaces the process); returns 2 on a usage error or when the
@@ -300,7 +334,8 @@ int cmd_run(int argc, char **argv)
 	char shim[PATH_MAX], log_abs[PATH_MAX], *preload;
 	struct target_limits limits;
 	struct sm_err err;
-	int c, trace = 0;
+	uint32_t advertise_bytes;
+	int c, rc, trace = 0;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+m:t:l:a:Ts:M:h", longopts, NULL)) != -1) {
@@ -344,9 +379,9 @@ int cmd_run(int argc, char **argv)
 		return fail("--mode takes off, diagnose, enforce or reroute, not '%s'", mode);
 	if (target && strcmp(target, "auto") != 0 && target_parse(target, &limits, &err) != 0)
 		return fail("--target: %s", err.msg);
-	if (advertise && !advertise_ok(advertise))
-		return fail("--advertise takes auto, off or a byte count up to %lu, not '%s'",
-			    ADVERTISE_MAX, advertise);
+	if (advertise && settings_advertise_parse(advertise, 0, &advertise_bytes) != 0)
+		return fail("--advertise takes %s, not '%s'", settings_accepted(SETTINGS_ADVERTISE),
+			    advertise);
 	if (log && (!*log || absolute_path(log_abs, sizeof(log_abs), log) != 0))
 		return fail("--log takes a file name such as /tmp/sm120.%%p.jsonl, not '%s'", log);
 	if (model && set_model(model, given) != 0)
@@ -356,18 +391,22 @@ int cmd_run(int argc, char **argv)
 			    "atomic sum into fused_moe_kernel that a launch does not show, so a "
 			    "rerouted launch would not add; drop the flag or use --mode diagnose",
 			    argv[optind]);
+	if ((mode && setenv("SM120SHIM_MODE", mode, 1) != 0) ||
+	    (target && setenv("SM120SHIM_TARGET", target, 1) != 0) ||
+	    (log && setenv("SM120SHIM_LOG", log_abs, 1) != 0) ||
+	    (advertise && setenv("SM120SHIM_ADVERTISE", advertise, 1) != 0) ||
+	    (trace && setenv("SM120SHIM_TRACE", "1", 1) != 0))
+		return fail("cannot set the environment: %s", strerror(errno));
+	rc = check_environment(log != NULL);
+	if (rc != 0)
+		return rc;
 	if (tool_find_shim(shim, &err) != 0)
 		return fail("%s", err.msg);
 	if (strpbrk(shim, ": "))
 		return fail("the shim's path %s holds a ':' or a space, which LD_PRELOAD splits "
 			    "on; set SM120SHIM_LIB to a copy elsewhere", shim);
 	preload = preload_value(shim, getenv("LD_PRELOAD"));
-	if (!preload || setenv("LD_PRELOAD", preload, 1) != 0 ||
-	    (mode && setenv("SM120SHIM_MODE", mode, 1) != 0) ||
-	    (target && setenv("SM120SHIM_TARGET", target, 1) != 0) ||
-	    (log && setenv("SM120SHIM_LOG", log_abs, 1) != 0) ||
-	    (advertise && setenv("SM120SHIM_ADVERTISE", advertise, 1) != 0) ||
-	    (trace && setenv("SM120SHIM_TRACE", "1", 1) != 0)) {
+	if (!preload || setenv("LD_PRELOAD", preload, 1) != 0) {
 		free(preload);
 		return fail("cannot set the environment: %s", strerror(errno));
 	}

@@ -7,6 +7,7 @@
  *   sm120 doctor [--target T]
  *   sm120 rules check FILE... | sm120 rules compile -o OUT.c FILE...
  *   sm120 ref make-model|run|info ...
+ *   sm120 version | sm120 --version
  *
  * Each subcommand lives in its own file (cmd_<name>.c) and is listed once in
  * the table below; `sm120 help` prints the table.
@@ -15,6 +16,26 @@
 #include <string.h>
 
 #include "commands.h"
+
+/*
+ * The tool's version.  Written here by hand: the build passes no version
+ * (a -DSM120_VERSION="$(git describe --always --dirty)" would take its place).
+ */
+#ifndef SM120_VERSION
+#define SM120_VERSION "0.1.0"
+#endif
+
+/* cmd_version - `sm120 version`: "sm120 <version>" on stdout; 2 with arguments. */
+static int cmd_version(int argc, char **argv)
+{
+	(void)argv;
+	if (argc != 1) {
+		fprintf(stderr, "usage: sm120 version (or sm120 --version)\n");
+		return 2;
+	}
+	printf("sm120 %s\n", SM120_VERSION);
+	return 0;
+}
 
 static const struct command {
 	const char *name;
@@ -25,10 +46,11 @@ static const struct command {
 			    "and whether their shared memory fits a target" },
 	{ "report", cmd_report, "summarise shim logs: one row per kernel, worst first" },
 	{ "run", cmd_run, "run a command with the shim preloaded" },
-	{ "doctor", cmd_doctor, "check the driver, the devices, the target and the shim" },
+	{ "doctor", cmd_doctor, "check the driver, the devices, the shim and the settings it will use" },
 	{ "route", cmd_route, "replay logged launches through the shim's decision" },
 	{ "rules", cmd_rules, "check reroute rules, or compile them into the shim's table" },
 	{ "ref", cmd_ref, "the reference engine: write synthetic checkpoints, run Kimi K2 / GLM-4.x" },
+	{ "version", cmd_version, "print the version of sm120 (also sm120 --version)" },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -56,6 +78,8 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
+	if (strcmp(argv[1], "--version") == 0)
+		return cmd_version(argc - 1, argv + 1);
 	for (i = 0; i < NCOMMANDS; i++)
 		if (strcmp(argv[1], commands[i].name) == 0)
 			return commands[i].run(argc - 1, argv + 1);
