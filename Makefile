@@ -11,7 +11,15 @@
 # Missing Debian packages are installed by tools/build/deps.sh (as root), or it
 # names the command to run.  The shim links no CUDA library: cuda.h only.
 
-CUDA_HOME ?= /usr/local/cuda
+# The CUDA toolkit: CUDA_HOME from the command line or the environment; else
+# the toolkit of the first nvcc on PATH: the directory above its bin/, or
+# above the bin/ of the file it links to (/usr/bin/nvcc -> /opt/cuda/bin/nvcc),
+# whichever has include/cuda.h; else /usr/local/cuda.  Computed once (:=).
+ifeq ($(origin CUDA_HOME),undefined)
+nvcc_on_path := $(shell command -v nvcc 2>/dev/null)
+CUDA_HOME := $(firstword $(foreach d,$(patsubst %/bin/nvcc,%,$(nvcc_on_path) \
+	       $(realpath $(nvcc_on_path))),$(if $(wildcard $(d)/include/cuda.h),$(d))) /usr/local/cuda)
+endif
 CC ?= cc
 NVCC ?= $(CUDA_HOME)/bin/nvcc
 FATBINARY ?= $(CUDA_HOME)/bin/fatbinary

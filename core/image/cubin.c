@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "../common/bytes.h"
+#include "elf_check.h"
 
 #define EM_CUDA_MACHINE 190
 #define SHT_CUDA_INFO 0x70000000u
@@ -104,6 +105,7 @@ static void elf_init(void)
 struct cubin_scan {
 	Elf *elf;
 	const char *origin;
+	size_t len;              /* bytes the ELF was opened on */
 	size_t shnum;
 	size_t shstrndx;
 	Elf_Scn *symtab;
@@ -301,7 +303,7 @@ static int symbols_scan(struct cubin_scan *s, struct img_cubin *c, struct sm_err
 
 	if (!d)
 		return sm_err_set(err, -EINVAL, "%s: symbol table cannot be read: %s", s->origin,
-				  elf_errmsg(-1));
+				  img_elf_why("libelf gave no reason"));
 	for (i = 0; i < s->nsyms; i++) {
 		const char *name;
 
@@ -391,20 +393,27 @@ static void dynamic_markers(struct cubin_scan *s, struct img_cubin *c)
 	}
 }
 
-/* header_parse - ABI, SM and the 'a' flag of ABI V1 from the ELF header. */
+/*
+ * header_parse - ABI, SM and the 'a' flag of ABI V1 from the ELF header, once
+ * img_elf_check has found every table and section inside the buffer.
+ */
 static int header_parse(struct cubin_scan *s, struct img_cubin *c, struct sm_err *err)
 {
 	GElf_Ehdr eh;
+	int rc;
 
 	if (elf_kind(s->elf) != ELF_K_ELF || !gelf_getehdr(s->elf, &eh))
-		return sm_err_set(err, -EINVAL, "%s: not an ELF file (%s)", s->origin,
-				  elf_errmsg(-1));
+		return img_elf_check(s->elf, s->len, s->origin, err); /* says why */
 	if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB)
 		return sm_err_set(err, -EINVAL, "%s: cubins are 64-bit little-endian ELF; this is not",
 				  s->origin);
 	if (eh.e_machine != EM_CUDA_MACHINE)
 		return sm_err_set(err, -EINVAL, "%s: ELF machine %u is not EM_CUDA (190)", s->origin,
 				  eh.e_machine);
+	/* A cut cubin would otherwise read as one without sections or symbols. */
+	rc = img_elf_check(s->elf, s->len, s->origin, err);
+	if (rc)
+		return rc;
 	c->relocatable = eh.e_type == ET_REL;
 	if (eh.e_ident[EI_OSABI] == 0x33 && eh.e_ident[EI_ABIVERSION] == 7) {
 		c->abi = 1;
@@ -422,7 +431,7 @@ static int header_parse(struct cubin_scan *s, struct img_cubin *c, struct sm_err
 	}
 	if (elf_getshdrnum(s->elf, &s->shnum) != 0 || elf_getshdrstrndx(s->elf, &s->shstrndx) != 0)
 		return sm_err_set(err, -EINVAL, "%s: section headers cannot be read: %s", s->origin,
-				  elf_errmsg(-1));
+				  img_elf_why("libelf gave no reason"));
 	return 0;
 }
 
@@ -463,8 +472,8 @@ static int sections_parse(struct cubin_scan *s, struct img_cubin *c, struct sm_e
 			continue;
 		d = elf_getdata(scn, NULL);
 		if (!d || (!d->d_buf && d->d_size))
-			return sm_err_set(err, -EINVAL, "%s: section %s lies outside the file (%s)",
-					  s->origin, name, elf_errmsg(-1));
+			return sm_err_set(err, -EINVAL, "%s: section %s cannot be read: %s",
+					  s->origin, name, img_elf_why("libelf gave no reason"));
 		if (sh.sh_type == SHT_CUDA_COMPAT) {
 			compat_parse(d->d_buf, d->d_size, c);
 		} else if (sh.sh_type == SHT_NOTE) {
@@ -504,9 +513,9 @@ static int find_symtab(struct cubin_scan *s, struct sm_err *err)
 			d = elf_getdata(scn, NULL);
 			if (!d || (!d->d_buf && d->d_size))
 				return sm_err_set(err, -EINVAL,
-						  "%s: symbol table (%llu bytes) lies outside the file (%s)",
+						  "%s: symbol table (%llu bytes) cannot be read: %s",
 						  s->origin, (unsigned long long)sh.sh_size,
-						  elf_errmsg(-1));
+						  img_elf_why("libelf gave no reason"));
 			s->symtab = scn;
 			s->nsyms = d->d_size / sizeof(Elf64_Sym);
 			s->symstr = sh.sh_link;
@@ -519,7 +528,7 @@ static int find_symtab(struct cubin_scan *s, struct sm_err *err)
 int img_cubin_parse(const void *buf, size_t len, const char *origin, struct img_cubin *out,
 		    struct sm_err *err)
 {
-	struct cubin_scan s = { .origin = origin ? origin : "cubin" };
+	struct cubin_scan s = { .origin = origin ? origin : "cubin", .len = len };
 	char *copy = NULL;
 	size_t i;
 	int rc;
@@ -529,8 +538,7 @@ int img_cubin_parse(const void *buf, size_t len, const char *origin, struct img_
 	if (!elf_ok)
 		return sm_err_set(err, -ENOTSUP, "libelf refuses EV_CURRENT: libelf is too old");
 	if (len < sizeof(Elf64_Ehdr))
-		return sm_err_set(err, -EINVAL, "%s: %zu bytes is too short for an ELF header",
-				  s.origin, len);
+		return img_elf_open_error(buf, len, s.origin, err);
 	/* libelf may write into the image it reads; never into the caller's. */
 	copy = malloc(len);
 	if (!copy)
@@ -538,8 +546,7 @@ int img_cubin_parse(const void *buf, size_t len, const char *origin, struct img_
 	memcpy(copy, buf, len);
 	s.elf = elf_memory(copy, len);
 	if (!s.elf) {
-		rc = sm_err_set(err, -EINVAL, "%s: libelf cannot open it: %s", s.origin,
-				elf_errmsg(-1));
+		rc = img_elf_open_error(buf, len, s.origin, err);
 		goto out;
 	}
 	rc = header_parse(&s, out, err);

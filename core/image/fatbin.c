@@ -64,8 +64,10 @@ static int next_container(struct img_fatbin_iter *it, const char *origin, struct
 	if (it->pos >= it->len || (it->started && it->len - it->pos < 8))
 		return 0;
 	if (!bytes_fits(it->len, it->pos, CONTAINER_HEADER))
-		return sm_err_set(err, -EINVAL, "%s: fatbin container at byte %zu is cut short",
-				  origin, it->pos);
+		return sm_err_set(err, -EINVAL,
+				  "%s: fatbin container at byte %zu is cut short: only %zu bytes of "
+				  "its %d-byte header remain",
+				  origin, it->pos, it->len - it->pos, CONTAINER_HEADER);
 	if (bytes_u32(it->buf + it->pos) != IMG_FATBIN_MAGIC)
 		return sm_err_set(err, -EINVAL,
 				  "%s: bytes at offset %zu are not a fatbin container (magic 0x%08x, "
@@ -73,13 +75,20 @@ static int next_container(struct img_fatbin_iter *it, const char *origin, struct
 				  origin, it->pos, bytes_u32(it->buf + it->pos), IMG_FATBIN_MAGIC);
 	hsize = bytes_u16(it->buf + it->pos + 6);
 	fat = bytes_u64(it->buf + it->pos + 8);
-	if (hsize < CONTAINER_HEADER || !bytes_fits(it->len, it->pos, hsize) ||
-	    fat > it->len - it->pos - hsize)
+	if (hsize < CONTAINER_HEADER)
 		return sm_err_set(err, -EINVAL,
-				  "%s: fatbin container %u at byte %zu claims %llu bytes but only %zu "
-				  "remain",
+				  "%s: fatbin container %u at byte %zu has a %u-byte header; at least "
+				  "%d expected",
+				  origin, it->container + it->started, it->pos, hsize, CONTAINER_HEADER);
+	/* Both counts from the container's first byte: header and contents together. */
+	if (!bytes_fits(it->len, it->pos, hsize) || fat > it->len - it->pos - hsize)
+		return sm_err_set(err, -EINVAL,
+				  "%s: fatbin container %u at byte %zu is cut short: it spans %llu "
+				  "bytes (%u of header, %llu of entries) but only %zu remain",
 				  origin, it->container + it->started, it->pos,
-				  (unsigned long long)fat, it->len - it->pos);
+				  fat > UINT64_MAX - hsize ? (unsigned long long)UINT64_MAX :
+							     (unsigned long long)(hsize + fat),
+				  hsize, (unsigned long long)fat, it->len - it->pos);
 	if (it->started)
 		it->container++;
 	it->started = 1;

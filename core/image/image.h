@@ -5,10 +5,12 @@
  * ELF, both ABIs), a fatbin container (0xBA55ED50, possibly several
  * concatenated, entries optionally LZ4- or zstd-compressed), the fatbin wrapper
  * struct cudart registers (0x466243B1), a host ELF whose .nv_fatbin or
- * __nv_relfatbin section holds fatbins, or a Triton cache directory
- * (<hash>/<name>.cubin + <name>.json).
+ * __nv_relfatbin section holds fatbins, an ar archive (.a) of such objects,
+ * or a Triton cache directory (<hash>/<name>.cubin + <name>.json).
  *
  * Layers, lowest first:
+ *   elf_check.c  img_elf_check: an ELF's tables and sections lie inside its
+ *             bytes (libelf does not check; elf_check.h)
  *   cubin.c   img_cubin_parse: one cubin -> per-kernel facts (libelf)
  *   fatbin.c  img_fatbin_*: walk containers and entries, inflate payloads
  *   scan.c    img_scan_buffer: any buffer -> callbacks per cubin (files and
@@ -187,12 +189,26 @@ size_t img_image_size(const void *buf);
 /* Where a cubin was found. */
 struct img_origin {
 	const char *file;       /* path, or a caller-chosen label for memory */
+	const char *member;     /* in an ar archive @file: the member ("x.o"; in an
+				   archive inside it "inner.a(x.o)"), else NULL */
 	int in_fatbin;          /* 1 if it came out of a fatbin entry */
 	uint32_t container;     /* fatbin container index (if in_fatbin) */
 	uint32_t entry;         /* entry index inside the container (if in_fatbin) */
 	enum img_compression compression;
 	char variant;           /* from the fatbin entry, 0 if none */
 	int triton;             /* 1 if from a Triton cache (dynamic_smem from JSON) */
+};
+
+/*
+ * Why a directory walk (img_scan_path, tools/sm120/scan_files.h) passed over a
+ * path without an error.  Anything that looks like an image but cannot be
+ * read (a cut ELF, a corrupt archive member) is an error, never a skip.
+ */
+enum img_skip {
+	IMG_SKIP_NOT_IMAGE = 1, /* no ELF, ar, fatbin or PTX signature: .py, .txt, empty */
+	IMG_SKIP_PTX,           /* PTX text: JIT-compiled at load; Triton keeps the cubin too */
+	IMG_SKIP_LINK,          /* a symbolic link below the starting path: never followed */
+	IMG_SKIP_SPECIAL,       /* neither a file nor a directory: FIFO, socket, device */
 };
 
 /* Callbacks of a scan; any may be NULL.  Return non-zero from on_cubin to stop. */
@@ -202,6 +218,8 @@ struct img_visitor {
 	void (*on_error)(void *user, const struct sm_err *err);
 	uint32_t arch_filter;   /* only fatbin entries of this SM (0: all); skips inflating others */
 	void *user;
+	/* A path a directory walk did not read, and why (img_scan_path only). */
+	void (*on_skip)(void *user, const char *path, enum img_skip why);
 };
 
 enum img_kind {
@@ -211,6 +229,7 @@ enum img_kind {
 	IMG_KIND_FATBIN,        /* container magic 0xBA55ED50 */
 	IMG_KIND_WRAPPER,       /* __fatBinC_Wrapper_t, magic 0x466243B1 (memory only) */
 	IMG_KIND_PTX,           /* NUL-terminated PTX text */
+	IMG_KIND_ARCHIVE,       /* ar archive ("!<arch>\n", .a): every member by content */
 };
 
 /* img_classify - what @buf[0..len) is, from its first bytes. */
@@ -222,7 +241,10 @@ const char *img_kind_name(enum img_kind k);
 /*
  * img_scan_buffer - find every cubin in @buf[0..len) (any kind above except the
  * wrapper, whose data pointer is only meaningful in the loading process) and
- * call @v for each.  @label names the buffer in origins and messages.
+ * call @v for each.  @label names the buffer in origins and messages.  An
+ * ELF (or archive member) whose tables or sections run past its bytes is an
+ * error ("truncated ELF: ..."); archive members that are no image (the
+ * index, data files) are passed over.
  * Returns the number of errors reported through on_error (0 when clean), or
  * -EINVAL if @buf is no image at all.  Parsing continues past a bad entry.
  */

@@ -3,7 +3,10 @@
  *
  * Dispatch is by content, never by file name: ELF with e_machine EM_CUDA is a
  * cubin, any other ELF is a host object whose .nv_fatbin / __nv_relfatbin
- * sections hold fatbin containers, 0xBA55ED50 is a bare container.
+ * sections hold fatbin containers, "!<arch>\n" is an archive whose members
+ * are dispatched the same way (libelf's archive support), 0xBA55ED50 is a
+ * bare container.  Every ELF is checked against its bytes first
+ * (elf_check.c): libelf reads a cut file as one without sections.
  * Errors are reported through the visitor and the walk goes on, so one bad
  * entry among thousands does not hide the rest.
  */
@@ -17,9 +20,15 @@
 #include <string.h>
 
 #include "../common/bytes.h"
+#include "elf_check.h"
 #include "scan_walk.h"
 
 #define EM_CUDA_MACHINE 190
+#define AR_MAGIC "!<arch>\n"
+#define AR_MAGIC_LEN 8
+#define AR_HEADER 60
+/* Archives inside archives deeper than this are reported, not walked. */
+#define MAX_AR_DEPTH 4
 
 void scan_report(struct scan *s, const struct sm_err *err)
 {
@@ -41,6 +50,8 @@ const char *img_kind_name(enum img_kind k)
 		return "fatbin wrapper";
 	case IMG_KIND_PTX:
 		return "PTX";
+	case IMG_KIND_ARCHIVE:
+		return "ar archive";
 	default:
 		return "unknown";
 	}
@@ -60,6 +71,8 @@ enum img_kind img_classify(const void *buf, size_t len)
 		return IMG_KIND_FATBIN;
 	if (bytes_u32(p) == IMG_WRAPPER_MAGIC)
 		return IMG_KIND_WRAPPER;
+	if (len >= AR_MAGIC_LEN && memcmp(p, AR_MAGIC, AR_MAGIC_LEN) == 0)
+		return IMG_KIND_ARCHIVE;
 	/* PTX: printable text with a .version directive near the top. */
 	n = len < 4096 ? len : 4096;
 	for (i = 0; i < n && p[i]; i++)
@@ -72,9 +85,35 @@ enum img_kind img_classify(const void *buf, size_t len)
 	return IMG_KIND_UNKNOWN;
 }
 
-void scan_cubin(struct scan *s, const struct img_origin *where, const void *buf,
-			size_t len, const char *label, int64_t triton_shared,
-			const char *triton_name)
+/* triton_apply - @t's dynamic smem on the kernel it names; report a name @c lacks. */
+static void triton_apply(struct scan *s, struct img_cubin *c, const struct scan_triton *t,
+			 const char *label)
+{
+	struct sm_err err;
+	uint32_t i, applied = 0;
+
+	for (i = 0; i < c->n_kernels; i++) {
+		if (t->name && strcmp(c->kernels[i].name, t->name) != 0)
+			continue;
+		c->kernels[i].dynamic_smem = t->shared;
+		applied++;
+	}
+	if (applied || !t->name)
+		return;
+	if (c->n_kernels)
+		sm_err_set(&err, -EINVAL,
+			   "%s: \"name\" is \"%s\", but %s defines \"%s\"%s: not its Triton "
+			   "entry; the kernel's dynamic shared memory stays unknown",
+			   t->json, t->name, label, c->kernels[0].name,
+			   c->n_kernels > 1 ? " and more" : "");
+	else
+		sm_err_set(&err, -EINVAL, "%s: \"name\" is \"%s\", but %s defines no kernel",
+			   t->json, t->name, label);
+	scan_report(s, &err);
+}
+
+void scan_cubin(struct scan *s, const struct img_origin *where, const void *buf, size_t len,
+		const char *label, const struct scan_triton *triton)
 {
 	struct img_cubin c;
 	struct sm_err err;
@@ -86,13 +125,8 @@ void scan_cubin(struct scan *s, const struct img_origin *where, const void *buf,
 	}
 	if (where->variant && !c.variant)
 		c.variant = where->variant;
-	if (triton_shared >= 0) {
-		uint32_t i;
-
-		for (i = 0; i < c.n_kernels; i++)
-			if (!triton_name || strcmp(c.kernels[i].name, triton_name) == 0)
-				c.kernels[i].dynamic_smem = triton_shared;
-	}
+	if (triton)
+		triton_apply(s, &c, triton, label);
 	if (s->v->on_cubin && s->v->on_cubin(s->v->user, where, &c))
 		s->stop = 1;
 	img_cubin_free(&c);
@@ -101,6 +135,14 @@ void scan_cubin(struct scan *s, const struct img_origin *where, const void *buf,
 static const char *comp_name(enum img_compression c)
 {
 	return c == IMG_COMP_ZSTD ? "zstd" : c == IMG_COMP_LZ4 ? "lz4" : "none";
+}
+
+/* origin_of - where something read under @label is, for the visitor. */
+static struct img_origin origin_of(const struct scan *s, const char *label)
+{
+	struct img_origin o = { .file = s->member ? s->ar_file : label, .member = s->member };
+
+	return o;
 }
 
 /* scan_fatbins - every entry of the containers in @buf. */
@@ -114,12 +156,15 @@ static void scan_fatbins(struct scan *s, const void *buf, size_t len, const char
 
 	img_fatbin_iter_init(&it, buf, len);
 	while (!s->stop && (rc = img_fatbin_iter_next(&it, &e, file, &err)) == 1) {
-		struct img_origin where = { .file = file, .in_fatbin = 1, .container = e.container,
-					    .entry = e.index, .compression = e.compression,
-					    .variant = e.variant };
+		struct img_origin where = origin_of(s, file);
 		void *img;
 		size_t img_len;
 
+		where.in_fatbin = 1;
+		where.container = e.container;
+		where.entry = e.index;
+		where.compression = e.compression;
+		where.variant = e.variant;
 		if (s->v->arch_filter && e.arch != s->v->arch_filter)
 			continue;
 		if (e.kind == IMG_ENTRY_PTX) {
@@ -136,21 +181,23 @@ static void scan_fatbins(struct scan *s, const void *buf, size_t len, const char
 			scan_report(s, &err);
 			continue;
 		}
-		scan_cubin(s, &where, img, img_len, label, -1, NULL);
+		scan_cubin(s, &where, img, img_len, label, NULL);
 		free(img);
 	}
 	if (rc < 0)
 		scan_report(s, &err);
 }
 
-void scan_host_elf(struct scan *s, Elf *elf, const char *file)
+/* scan_host_elf - the .nv_fatbin / __nv_relfatbin sections of a checked ELF. */
+static void scan_host_elf(struct scan *s, Elf *elf, const char *file)
 {
 	Elf_Scn *scn = NULL;
 	size_t shstrndx;
 	struct sm_err err;
 
-	if (elf_kind(elf) != ELF_K_ELF || elf_getshdrstrndx(elf, &shstrndx) != 0) {
-		sm_err_set(&err, -EINVAL, "%s: ELF headers cannot be read: %s", file, elf_errmsg(-1));
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0) {
+		sm_err_set(&err, -EINVAL, "%s: the section name table cannot be found: %s", file,
+			   img_elf_why("libelf gave no reason"));
 		scan_report(s, &err);
 		return;
 	}
@@ -166,14 +213,155 @@ void scan_host_elf(struct scan *s, Elf *elf, const char *file)
 			continue;
 		d = elf_getdata(scn, NULL);
 		if (!d || (!d->d_buf && d->d_size)) {
-			sm_err_set(&err, -EINVAL, "%s: section %s lies outside the file (%s)", file,
-				   name, elf_errmsg(-1));
+			sm_err_set(&err, -EINVAL, "%s: section %s cannot be read: %s", file, name,
+				   img_elf_why("libelf gave no reason"));
 			scan_report(s, &err);
 			continue;
 		}
 		if (d->d_size)
 			scan_fatbins(s, d->d_buf, d->d_size, file);
 	}
+}
+
+/* scan_member - one archive member, by content as a file would be. */
+static void scan_member(struct scan *s, Elf *m, int fd, const char *label)
+{
+	struct img_origin where = origin_of(s, label);
+	size_t len = 0;
+	const char *raw = elf_rawfile(m, &len);
+
+	switch (raw ? img_classify(raw, len) : IMG_KIND_UNKNOWN) {
+	case IMG_KIND_CUBIN:
+		scan_cubin(s, &where, raw, len, label, NULL);
+		break;
+	case IMG_KIND_HOST_ELF:
+	case IMG_KIND_ARCHIVE:
+		scan_elf(s, m, fd, len, label);
+		break;
+	case IMG_KIND_FATBIN:
+		scan_fatbins(s, raw, len, label);
+		break;
+	default:
+		break; /* the symbol index, the long-name table, data: no image */
+	}
+}
+
+/*
+ * ar_stored_size - the size field of the 60-byte header in front of the
+ * member at byte @rel of the archive @raw, or -1 when there is no such header
+ * (libelf reports the size clipped to what the archive holds).
+ */
+static long long ar_stored_size(const char *raw, size_t rel)
+{
+	const char *h = raw + rel - AR_HEADER;
+	char field[11], *end;
+	long long v;
+
+	if (rel < AR_MAGIC_LEN + AR_HEADER || h[58] != '`' || h[59] != '\n')
+		return -1;
+	memcpy(field, h + 48, 10);
+	field[10] = '\0';
+	v = strtoll(field, &end, 10);
+	return end == field || v < 0 ? -1 : v;
+}
+
+/*
+ * scan_archive - every member of @ar, labelled "file(member)" as ar and nm
+ * name them.  libelf clips a member that runs past the archive's end to what
+ * is there and stops at a header it cannot read, both silently: the sizes in
+ * the headers are compared with the archive's bytes here, and bytes after
+ * the last member libelf walked are reported.
+ */
+static void scan_archive(struct scan *s, Elf *ar, int fd, const char *file)
+{
+	Elf_Cmd cmd = ELF_C_READ_MMAP;
+	struct sm_err err;
+	size_t ar_len = 0, walked = AR_MAGIC_LEN;
+	const char *ar_raw = elf_rawfile(ar, &ar_len);
+	int64_t ar_base = elf_getbase(ar);
+
+	const char *outer = s->member; /* the member this archive is, if it is one */
+	Elf *m;
+
+	if (s->ar_depth >= MAX_AR_DEPTH) {
+		sm_err_set(&err, -ELOOP, "%s: an archive nested %d archives deep; not read", file,
+			   s->ar_depth);
+		scan_report(s, &err);
+		return;
+	}
+	if (!s->ar_depth++)
+		s->ar_file = file;
+	while (!s->stop && (m = elf_begin(fd, cmd, ar)) != NULL) {
+		Elf_Arhdr *h = elf_getarhdr(m);
+		const char *name = h && h->ar_name ? h->ar_name : "?";
+		size_t n = strlen(file) + strlen(name) + 3, rel = 0;
+		size_t mn = (outer ? strlen(outer) + 2 : 0) + strlen(name) + 1;
+		int64_t base = elf_getbase(m);
+		long long stored = -1;
+		char *label = malloc(n), *member = malloc(mn);
+
+		if (ar_raw && ar_base >= 0 && base >= ar_base && (uint64_t)(base - ar_base) <= ar_len) {
+			rel = (size_t)(base - ar_base);
+			stored = ar_stored_size(ar_raw, rel);
+			if (stored >= 0)
+				walked = (unsigned long long)stored > ar_len - rel ?
+						 ar_len : rel + (size_t)stored + (stored & 1);
+		}
+		if (stored >= 0 && (unsigned long long)stored > ar_len - rel) {
+			sm_err_set(&err, -EINVAL,
+				   "%s: truncated archive: member %s (%lld bytes at byte %zu) runs "
+				   "past the end of its %zu bytes",
+				   file, name, stored, rel, ar_len);
+			scan_report(s, &err);
+		} else if (label && member) {
+			snprintf(label, n, "%s(%s)", file, name);
+			if (outer)
+				snprintf(member, mn, "%s(%s)", outer, name);
+			else
+				snprintf(member, mn, "%s", name);
+			s->member = member;
+			scan_member(s, m, fd, label);
+			s->member = outer;
+		} else {
+			sm_err_set(&err, -ENOMEM, "%s(%s): out of memory; not scanned", file, name);
+			scan_report(s, &err);
+		}
+		free(label);
+		free(member);
+		cmd = elf_next(m);
+		elf_end(m);
+	}
+	if (!--s->ar_depth)
+		s->ar_file = NULL;
+	if (ar_raw && !s->stop && walked < ar_len) {
+		sm_err_set(&err, -EINVAL,
+			   "%s: truncated or corrupt archive: the %zu bytes from byte %zu are no "
+			   "member libelf can read",
+			   file, ar_len - walked, walked);
+		scan_report(s, &err);
+	}
+}
+
+void scan_elf(struct scan *s, Elf *elf, int fd, size_t len, const char *file)
+{
+	struct sm_err err;
+
+	if (elf_kind(elf) == ELF_K_AR) {
+		scan_archive(s, elf, fd, file);
+		return;
+	}
+	if (elf_kind(elf) != ELF_K_ELF && img_classify(elf_rawfile(elf, NULL), len) ==
+					      IMG_KIND_ARCHIVE) {
+		sm_err_set(&err, -EINVAL, "%s: libelf cannot read it as an ar archive: %s", file,
+			   img_elf_why("libelf gave no reason"));
+		scan_report(s, &err);
+		return;
+	}
+	if (img_elf_check(elf, len, file, &err) != 0) {
+		scan_report(s, &err);
+		return;
+	}
+	scan_host_elf(s, elf, file);
 }
 
 int scan_buffer(struct scan *s, const void *buf, size_t len, const char *label)
@@ -184,12 +372,13 @@ int scan_buffer(struct scan *s, const void *buf, size_t len, const char *label)
 
 	switch (kind) {
 	case IMG_KIND_CUBIN:
-		scan_cubin(s, &where, buf, len, label, -1, NULL);
+		scan_cubin(s, &where, buf, len, label, NULL);
 		break;
 	case IMG_KIND_FATBIN:
 		scan_fatbins(s, buf, len, label);
 		break;
-	case IMG_KIND_HOST_ELF: {
+	case IMG_KIND_HOST_ELF:
+	case IMG_KIND_ARCHIVE: {
 		char *copy = malloc(len);
 		Elf *elf;
 
@@ -202,11 +391,10 @@ int scan_buffer(struct scan *s, const void *buf, size_t len, const char *label)
 		elf_version(EV_CURRENT);
 		elf = elf_memory(copy, len);
 		if (elf) {
-			scan_host_elf(s, elf, label);
+			scan_elf(s, elf, -1, len, label);
 			elf_end(elf);
 		} else {
-			sm_err_set(&err, -EINVAL, "%s: libelf cannot open it: %s", label,
-				   elf_errmsg(-1));
+			img_elf_open_error(buf, len, label, &err);
 			scan_report(s, &err);
 		}
 		free(copy);
@@ -224,7 +412,8 @@ int scan_buffer(struct scan *s, const void *buf, size_t len, const char *label)
 		return -EINVAL;
 	default:
 		sm_err_set(&err, -EINVAL,
-			   "%s: not a CUDA image (no ELF, fatbin or PTX signature in its first bytes)",
+			   "%s: not a CUDA image (no ELF, ar, fatbin or PTX signature in its first "
+			   "bytes)",
 			   label);
 		scan_report(s, &err);
 		return -EINVAL;

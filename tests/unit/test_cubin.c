@@ -1,10 +1,12 @@
 /*
  * test_cubin.c - img_cubin_parse on cubins built by nvcc for sm_86, sm_90,
  * sm_90a and sm_120 (tests/fixtures/params.cu states the facts), on an ABI V1
- * header, and on malformed variants: truncated, wrong machine, unknown ABI,
- * a .nv.info record that runs past its section, a parameter that lies about
- * where it ends.
+ * header, and on malformed variants: truncated (every prefix says so), a
+ * section that runs past the end, wrong machine, unknown ABI, a .nv.info
+ * record that runs past its section, a parameter that lies about where it
+ * ends.
  */
+#include <elf.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -167,7 +169,10 @@ static void test_wrong_machine(void **state)
 	free(buf);
 }
 
-/* Every prefix of a real cubin is rejected cleanly or parsed; never a crash. */
+/*
+ * Every prefix of a real cubin is rejected as truncated, naming the cubin;
+ * never parsed as a cubin with fewer kernels, never "no symbol table".
+ */
 static void test_truncated(void **state)
 {
 	struct img_cubin c;
@@ -178,19 +183,49 @@ static void test_truncated(void **state)
 	(void)state;
 	for (cut = 0; cut < len; cut += (cut < 128 ? 1 : 97)) {
 		unsigned char *part = malloc(cut ? cut : 1);
-		int rc;
 
 		memcpy(part, buf, cut);
-		rc = img_cubin_parse(part, cut, "cut.cubin", &c, &err);
-		if (rc == 0)
-			img_cubin_free(&c);
-		else
-			assert_non_null(strstr(err.msg, "cut.cubin"));
+		assert_int_equal(img_cubin_parse(part, cut, "cut.cubin", &c, &err), -EINVAL);
+		assert_int_equal(c.n_kernels, 0);
+		if (!strstr(err.msg, "cut.cubin: truncated ELF"))
+			fail_msg("cut at %zu: %s", cut, err.msg);
 		free(part);
 	}
-	/* Shorter than the section header table: always an error. */
-	assert_int_not_equal(img_cubin_parse(buf, len / 2, "half.cubin", &c, &err), 0);
-	assert_non_null(strstr(err.msg, "half.cubin"));
+	/* One byte short: nvcc writes the program header table last. */
+	assert_int_equal(img_cubin_parse(buf, len - 1, "short.cubin", &c, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "short.cubin: truncated ELF: the program header table"));
+	/* Cut in half: the section header table is gone. */
+	assert_int_equal(img_cubin_parse(buf, len / 2, "half.cubin", &c, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "half.cubin: truncated ELF"));
+	assert_null(strstr(err.msg, "symbol table"));
+	free(buf);
+}
+
+/* A section header whose bytes would lie past the end: named, by index and name. */
+static void test_section_past_end(void **state)
+{
+	struct img_cubin c;
+	struct sm_err err;
+	size_t len;
+	unsigned char *buf = fixture_read("params.sm_120.cubin", &len);
+	Elf64_Ehdr eh;
+	Elf64_Shdr sh;
+	uint16_t i;
+
+	(void)state;
+	memcpy(&eh, buf, sizeof(eh));
+	for (i = 1; i < eh.e_shnum; i++) {
+		memcpy(&sh, buf + eh.e_shoff + i * sizeof(sh), sizeof(sh));
+		if (sh.sh_type == SHT_SYMTAB)
+			break;
+	}
+	assert_true(i < eh.e_shnum);
+	sh.sh_offset = len - 8; /* 8 bytes left for a table of several symbols */
+	memcpy(buf + eh.e_shoff + i * sizeof(sh), &sh, sizeof(sh));
+	assert_int_equal(img_cubin_parse(buf, len, "lying.cubin", &c, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "lying.cubin: truncated ELF: section "));
+	assert_non_null(strstr(err.msg, "(.symtab, "));
+	assert_non_null(strstr(err.msg, "runs past the end"));
 	free(buf);
 }
 
@@ -280,6 +315,7 @@ int main(void)
 		cmocka_unit_test(test_unknown_abi),
 		cmocka_unit_test(test_wrong_machine),
 		cmocka_unit_test(test_truncated),
+		cmocka_unit_test(test_section_past_end),
 		cmocka_unit_test(test_nvinfo_overrun),
 		cmocka_unit_test(test_param_past_block),
 		cmocka_unit_test(test_triton36_v1),

@@ -147,12 +147,41 @@ static void test_container_size_lies(void **state)
 	size_t len;
 	unsigned char *buf = fixture_read("params.fatbin", &len);
 	uint64_t fat = len; /* header + len > len */
+	char want[160];
 
 	(void)state;
 	memcpy(buf + 8, &fat, 8);
 	walk(buf, len, &w, &err);
 	assert_int_equal(w.rc, -EINVAL);
-	assert_non_null(strstr(err.msg, "claims"));
+	snprintf(want, sizeof(want), "it spans %zu bytes (16 of header, %zu of entries) but only "
+		 "%zu remain", len + 16, len, len);
+	assert_non_null(strstr(err.msg, want));
+	free(buf);
+}
+
+/*
+ * A container cut by one byte: the message compares like with like (what
+ * the container spans from its first byte, what remains from there), so
+ * the claim is the larger number.
+ */
+static void test_container_cut(void **state)
+{
+	struct walked w;
+	struct sm_err err;
+	size_t len;
+	unsigned char *buf = fixture_read("params.lz4.fatbin", &len);
+	char want[200];
+
+	(void)state;
+	walk(buf, len - 1, &w, &err);
+	assert_int_equal(w.rc, -EINVAL);
+	assert_int_equal(w.n, 0);
+	snprintf(want, sizeof(want), "t.fatbin: fatbin container 0 at byte 0 is cut short: it "
+		 "spans %zu bytes (16 of header, %zu of entries) but only %zu remain",
+		 len, len - 16, len - 1);
+	assert_string_equal(err.msg, want);
+	walk(buf, 10, &w, &err);
+	assert_non_null(strstr(err.msg, "only 10 bytes of its 16-byte header remain"));
 	free(buf);
 }
 
@@ -303,6 +332,7 @@ int main(void)
 		cmocka_unit_test(test_concatenated),
 		cmocka_unit_test(test_bad_magic),
 		cmocka_unit_test(test_container_size_lies),
+		cmocka_unit_test(test_container_cut),
 		cmocka_unit_test(test_entry_size_lies),
 		cmocka_unit_test(test_compressed_size_lies),
 		cmocka_unit_test(test_inflate_lies),

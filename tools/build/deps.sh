@@ -4,13 +4,16 @@
 # Missing Debian packages are installed with apt-get when running as root on
 # Debian/Ubuntu; otherwise the script prints the one command to run and fails.
 # Usage: deps.sh CUDA_HOME CC
+# CC is a command line, as make's CC is: "ccache gcc" or "env gcc" run gcc.
 set -u
 cuda_home=$1
 cc=$2
 
 missing=""
 check() { # check HEADER PACKAGE
-	printf '#include <%s>\n' "$1" | "$cc" -E -x c - >/dev/null 2>&1 || missing="$missing $2"
+	# $cc unquoted: split into the command and its words, as make runs $(CC)
+	# shellcheck disable=SC2086
+	printf '#include <%s>\n' "$1" | $cc -E -x c - >/dev/null 2>&1 || missing="$missing $2"
 }
 probe() {
 	missing=""

@@ -427,7 +427,8 @@ static void print_json_row(const struct kstat *k)
 	jsonl_print(j);
 }
 
-static const char *plural(unsigned long n, const char *one, const char *many)
+/* tool_plural - declared in commands.h: the counts of report's and scan's summaries. */
+const char *tool_plural(unsigned long n, const char *one, const char *many)
 {
 	return n == 1 ? one : many;
 }
@@ -444,15 +445,15 @@ static void print_summary(const struct report *r, unsigned long over, FILE *out)
 		snprintf(limit, sizeof(limit), "their targets' limits");
 	else
 		snprintf(limit, sizeof(limit), "the limit");
-	fprintf(out, "%lu module %s", r->loads, plural(r->loads, "load", "loads"));
+	fprintf(out, "%lu module %s", r->loads, tool_plural(r->loads, "load", "loads"));
 	if (r->loaded_kernels)
 		fprintf(out, " (%lu %s)", r->loaded_kernels,
-			plural(r->loaded_kernels, "kernel", "kernels"));
-	fprintf(out, " in %lu %s\n", load_procs, plural(load_procs, "process", "processes"));
+			tool_plural(r->loaded_kernels, "kernel", "kernels"));
+	fprintf(out, " in %lu %s\n", load_procs, tool_plural(load_procs, "process", "processes"));
 	fprintf(out, "%lu %s over %s in %lu %s (%lu log %s)\n", over,
-		plural(over, "kernel", "kernels"), limit, over_procs,
-		plural(over_procs, "process", "processes"), r->io.files,
-		plural(r->io.files, "file", "files"));
+		tool_plural(over, "kernel", "kernels"), limit, over_procs,
+		tool_plural(over_procs, "process", "processes"), r->io.files,
+		tool_plural(r->io.files, "file", "files"));
 }
 
 static void print_json_summary(const struct report *r, unsigned long over)
@@ -530,7 +531,8 @@ int cmd_report(int argc, char **argv)
 	}
 	for (c = optind; c < argc; c++) {
 		if (jsonl_read(argv[c], "sm120 report", on_event, &r, &r.io) != 0) {
-			fprintf(stderr, "sm120 report: out of memory after %zu kernels\n", r.nk);
+			fprintf(stderr, "sm120 report: out of memory after %zu %s\n", r.nk,
+				tool_plural(r.nk, "kernel", "kernels"));
 			report_free(&r);
 			return 2;
 		}

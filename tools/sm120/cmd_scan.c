@@ -4,7 +4,9 @@
  * One row per kernel (per arch: a fatbin holds one cubin per SM), as a table
  * or as JSON lines.  Exit status: 0 every kernel fits, 1 at least one does
  * not, 2 an input could not be read or parsed (errors go to stderr and the
- * scan goes on).
+ * scan goes on).  A truncated ELF, an unreadable archive member or a Triton
+ * JSON naming another kernel is such an error, in a directory too; what a
+ * directory holds that is no image at all is counted in one summary line.
  */
 #include <cjson/cJSON.h>
 #include <getopt.h>
@@ -22,20 +24,24 @@ struct scan_opts {
 	uint32_t arch;
 	/* totals */
 	unsigned long kernels, cubins, ptx, too_large, shown;
+	unsigned long skipped[IMG_SKIP_SPECIAL + 1]; /* by enum img_skip */
 };
 
 static const char *usage_text =
 	"usage: sm120 scan [--target T] [--json] [--arch SM] [--fails] PATH...\n"
 	"\n"
 	"PATH: a cubin, a fatbin, a host ELF (.so, executable, .o) with embedded fatbins,\n"
-	"      or a directory (searched recursively; Triton caches take the dynamic\n"
-	"      shared memory from <name>.json).\n"
+	"      an archive (.a) of such objects, or a directory (searched recursively;\n"
+	"      Triton caches take the dynamic shared memory from <name>.json).  In a\n"
+	"      directory, files that are no image (.py, .txt, PTX) and symbolic links\n"
+	"      are passed over and counted in one summary line; a truncated or corrupt\n"
+	"      image is an error there too.\n"
 	"  --target T  sm120 (default), sm121, sm89, sm86, sm80, sm90, sm100, auto (device 0),\n"
 	"              or an opt-in byte count such as 232448\n"
 	"  --json      one JSON object per line: kernels, errors, then a summary\n"
 	"  --arch SM   only cubins for this SM number (e.g. 120); skips the rest unread\n"
 	"  --fails     only the kernels that do not fit\n"
-	"exit: 0 all fit, 1 some do not fit, 2 error\n";
+	"exit: 0 all fit, 1 some do not fit, 2 an input could not be read (the rest is scanned)\n";
 
 static void arch_name(char *buf, size_t n, int sm, char variant)
 {
@@ -45,12 +51,14 @@ static void arch_name(char *buf, size_t n, int sm, char variant)
 		snprintf(buf, n, "sm_%d", sm);
 }
 
+/* origin_name - "file", "lib.a(member)", then "#container.entry" inside a fatbin. */
 static void origin_name(char *buf, size_t n, const struct img_origin *o)
 {
-	if (o->in_fatbin)
-		snprintf(buf, n, "%s#%u.%u", o->file, o->container, o->entry);
-	else
-		snprintf(buf, n, "%s", o->file);
+	int used = o->member ? snprintf(buf, n, "%s(%s)", o->file, o->member) :
+			       snprintf(buf, n, "%s", o->file);
+
+	if (o->in_fatbin && used >= 0 && (size_t)used < n)
+		snprintf(buf + used, n - (size_t)used, "#%u.%u", o->container, o->entry);
 }
 
 static const char *fit_word(enum target_fit f)
@@ -177,10 +185,48 @@ static void on_error(void *user, const struct sm_err *err)
 	fprintf(stderr, "sm120 scan: %s\n", err->msg);
 }
 
+static void on_skip(void *user, const char *path, enum img_skip why)
+{
+	struct scan_opts *o = user;
+
+	(void)path;
+	if (why >= IMG_SKIP_NOT_IMAGE && why <= IMG_SKIP_SPECIAL)
+		o->skipped[why]++;
+}
+
+/* print_skipped - one line: what directories held that was not read, and why. */
+static void print_skipped(const struct scan_opts *o)
+{
+	static const struct {
+		enum img_skip why;
+		const char *one, *many;
+	} kinds[] = {
+		{ IMG_SKIP_NOT_IMAGE, "file that is no CUDA image", "files that are no CUDA image" },
+		{ IMG_SKIP_PTX, "PTX file (compiled at load time)", "PTX files (compiled at load time)" },
+		{ IMG_SKIP_LINK, "symbolic link (not followed)", "symbolic links (not followed)" },
+		{ IMG_SKIP_SPECIAL, "special file", "special files" },
+	};
+	const char *sep = "";
+	size_t i;
+
+	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		unsigned long n = o->skipped[kinds[i].why];
+
+		if (!n)
+			continue;
+		if (!*sep)
+			fputs("sm120 scan: passed over in directories: ", stderr);
+		fprintf(stderr, "%s%lu %s", sep, n, tool_plural(n, kinds[i].one, kinds[i].many));
+		sep = ", ";
+	}
+	if (*sep)
+		fputc('\n', stderr);
+}
+
 static void print_summary(const struct scan_opts *o, int errors)
 {
 	if (o->json) {
-		cJSON *j = cJSON_CreateObject();
+		cJSON *j = cJSON_CreateObject(), *sk;
 		char *s;
 
 		cJSON_AddStringToObject(j, "type", "summary");
@@ -191,6 +237,11 @@ static void print_summary(const struct scan_opts *o, int errors)
 		cJSON_AddNumberToObject(j, "too_large", (double)o->too_large);
 		cJSON_AddNumberToObject(j, "ptx_entries", (double)o->ptx);
 		cJSON_AddNumberToObject(j, "errors", errors);
+		sk = cJSON_AddObjectToObject(j, "skipped");
+		cJSON_AddNumberToObject(sk, "not_image", (double)o->skipped[IMG_SKIP_NOT_IMAGE]);
+		cJSON_AddNumberToObject(sk, "ptx", (double)o->skipped[IMG_SKIP_PTX]);
+		cJSON_AddNumberToObject(sk, "links", (double)o->skipped[IMG_SKIP_LINK]);
+		cJSON_AddNumberToObject(sk, "special", (double)o->skipped[IMG_SKIP_SPECIAL]);
 		s = cJSON_PrintUnformatted(j);
 		if (s)
 			puts(s);
@@ -198,10 +249,14 @@ static void print_summary(const struct scan_opts *o, int errors)
 		cJSON_Delete(j);
 	}
 	fprintf(stderr,
-		"sm120 scan: %lu kernels in %lu cubins (%lu PTX entries not compiled); %lu do not "
-		"fit %s (%u B opt-in per block); %d errors\n",
-		o->kernels, o->cubins, o->ptx, o->too_large, o->target.name,
-		o->target.optin_per_block, errors);
+		"sm120 scan: %lu %s in %lu %s (%lu PTX %s not compiled); %lu %s not fit %s "
+		"(%u B opt-in per block); %d %s\n",
+		o->kernels, tool_plural(o->kernels, "kernel", "kernels"), o->cubins,
+		tool_plural(o->cubins, "cubin", "cubins"), o->ptx,
+		tool_plural(o->ptx, "entry", "entries"), o->too_large,
+		tool_plural(o->too_large, "does", "do"), o->target.name, o->target.optin_per_block,
+		errors, tool_plural((unsigned long)errors, "error", "errors"));
+	print_skipped(o);
 }
 
 int cmd_scan(int argc, char **argv)
@@ -212,7 +267,7 @@ int cmd_scan(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },         { NULL, 0, NULL, 0 },
 	};
 	struct scan_opts o = { 0 };
-	struct img_visitor v = { on_cubin, on_ptx, on_error, 0, &o };
+	struct img_visitor v = { on_cubin, on_ptx, on_error, 0, &o, on_skip };
 	const char *target = "sm120";
 	struct sm_err err;
 	int c, i, errors = 0;

@@ -52,4 +52,7 @@ void *tool_driver(struct sm_err *err);
  */
 int tool_target(const char *spec, struct target_limits *out, struct sm_err *err);
 
+/* tool_plural - @one when @n is 1, else @many: "1 error", "2 errors" (cmd_report.c). */
+const char *tool_plural(unsigned long n, const char *one, const char *many);
+
 #endif

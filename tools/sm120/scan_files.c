@@ -3,7 +3,12 @@
  * buffers).  A file is mapped and dispatched by content, never by name; in a
  * directory, a <name>.cubin with a <name>.json beside it is a Triton cache
  * entry whose JSON "shared" is the kernel's dynamic shared memory.
- * Symbolic links below the starting path are not followed.
+ *
+ * In a directory, what has an image's signature and cannot be read (a cut
+ * ELF, a JSON naming another kernel) is an error like anywhere else; what
+ * is no image at all (.py, .txt, empty files, PTX), symbolic links below
+ * the starting path (never followed) and special files are passed to
+ * on_skip, so the caller can say how many it passed over and why.
  */
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -19,6 +24,7 @@
 #include <unistd.h>
 
 #include "../../core/common/file.h"
+#include "../../core/image/elf_check.h"
 #include "../../core/image/scan_walk.h"
 #include "scan_files.h"
 
@@ -76,7 +82,42 @@ out:
 	return rc;
 }
 
-/* scan_file - one file; @in_dir skips files that are no image, silently. */
+static void skip(struct scan *s, const char *path, enum img_skip why)
+{
+	if (s->v->on_skip)
+		s->v->on_skip(s->v->user, path, why);
+}
+
+/* sibling - @path with its @from suffix replaced by @to (malloc'd), or NULL. */
+static char *sibling(const char *path, const char *from, const char *to)
+{
+	size_t plen = strlen(path), flen = strlen(from);
+	char *out;
+
+	if (plen <= flen || strcmp(path + plen - flen, from) != 0)
+		return NULL;
+	out = malloc(plen - flen + strlen(to) + 1);
+	if (out) {
+		memcpy(out, path, plen - flen);
+		strcpy(out + plen - flen, to);
+	}
+	return out;
+}
+
+/* triton_sidecar - whether @path is the <name>.json of a <name>.cubin beside it. */
+static int triton_sidecar(const char *path)
+{
+	char *cubin = sibling(path, ".json", ".cubin");
+	int yes = cubin && access(cubin, F_OK) == 0;
+
+	free(cubin);
+	return yes;
+}
+
+/*
+ * scan_file - one file; @in_dir passes files that are no image to on_skip
+ * (a Triton <name>.json is read with its cubin, so it is not counted).
+ */
 static void scan_file(struct scan *s, const char *path, int in_dir)
 {
 	struct sm_err err;
@@ -94,6 +135,8 @@ static void scan_file(struct scan *s, const char *path, int in_dir)
 		if (!in_dir) {
 			sm_err_set(&err, -EINVAL, "%s: empty file, not a CUDA image", path);
 			scan_report(s, &err);
+		} else {
+			skip(s, path, IMG_SKIP_NOT_IMAGE);
 		}
 		goto out;
 	}
@@ -104,42 +147,37 @@ static void scan_file(struct scan *s, const char *path, int in_dir)
 		goto out;
 	}
 	kind = img_classify(map, (size_t)st.st_size);
-	if (in_dir && (kind == IMG_KIND_UNKNOWN || kind == IMG_KIND_PTX))
+	if (in_dir && (kind == IMG_KIND_UNKNOWN || kind == IMG_KIND_PTX)) {
+		if (kind == IMG_KIND_PTX || !triton_sidecar(path))
+			skip(s, path, kind == IMG_KIND_PTX ? IMG_SKIP_PTX : IMG_SKIP_NOT_IMAGE);
 		goto out;
-	if (kind == IMG_KIND_HOST_ELF) {
+	}
+	if (kind == IMG_KIND_HOST_ELF || kind == IMG_KIND_ARCHIVE) {
 		/* libelf maps the file itself; section data is read in place. */
 		Elf *elf;
 
 		elf_version(EV_CURRENT);
 		elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 		if (!elf) {
-			sm_err_set(&err, -EINVAL, "%s: libelf cannot open it: %s", path,
-				   elf_errmsg(-1));
+			img_elf_open_error(map, (size_t)st.st_size, path, &err);
 			scan_report(s, &err);
 			goto out;
 		}
-		scan_host_elf(s, elf, path);
+		scan_elf(s, elf, fd, (size_t)st.st_size, path);
 		elf_end(elf);
 	} else if (kind == IMG_KIND_CUBIN) {
-		size_t plen = strlen(path);
-		int64_t shared = -1;
-		char *name = NULL;
 		struct img_origin where = { .file = path };
+		struct scan_triton t = { .shared = -1 };
+		char *json = sibling(path, ".cubin", ".json"), *name = NULL;
 
-		if (plen > 6 && strcmp(path + plen - 6, ".cubin") == 0) {
-			char *json = malloc(plen);
-
-			if (json) {
-				memcpy(json, path, plen - 6);
-				strcpy(json + plen - 6, ".json");
-				if (access(json, F_OK) == 0 &&
-				    triton_json(s, json, &shared, &name) == 0)
-					where.triton = 1;
-				free(json);
-			}
+		if (json && access(json, F_OK) == 0 && triton_json(s, json, &t.shared, &name) == 0) {
+			where.triton = 1;
+			t.json = json;
+			t.name = name;
 		}
-		scan_cubin(s, &where, map, (size_t)st.st_size, path, shared, name);
+		scan_cubin(s, &where, map, (size_t)st.st_size, path, where.triton ? &t : NULL);
 		free(name);
+		free(json);
 	} else {
 		scan_buffer(s, map, (size_t)st.st_size, path);
 	}
@@ -167,8 +205,10 @@ static void scan_tree(struct scan *s, const char *path, int depth)
 		scan_report(s, &err);
 		return;
 	}
-	if (S_ISLNK(st.st_mode) && depth > 0)
-		return; /* never follow links inside a tree: no cycles */
+	if (S_ISLNK(st.st_mode) && depth > 0) {
+		skip(s, path, IMG_SKIP_LINK); /* never follow links inside a tree: no cycles */
+		return;
+	}
 	if (stat(path, &st) != 0) {
 		sm_err_set(&err, -errno, "%s: %s", path, strerror(errno));
 		scan_report(s, &err);
@@ -182,6 +222,8 @@ static void scan_tree(struct scan *s, const char *path, int depth)
 		if (depth == 0) {
 			sm_err_set(&err, -EINVAL, "%s: neither a file nor a directory", path);
 			scan_report(s, &err);
+		} else {
+			skip(s, path, IMG_SKIP_SPECIAL);
 		}
 		return;
 	}
