@@ -317,9 +317,11 @@ CASES = {
     "sglang-0.5.9-moe-kimi-tp8-down-fp8block-m512": (
         sglang_moe, ("0.5.9", "fp8_block", 512, 384, 8, 7168, 256, True),
         {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_fp8_m16")}),
-    # GLM-4.7 at TP8: 160 experts, top_k 8, hidden 5120, gate/up N = 2 x 1536 / 8.
+    # GLM-4.7 at TP8: 160 routed experts, top_k 8, hidden 5120, gate/up N = 2 x
+    # 1536 / 8; SGLang fuses the shared expert in (161 experts, top_k 9, as
+    # sm120 run --model then sets).
     "sglang-0.5.9-moe-glm-tp8-gateup-fp8tensor-m2048": (
-        sglang_moe, ("0.5.9", "fp8_tensor", 2048, 160, 8, 384, 5120),
+        sglang_moe, ("0.5.9", "fp8_tensor", 2048, 161, 9, 384, 5120),
         {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_fp8_m128")}),
     # These releases read an FP8 cache without k_scale/v_scale: not verified, refused.
     "sglang-0.5.9-extend-kimi-tp8-fp8": (sglang_extend, ("0.5.9", "fp8_e4m3", 2, 8, 77, 333),

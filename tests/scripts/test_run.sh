@@ -7,7 +7,7 @@
 # SM120SHIM_* values already in the environment.
 # Prints "ok - ..." / "not ok - ...".
 set -u
-echo 1..76 # plan: the number of checks below
+echo 1..87 # plan: the number of checks below
 unset LD_PRELOAD SM120SHIM_MODE SM120SHIM_TARGET SM120SHIM_LOG SM120SHIM_ADVERTISE \
 	SM120SHIM_TRACE SM120SHIM_LIB SM120SHIM_KV_CACHE_DTYPE SM120SHIM_PAGE_SIZE \
 	SM120SHIM_TOP_K SM120SHIM_HIDDEN_SIZE
@@ -156,6 +156,28 @@ expect "top_k" "^SM120SHIM_TOP_K=8$"
 expect "hidden_size" "^SM120SHIM_HIDDEN_SIZE=7168$"
 check "--set wins over --model" 0 "$sm120" run --set top_k=6 --model "$work/k25/config.json" -- sh -c "$showenv"
 expect "top_k from --set" "^SM120SHIM_TOP_K=6$"
+# SGLang fuses GLM-4.x's shared expert into the routed ones (top_k 8 + 1 in
+# the gate/up launch) unless told not to or under expert parallelism; DeepSeek
+# V3/R1 (256 routed, 1 shared) too, Kimi K2 (384 routed) not.
+mkdir -p "$work/glm" "$work/dsv3"
+printf '{"architectures": ["Glm4MoeForCausalLM"], "hidden_size": 5120, "num_experts_per_tok": 8, "n_routed_experts": 160, "n_shared_experts": 1}\n' >"$work/glm/config.json"
+printf '{"architectures": ["DeepseekV3ForCausalLM"], "hidden_size": 7168, "num_experts_per_tok": 8, "n_routed_experts": 256, "n_shared_experts": 1}\n' >"$work/dsv3/config.json"
+check "--model GLM-4.x under SGLang: top_k counts the fused shared expert" 0 \
+	"$sm120" run --model "$work/glm" -- sh -c "$showenv" python3 -m sglang.launch_server
+expect "(top_k 9, and why)" "^SM120SHIM_TOP_K=9$"
+expect "(said on stderr)" "SGLang fuses 1 shared expert into the routed ones of this model, so its gate/up launch has top_k 9"
+check "--model DeepSeek-V3 under SGLang: top_k 9 as well" 0 \
+	"$sm120" run --model "$work/dsv3" -- sh -c "$showenv" sglang
+expect "(top_k 9)" "^SM120SHIM_TOP_K=9$"
+check "--disable-shared-experts-fusion keeps top_k 8" 0 \
+	"$sm120" run --model "$work/glm" -- sh -c "$showenv" sglang --disable-shared-experts-fusion
+expect "(top_k 8)" "^SM120SHIM_TOP_K=8$"
+check "expert parallelism keeps top_k 8 (SGLang does not fuse then)" 0 \
+	"$sm120" run --model "$work/glm" -- sh -c "$showenv" sglang --ep-size=8
+expect "(top_k 8 with --ep-size)" "^SM120SHIM_TOP_K=8$"
+check "a command that is not SGLang keeps top_k 8" 0 \
+	"$sm120" run --model "$work/glm" -- sh -c "$showenv" vllm serve
+expect "(top_k 8 under vLLM)" "^SM120SHIM_TOP_K=8$"
 check "--model without num_experts_per_tok exits 2" 2 "$sm120" run --model "$work/dense" -- true
 expect "naming the file and the field" "dense/config.json has no num_experts_per_tok (nor text_config.num_experts_per_tok); give it with --set top_k=N"
 check "--enable-fused-moe-sum-all-reduce is refused in reroute mode" 2 \

@@ -185,12 +185,68 @@ static long model_int(const cJSON *root, const char *key)
 	return cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble <= 1e6 ? (long)v->valuedouble : -1;
 }
 
+/* arg_value - the value of option @name in @argv ("--name V" or "--name=V"), or NULL. */
+static const char *arg_value(char **argv, const char *name)
+{
+	size_t n = strlen(name);
+	int i;
+
+	for (i = 0; argv[i]; i++) {
+		if (strcmp(argv[i], name) == 0)
+			return argv[i + 1];
+		if (strncmp(argv[i], name, n) == 0 && argv[i][n] == '=')
+			return argv[i] + n + 1;
+	}
+	return NULL;
+}
+
+/*
+ * fused_shared_experts - how many shared experts SGLang adds to the routed
+ * ones of each token when it runs @argv on the model of @root (config.json),
+ * which raises the top_k compiled into the gate/up fused_moe_kernel by as
+ * many.  SGLang 0.5.8-0.5.23 fuse (determine_num_fused_shared_experts in
+ * models/glm4_moe.py and deepseek_v2.py) unless --disable-shared-experts-
+ * fusion is given or expert parallelism or DeepEP is on: Glm4MoeForCausalLM
+ * with n_shared_experts >= 1; DeepseekV3ForCausalLM with 256 routed experts
+ * and 1 shared (DeepSeek-V3/R1 itself; Kimi K2's 384 are not fused).  0 for
+ * any other command or model.
+ */
+static long fused_shared_experts(const cJSON *root, char **argv)
+{
+	const cJSON *arch = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(root, "architectures"), 0);
+	const char *name = cJSON_GetStringValue(arch), *ep = arg_value(argv, "--ep-size");
+	const char *a2a = arg_value(argv, "--moe-a2a-backend");
+	long shared = model_int(root, "n_shared_experts"), routed = model_int(root, "n_routed_experts");
+	int i, sglang = 0;
+
+	for (i = 0; argv[i]; i++)
+		sglang |= strstr(argv[i], "sglang") != NULL;
+	if (!sglang || !name || shared < 1)
+		return 0;
+	if (!ep)
+		ep = arg_value(argv, "--expert-parallel-size");
+	for (i = 0; argv[i]; i++)
+		if (strcmp(argv[i], "--disable-shared-experts-fusion") == 0 ||
+		    strcmp(argv[i], "--enable-deepep-moe") == 0)
+			return 0;
+	if ((ep && strtol(ep, NULL, 10) > 1) || (a2a && strcmp(a2a, "none") != 0))
+		return 0;
+	if (strcmp(name, "Glm4MoeForCausalLM") == 0)
+		return shared;
+	if (strcmp(name, "DeepseekV3ForCausalLM") == 0 && routed == 256 && shared == 1)
+		return 1;
+	return 0;
+}
+
 /*
  * set_model - --model DIR: SM120SHIM_TOP_K and SM120SHIM_HIDDEN_SIZE from
- * DIR/config.json (or the file DIR), except those --set gave.  0, or 2
- * after naming the file and the field that is missing.
+ * DIR/config.json (or the file DIR), except those --set gave.  top_k is the
+ * one the gate/up launch compiles in: num_experts_per_tok, plus the shared
+ * experts SGLang fuses into the routed ones when it runs @argv
+ * (fused_shared_experts; said on stderr).  0, or 2 after naming the file and
+ * the field that is missing.
  */
-static int set_model(const char *dir, const int given[RULE_NSETTINGS])
+static int set_model(const char *dir, const int given[RULE_NSETTINGS], char **argv)
 {
 	static const struct {
 		const char *setting, *key, *var;
@@ -230,6 +286,15 @@ static int set_model(const char *dir, const int given[RULE_NSETTINGS])
 				"with --set %s=N\n", path, fields[i].key, fields[i].key, fields[i].setting);
 			rc = 2;
 			break;
+		}
+		if (strcmp(fields[i].setting, "top_k") == 0 && fused_shared_experts(root, argv)) {
+			long fused = fused_shared_experts(root, argv);
+
+			fprintf(stderr, "sm120 run: SGLang fuses %ld shared expert%s into the routed ones "
+				"of this model, so its gate/up launch has top_k %ld (%ld routed + %ld); "
+				"pass --disable-shared-experts-fusion to SGLang to keep %ld\n", fused,
+				fused == 1 ? "" : "s", v + fused, v, fused, v);
+			v += fused;
 		}
 		snprintf(num, sizeof(num), "%ld", v);
 		if (setenv(fields[i].var, num, 1) != 0)
@@ -384,7 +449,7 @@ int cmd_run(int argc, char **argv)
 			    advertise);
 	if (log && (!*log || absolute_path(log_abs, sizeof(log_abs), log) != 0))
 		return fail("--log takes a file name such as /tmp/sm120.%%p.jsonl, not '%s'", log);
-	if (model && set_model(model, given) != 0)
+	if (model && set_model(model, given, argv + optind) != 0)
 		return 2;
 	if ((!mode || strcmp(mode, "reroute") == 0) && sum_all_reduce_flag(argv + optind) >= 0)
 		return fail("%s passes --enable-fused-moe-sum-all-reduce: SGLang then compiles an "
