@@ -8,7 +8,7 @@
 # one message that names it.  Prints "ok - ..." / "not ok - ..." per check.
 set -u
 set -- kimi-k2 glm4-moe
-echo "1..$(($# * 3 + 34))" # plan: 3 checks per architecture, 34 on options and bad inputs
+echo "1..$(($# * 3 + 36))" # plan: 3 checks per architecture, 36 on options, bad inputs and --check-cpu
 B=${SM120_BUILD:-build}
 sm120=$B/sm120
 out=$(mktemp)
@@ -69,6 +69,9 @@ describes "run --help describes every option and its default" --backend --mla --
 
 # numeric options: one parser, range-checked, no trailing garbage, no overflow
 m=$work/kimi-k2
+check "run --check-cpu (cpu against cpu) runs" 0 "$sm120" ref run --steps 3 --check-cpu "$m"
+expect "it says which rows it compares and what it found" \
+	"against the cpu backend, on the [0-9]* of [0-9]* logits rows computed from the same tokens: max |logit difference| 0, .*tokens equal"
 check "run --steps 99999999999 is refused" 2 "$sm120" ref run --steps 99999999999 "$m"
 expect "--steps names its range" "--steps '99999999999' is out of range: give a whole number in 1..1000000"
 check "run --steps 5x is refused" 2 "$sm120" ref run --steps 5x "$m"

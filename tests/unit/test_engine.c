@@ -343,7 +343,8 @@ static void test_every_format_runs(void **state)
 			for (v = 0; v < NPROMPT * vocab; v++)
 				assert_true(isfinite(x[v]));
 			/* the same master weights, quantized: close to bf16, but not equal */
-			printf("  %s %s vs bf16: max |d| %.4f of max %.3f\n", archs[a], quants[q], d, mx);
+			printf("  %s %s vs bf16: max |logit difference| %.4f, passes in (0, 0.25 x the "
+			       "largest logit %.3f = %.3f]\n", archs[a], quants[q], d, mx, 0.25 * mx);
 			assert_true(d > 0 && d < 0.25 * mx);
 			free(x);
 		}
@@ -361,7 +362,8 @@ static void test_mla_naive_equals_absorbed(void **state)
 
 	(void)state;
 	/* The same math in another order; fp32 intermediates: relative 1e-5 is generous. */
-	printf("  naive vs absorbed: max |d| %.3g of max %.3g\n", d, mx);
+	printf("  naive vs absorbed: max |logit difference| %.3g, passes up to 1e-5 x the largest "
+	       "logit %.3g = %.3g\n", d, mx, 1e-5 * mx);
 	assert_true(d <= 1e-5 * mx);
 	free(a);
 	free(n);

@@ -433,19 +433,28 @@ static int cmp_float(const void *a, const void *b)
 }
 
 /*
- * compare_rows - --check-cpu's report: the largest and the median per-row
- * |logit difference| against the CPU backend, and whether the greedy
- * tokens agree; where they first differ, the CPU's own top-2 margin at that
- * step (a margin below the rows' differences is a near-tie that the other
- * backend's rounding may break either way, not a wrong result).
+ * compare_rows - --check-cpu's report.  Only rows computed on the same
+ * tokens are compared: every row up to the one that chose the first token
+ * the backends disagree on (after it the two runs decode different text,
+ * different computations).  For those rows: the largest and the median
+ * per-row |logit difference|; then where the tokens first differ, with the
+ * CPU's own top-2 margin there (a margin below the rows' differences is a
+ * near tie that the other backend's rounding may break either way, not a
+ * wrong result) and how many later rows were left out.
  */
 static void compare_rows(const float *ours, const float *cpu, int rows, int vocab, int n_prompt,
 			 const int *tokens, const int *cpu_tokens, int steps)
 {
 	float maxd = 0, maxv = 0, *rowd = malloc(sizeof(float) * (size_t)(rows > 0 ? rows : 1));
-	int r, i, first = -1;
+	int r, i, first = -1, same;
 
-	for (r = 0; r < rows; r++) {
+	for (i = 0; i < steps && first < 0; i++)
+		if (tokens[i] != cpu_tokens[i])
+			first = i;
+	/* step i's token is the argmax of row n_prompt - 1 + i */
+	same = first < 0 ? rows : n_prompt + first;
+	same = same < rows ? same : rows;
+	for (r = 0; r < same; r++) {
 		float d = 0;
 
 		for (i = 0; i < vocab; i++) {
@@ -458,15 +467,12 @@ static void compare_rows(const float *ours, const float *cpu, int rows, int voca
 			rowd[r] = d;
 		maxd = d > maxd ? d : maxd;
 	}
-	for (i = 0; i < steps && first < 0; i++)
-		if (tokens[i] != cpu_tokens[i])
-			first = i;
 	if (rowd)
-		qsort(rowd, (size_t)rows, sizeof(float), cmp_float);
-	printf("against the cpu backend: max |logit difference| %.4g, median row %.4g (largest logit %.4g); "
-	       "tokens %s", maxd, rowd && rows ? rowd[rows / 2] : 0.0f, maxv, first < 0 ? "equal" : "differ");
+		qsort(rowd, (size_t)same, sizeof(float), cmp_float);
+	printf("against the cpu backend, on the %d of %d logits rows computed from the same tokens: "
+	       "max |logit difference| %.4g, median row %.4g (largest logit %.4g); tokens %s", same,
+	       rows, maxd, rowd && same ? rowd[same / 2] : 0.0f, maxv, first < 0 ? "equal" : "differ");
 	if (first >= 0) {
-		/* step i's token is the argmax of row n_prompt - 1 + i */
 		const float *row = cpu + (size_t)(n_prompt - 1 + first) * vocab;
 		int best = ref_argmax(row, vocab);
 		float second = -INFINITY;
@@ -474,7 +480,9 @@ static void compare_rows(const float *ours, const float *cpu, int rows, int voca
 		for (i = 0; i < vocab; i++)
 			if (i != best && row[i] > second)
 				second = row[i];
-		printf(" from step %d (cpu top-2 margin there %.4g)", first + 1, row[best] - second);
+		printf(" from step %d (cpu top-2 margin there %.4g; the %d rows after it follow "
+		       "different tokens and are not compared)", first + 1, row[best] - second,
+		       rows - same);
 	}
 	printf("\n");
 	free(rowd);
