@@ -143,6 +143,22 @@ void settings_rule_var(int row, char *out, size_t n)
 		out[o] = '\0';
 }
 
+void settings_env_read(struct settings_env *env, char *(*get)(const char *name))
+{
+	char var[64];
+	int i;
+
+	env->mode = get("SM120SHIM_MODE");
+	env->target = get("SM120SHIM_TARGET");
+	env->advertise = get("SM120SHIM_ADVERTISE");
+	env->trace = get("SM120SHIM_TRACE");
+	env->log = get("SM120SHIM_LOG");
+	for (i = 0; i < RULE_NSETTINGS; i++) {
+		settings_rule_var(i, var, sizeof(var));
+		env->rule[i] = get(var);
+	}
+}
+
 int settings_log_expand(const char *pattern, int pid, char *out, size_t n)
 {
 	size_t o = 0;

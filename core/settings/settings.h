@@ -109,6 +109,12 @@ int settings_rule_check(int row, const char *value, struct sm_err *err);
 /* settings_rule_var - "SM120SHIM_<NAME>" of rule setting @row into @out (@n bytes). */
 void settings_rule_var(int row, char *out, size_t n);
 
+/*
+ * settings_env_read - every SM120SHIM_* variable's raw value into @env, as
+ * @get (getenv, or a test's table) answers for each name.  Pure but for @get.
+ */
+void settings_env_read(struct settings_env *env, char *(*get)(const char *name));
+
 /* settings_var_name - "SM120SHIM_MODE" ... for @v below SETTINGS_RULE0, else NULL. */
 const char *settings_var_name(enum settings_var v);
 

@@ -26,21 +26,10 @@ static void warn(void *ctx, const char *var, const char *problem, const char *fa
 
 static void cfg_init(void)
 {
-	struct settings_env env = {
-		.mode = getenv("SM120SHIM_MODE"),
-		.target = getenv("SM120SHIM_TARGET"),
-		.advertise = getenv("SM120SHIM_ADVERTISE"),
-		.trace = getenv("SM120SHIM_TRACE"),
-		.log = getenv("SM120SHIM_LOG"),
-	};
+	struct settings_env env;
 	static struct settings s; /* 4 KiB of path: not on a hook's stack */
-	char var[64];
-	int i;
 
-	for (i = 0; i < RULE_NSETTINGS; i++) {
-		settings_rule_var(i, var, sizeof(var));
-		env.rule[i] = getenv(var);
-	}
+	settings_env_read(&env, getenv);
 	settings_resolve(&env, (uint32_t)rules_max_dynamic(rules_builtin, rules_builtin_count),
 			 (int)getpid(), &s, warn, NULL);
 	cfg.mode = s.mode;

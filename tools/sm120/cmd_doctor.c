@@ -259,20 +259,14 @@ static int print_settings(const struct settings_env *env)
 
 int cmd_doctor(int argc, char **argv)
 {
-	struct settings_env env = {
-		.mode = getenv("SM120SHIM_MODE"),
-		.target = getenv("SM120SHIM_TARGET"),
-		.advertise = getenv("SM120SHIM_ADVERTISE"),
-		.trace = getenv("SM120SHIM_TRACE"),
-		.log = getenv("SM120SHIM_LOG"),
-	};
+	struct settings_env env;
 	struct sm_err err;
 	version_fn *version;
 	void *drv;
-	char var[64];
-	int i, v = 0, rc = 0, missing;
+	int v = 0, rc = 0, missing;
 	Dl_info info;
 
+	settings_env_read(&env, getenv);
 	if (argc == 3 && strcmp(argv[1], "--target") == 0) {
 		env.target = argv[2];
 	} else if (argc != 1) {
@@ -282,10 +276,6 @@ int cmd_doctor(int argc, char **argv)
 				"exit: 0 ready, 1 something is missing or a setting is not valid\n"
 				"      (named in the output)\n");
 		return argc == 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2;
-	}
-	for (i = 0; i < RULE_NSETTINGS; i++) {
-		settings_rule_var(i, var, sizeof(var));
-		env.rule[i] = getenv(var);
 	}
 	drv = tool_driver(&err);
 	if (!drv) {

@@ -351,22 +351,12 @@ static void env_warn(void *ctx, const char *var, const char *problem, const char
  */
 static int check_environment(int log_option)
 {
-	struct settings_env env = {
-		.mode = getenv("SM120SHIM_MODE"),
-		.target = getenv("SM120SHIM_TARGET"),
-		.advertise = getenv("SM120SHIM_ADVERTISE"),
-		.trace = getenv("SM120SHIM_TRACE"),
-		.log = getenv("SM120SHIM_LOG"),
-	};
+	struct settings_env env;
 	static struct settings s;
 	struct sm_err err;
-	char var[64];
-	int i, bad = 0;
+	int bad = 0;
 
-	for (i = 0; i < RULE_NSETTINGS; i++) {
-		settings_rule_var(i, var, sizeof(var));
-		env.rule[i] = getenv(var);
-	}
+	settings_env_read(&env, getenv);
 	settings_resolve(&env, 0, (int)getpid(), &s, env_warn, &bad);
 	if (bad)
 		return 2;
