@@ -214,6 +214,12 @@ static int set_field(struct ref_config *c, const struct field *f, const cJSON *v
 	if (f->kind != F_BOOL && (!in_range(x, f->lo, f->hi, f->kind != F_FLOAT) ||
 				  (f->kind != F_FLOAT && x != floor(x))))
 		return out_of_range(path, f->key, x, f->lo, f->hi, f->kind != F_FLOAT, err);
+	/* Kept as fp32: 1e-86 is in range as a double, but 0 as a float (a zero epsilon). */
+	if (f->kind == F_FLOAT && !in_range((float)x, f->lo, f->hi, 0))
+		return sm_err_set(err, -EINVAL, "%s: \"%s\" = %.17g is out of range for the engine's "
+				  "fp32, where it is %g: the engine accepts a number > %g and <= %g "
+				  "that fp32 holds; correct it in the file", path, f->key, x,
+				  (double)(float)x, f->lo, f->hi);
 	if (f->kind == F_FLOAT)
 		*(float *)dst = (float)x;
 	else
@@ -295,8 +301,12 @@ static double num_or(const cJSON *o, const char *key, double def)
 /*
  * The RoPE and attention-scale values read_rope derives, each with the key a
  * bad value comes from and the range in which the math stays finite:
- * (lo, hi].  YaRN's rows apply only when rope_scaling is yarn.
+ * (lo, hi].  YaRN's rows apply only when rope_scaling is yarn.  YaRN's betas
+ * count rotations (DeepSeek's are 32 and 1); ref_rope_freqs divides by them,
+ * and a beta near 0 (1e-310) made its correction dimension infinite and every
+ * blended frequency NaN, hence BETA_MIN.
  */
+#define BETA_MIN 1e-3
 static const struct rope_range {
 	const char *key;
 	size_t off;		/* a double in struct ref_config */
@@ -307,8 +317,8 @@ static const struct rope_range {
 	{ "rope_scaling.factor", offsetof(struct ref_config, yarn_factor), 0, 1e6, 1 },
 	{ "rope_scaling.original_max_position_embeddings", offsetof(struct ref_config, yarn_orig_max),
 	  0, 1e9, 1 },
-	{ "rope_scaling.beta_fast", offsetof(struct ref_config, yarn_beta_fast), 0, 1e6, 1 },
-	{ "rope_scaling.beta_slow", offsetof(struct ref_config, yarn_beta_slow), 0, 1e6, 1 },
+	{ "rope_scaling.beta_fast", offsetof(struct ref_config, yarn_beta_fast), BETA_MIN, 1e6, 1 },
+	{ "rope_scaling.beta_slow", offsetof(struct ref_config, yarn_beta_slow), BETA_MIN, 1e6, 1 },
 	{ "rope_scaling.attention_factor (or mscale / mscale_all_dim)",
 	  offsetof(struct ref_config, rope_attn_factor), 0, 1e6, 0 },
 	{ "the softmax scale (from the head dimensions and mscale_all_dim)",
@@ -593,7 +603,8 @@ int ref_config_load(const char *dir, struct ref_config *c, struct sm_err *err)
 		double hd;
 
 		rc = num_checked(t, "head_dim", c->hidden / c->n_heads, 1, DIM, 1, &hd, path, err);
-		c->head_dim = (int)hd;
+		if (!rc)
+			c->head_dim = (int)hd;	/* in range only: 3e30 does not fit an int */
 	}
 	if (!rc)
 		rc = check_dims(c, path, err);

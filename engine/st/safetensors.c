@@ -261,6 +261,7 @@ struct shard {
 	char *path;
 	const unsigned char *map;	/* the whole file, read-only */
 	size_t len;
+	int borrowed;		/* map is the caller's buffer (st_open_buffer): not unmapped */
 	struct st_tensor *t;	/* sorted by name; the names are owned here */
 	size_t n;
 };
@@ -565,6 +566,13 @@ out:
 	return rc;
 }
 
+/* too_short - the error for a file of @len (< 8) bytes; returns -EINVAL. */
+static int too_short(const char *path, uint64_t len, struct sm_err *err)
+{
+	return sm_err_set(err, -EINVAL, "%s: %" PRIu64 " bytes, too short for the 8-byte header "
+			  "length: a truncated or empty file", path, len);
+}
+
 /* shard_open - map @sh->path (already set) and read its header. */
 static int shard_open(struct shard *sh, struct sm_err *err)
 {
@@ -574,10 +582,8 @@ static int shard_open(struct shard *sh, struct sm_err *err)
 
 	if (fd < 0)
 		return fd;
-	rc = -EINVAL;
 	if (st.st_size < 8) {
-		sm_err_set(err, rc, "%s: %lld bytes, too short for the 8-byte header length: a "
-			   "truncated or empty file", sh->path, (long long)st.st_size);
+		rc = too_short(sh->path, (uint64_t)st.st_size, err);
 		goto out;
 	}
 	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -596,7 +602,7 @@ out:
 
 static void shard_free(struct shard *sh)
 {
-	if (sh->map)
+	if (sh->map && !sh->borrowed)
 		munmap((void *)sh->map, sh->len);
 	for (size_t i = 0; i < sh->n; i++)
 		free((char *)sh->t[i].name);
@@ -631,7 +637,12 @@ static struct st_set *set_new(size_t nshards, const char *what, struct sm_err *e
 	return s;
 }
 
-struct st_set *st_open_file(const char *path, struct sm_err *err)
+/*
+ * open_one - the set of one file @path: mapped, or when @buf is not NULL the
+ * @len bytes there (borrowed).
+ */
+static struct st_set *open_one(const char *path, const void *buf, size_t len,
+			       struct sm_err *err)
 {
 	struct st_set *s = set_new(1, path, err);
 	struct shard *sh;
@@ -644,8 +655,19 @@ struct st_set *st_open_file(const char *path, struct sm_err *err)
 		sm_err_set(err, -ENOMEM, "%s: out of memory", path);
 		goto fail;
 	}
-	if (shard_open(sh, err))
+	if (!buf) {
+		if (shard_open(sh, err))
+			goto fail;
+	} else if (len < 8) {
+		too_short(path, len, err);
 		goto fail;
+	} else {
+		sh->map = buf;
+		sh->len = len;
+		sh->borrowed = 1;
+		if (shard_parse(sh, err))
+			goto fail;
+	}
 	s->t = malloc((sh->n + 1) * sizeof(*s->t));
 	if (!s->t) {
 		sm_err_set(err, -ENOMEM, "%s: out of memory", path);
@@ -657,6 +679,20 @@ struct st_set *st_open_file(const char *path, struct sm_err *err)
 fail:
 	st_close(s);
 	return NULL;
+}
+
+struct st_set *st_open_file(const char *path, struct sm_err *err)
+{
+	return open_one(path, NULL, 0, err);
+}
+
+struct st_set *st_open_buffer(const void *buf, size_t len, const char *name, struct sm_err *err)
+{
+	if (!buf) {
+		sm_err_set(err, -EINVAL, "%s: no buffer", name);
+		return NULL;
+	}
+	return open_one(name, buf, len, err);
 }
 
 /* One weight_map entry; the strings belong to the parsed index. */

@@ -63,6 +63,14 @@ struct st_set *st_open(const char *dir, struct sm_err *err);
 /* st_open_file - map one safetensors file by path (no index). */
 struct st_set *st_open_file(const char *path, struct sm_err *err);
 
+/*
+ * st_open_buffer - read one safetensors file already in memory: the @len
+ * bytes at @buf, named @name in messages.  The same checks as st_open_file,
+ * with the buffer's exact bounds (the fuzzer's entry point).  The set
+ * borrows @buf, which must outlive it.
+ */
+struct st_set *st_open_buffer(const void *buf, size_t len, const char *name, struct sm_err *err);
+
 /* st_close - unmap and free; NULL is allowed. */
 void st_close(struct st_set *s);
 

@@ -70,21 +70,15 @@ static int blank(const char *s, size_t len)
 	return 1;
 }
 
-int jsonl_read(const char *path, const char *who,
-	       int (*on_event)(void *ctx, const cJSON *j, const char *event), void *ctx,
-	       struct jsonl_counts *c)
+int jsonl_read_stream(FILE *f, const char *path, const char *who,
+		      int (*on_event)(void *ctx, const cJSON *j, const char *event), void *ctx,
+		      struct jsonl_counts *c)
 {
-	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
 	char *line = NULL, why[96];
 	size_t cap = 0, lineno = 0;
 	ssize_t got;
 	int rc = 0;
 
-	if (!f) {
-		fprintf(stderr, "%s: cannot read %s: %s\n", who, path, strerror(errno));
-		c->bad_files++;
-		return 0;
-	}
 	while (rc == 0 && (got = getline(&line, &cap, f)) >= 0) {
 		size_t len = (size_t)got;
 		cJSON *j;
@@ -111,6 +105,22 @@ int jsonl_read(const char *path, const char *who,
 		c->files++;
 	}
 	free(line);
+	return rc;
+}
+
+int jsonl_read(const char *path, const char *who,
+	       int (*on_event)(void *ctx, const cJSON *j, const char *event), void *ctx,
+	       struct jsonl_counts *c)
+{
+	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+	int rc;
+
+	if (!f) {
+		fprintf(stderr, "%s: cannot read %s: %s\n", who, path, strerror(errno));
+		c->bad_files++;
+		return 0;
+	}
+	rc = jsonl_read_stream(f, path, who, on_event, ctx, c);
 	if (f != stdin)
 		fclose(f);
 	return rc;

@@ -8,6 +8,7 @@
 #define SM120_TOOLS_JSONL_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include <cjson/cJSON.h>
 
@@ -27,6 +28,15 @@ struct jsonl_counts {
 int jsonl_read(const char *path, const char *who,
 	       int (*on_event)(void *ctx, const cJSON *j, const char *event), void *ctx,
 	       struct jsonl_counts *c);
+
+/*
+ * jsonl_read_stream - jsonl_read on the open stream @f (read to its end, not
+ * closed), named @path in messages: what jsonl_read does once it has opened
+ * the file.  The fuzzer feeds it with fmemopen.
+ */
+int jsonl_read_stream(FILE *f, const char *path, const char *who,
+		      int (*on_event)(void *ctx, const cJSON *j, const char *event), void *ctx,
+		      struct jsonl_counts *c);
 
 /* jsonl_print - @j as one line of JSON on stdout; frees @j. */
 void jsonl_print(cJSON *j);
