@@ -92,41 +92,22 @@ static const struct field {
 
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
 
-/*
- * check_regular - @path is a regular file.  Opened without blocking and
- * closed again: a FIFO in place of config.json would hang the read that
- * follows.  Returns 0, or -errno with @err naming the path (-ENOENT: none
- * there; -EINVAL: not a regular file).
- */
-static int check_regular(const char *path, struct sm_err *err)
-{
-	struct stat st;
-	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC), rc = 0;
-
-	if (fd < 0)
-		return sm_err_set(err, -errno, "%s: cannot read (%s)", path, strerror(errno));
-	if (fstat(fd, &st) != 0)
-		rc = sm_err_set(err, -errno, "%s: cannot read (%s)", path, strerror(errno));
-	else if (!S_ISREG(st.st_mode))
-		rc = sm_err_set(err, -EINVAL, "%s: not a regular file (%s): the loader reads only "
-				"regular files; put the checkpoint's own file there", path,
-				S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISDIR(st.st_mode) ? "a directory" :
-				"a device or socket");
-	close(fd);
-	return rc;
-}
-
 static cJSON *parse_json(const char *path, struct sm_err *err, int *rc)
 {
+	struct stat st;
 	size_t len;
 	char *text;
 	cJSON *j;
 
-	*rc = check_regular(path, err);
-	if (*rc)
-		return NULL;
 	text = sm_read_small(path, REF_MAX_CONFIG, &len);
 	*rc = text ? 0 : -errno;
+	if (*rc == -EINVAL && stat(path, &st) == 0) {
+		sm_err_set(err, *rc, "%s: not a regular file (%s): the loader reads only regular "
+			   "files; put the checkpoint's own file there", path,
+			   S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISDIR(st.st_mode) ? "a directory" :
+			   "a device or socket");
+		return NULL;
+	}
 	if (*rc) {
 		sm_err_set(err, *rc, "%s: cannot read (%s)", path, strerror(-*rc));
 		return NULL;

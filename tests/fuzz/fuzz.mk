@@ -57,10 +57,9 @@ FUZZ_TEST_SECONDS := 5
 endif
 
 # What each target compiles besides tests/fuzz/fuzz_TARGET.c, and links.
-# fuzz_config.c brings its own sm_read_small (it says why), so no file.c.
 FUZZ_SRCS_image := $(CORE_SRCS)
 FUZZ_SRCS_safetensors := engine/st/safetensors.c core/common/err.c core/common/file.c
-FUZZ_SRCS_config := engine/model/config.c core/common/err.c
+FUZZ_SRCS_config := engine/model/config.c core/common/err.c core/common/file.c
 FUZZ_SRCS_jsonl := tools/sm120/jsonl.c core/common/err.c
 FUZZ_LIBS_image := $(STATIC_LIBS) -lcjson -ldl -lpthread
 FUZZ_LIBS_safetensors := -lcjson

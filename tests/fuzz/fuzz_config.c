@@ -14,11 +14,6 @@
  * frequencies (ref_rope_freqs) must be finite and positive: a config that
  * would compute NaN must not load.
  *
- * core/common/file.c's sm_read_small allocates its limit (64 MiB for a
- * config.json) before it reads; AddressSanitizer poisons all of it on every
- * free, 13 ms an input.  This target links its own sm_read_small instead:
- * the same contract, with a buffer of the file's size.
- *
  * Build and run with `make fuzz-smoke` or `make fuzz` (tests/fuzz/fuzz.mk).
  */
 #include <errno.h>
@@ -38,36 +33,6 @@
 static void broken(const char *what)
 {
 	fuzz_broken(TARGET, what, NULL);
-}
-
-/* sm_read_small - see core/common/file.h; the buffer is as large as the file. */
-char *sm_read_small(const char *path, size_t max, size_t *len)
-{
-	FILE *f = fopen(path, "rbe");
-	struct stat st;
-	char *buf = NULL;
-	size_t n;
-	int e = 0;
-
-	if (!f)
-		return NULL;
-	if (fstat(fileno(f), &st) != 0)
-		e = errno;
-	else if ((uint64_t)st.st_size > max)
-		e = EFBIG;
-	else if (!(buf = malloc((size_t)st.st_size + 1)))
-		e = ENOMEM;
-	else if ((n = fread(buf, 1, (size_t)st.st_size, f)) != (size_t)st.st_size || ferror(f))
-		e = EIO;
-	fclose(f);
-	if (e) {
-		free(buf);
-		errno = e;
-		return NULL;
-	}
-	buf[n] = '\0';
-	*len = n;
-	return buf;
 }
 
 static int pos_finite(double x)
