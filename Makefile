@@ -67,9 +67,11 @@ TOOL_OBJS := $(TOOL_SRCS:%.c=$(B)/obj/%.o)
 ENGINE_OBJS := $(ENGINE_SRCS:%.c=$(B)/obj/%.o)
 BUNDLE := $(B)/kernels/bundle.fatbin
 CUBINS := $(KERNEL_ARCHS:%=$(B)/kernels/bundle.sm_%.cubin)
+# The Python hook: beside the shim, in python/ (shim/python/preload.c finds it there).
+PYTHON_HOOK := $(patsubst shim/python/%,$(B)/python/%,$(wildcard shim/python/*.py))
 
 .PHONY: all run test test-gpu bench-gpu clean deps
-all: $(B)/libsm120shim.so $(B)/sm120
+all: $(B)/libsm120shim.so $(B)/sm120 $(PYTHON_HOOK)
 
 deps: $(B)/.deps-ok
 $(B)/.deps-ok: tools/build/deps.sh
@@ -117,6 +119,10 @@ $(RULES_TABLE): $(RULES_JSON) $(B)/rulesc
 $(B)/obj/rules_table.o: $(RULES_TABLE)
 	$(msg) CC $<
 	$(Q)$(CC) $(CFLAGS) -Icore -c $< -o $@
+
+$(B)/python/%.py: shim/python/%.py
+	$(msg) CP $<
+	$(Q)mkdir -p $(dir $@) && cp $< $@
 
 $(B)/libelf_pic.a: tools/build/elf_error_pic.c $(B)/.deps-ok
 	$(msg) AR $@

@@ -18,13 +18,17 @@ struct select_launch {
 	unsigned int block[3];
 	uint64_t dynamic_smem;
 	const char *(*setting)(const char *name);
+	const char *compiled;             /* what the compiler fixed in the kernel
+					     (core/rules/compiled.h), NULL if unknown */
 };
 
 /*
  * reroute_select - the plan for @l under @rules[0..n).  Every rule naming
  * the kernel, every tile of its dynamic shared memory and every way its
  * parameters match is tried; the launch is rerouted only when the
- * consistent readings all give the same plan.  Returns 0 with @plan and
+ * consistent readings all give the same plan.  With @l->compiled the only
+ * way is the one the facts state, and a rule or tile value they state
+ * otherwise refuses the rule (core/adapters/facts.h).  Returns 0 with @plan and
  * *@rule set; -ENOENT when no rule names the kernel; -EINVAL with @why
  * saying what did not fit (the most specific reason found).
  */

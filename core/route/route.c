@@ -66,11 +66,29 @@ static void reroute_or_refuse(const struct route_launch *l, const struct rule *r
 		sm_err_clear(&d->why); /* no rule names it: nothing more to say */
 }
 
-/* accept_or_refuse - an over-limit attribute set in REROUTE: within @advertise or not. */
-static void accept_or_refuse(uint64_t need, uint32_t advertise, const struct target_limits *t,
-			     struct route_decision *d)
+/* a_tile_of - does a rule naming @kernel have a tile of exactly @dynamic bytes? */
+static int a_tile_of(const struct rule *rules, uint32_t n, const char *kernel, uint64_t dynamic)
 {
-	if (need <= advertise) {
+	uint32_t i;
+
+	for (i = 0; kernel && i < n; i++)
+		if (strcmp(rules[i].kernel, kernel) == 0 && rule_tile_for(&rules[i], dynamic))
+			return 1;
+	return 0;
+}
+
+/*
+ * accept_or_refuse - an over-limit attribute set in REROUTE: accepted within
+ * @advertise, or when it asks exactly the bytes of a rule's tile (a launch
+ * of that size will be rerouted); refused otherwise, as the target does.
+ */
+static void accept_or_refuse(const struct route_launch *l, uint32_t advertise,
+			     const struct rule *rules, uint32_t n_rules,
+			     const struct target_limits *t, struct route_decision *d)
+{
+	uint64_t need = (uint64_t)l->attr_value + l->static_smem;
+
+	if (need <= advertise || a_tile_of(rules, n_rules, l->sel.kernel, (uint64_t)l->attr_value)) {
 		d->action = ROUTE_ACCEPT;
 		return;
 	}
@@ -78,6 +96,16 @@ static void accept_or_refuse(uint64_t need, uint32_t advertise, const struct tar
 	if (advertise > t->optin_per_block)
 		sm_err_set(&d->why, -EINVAL, "more than the %u B advertised for rerouting "
 			   "(SM120SHIM_ADVERTISE)", advertise);
+}
+
+int route_rule_names(const struct rule *rules, uint32_t n, const char *kernel)
+{
+	uint32_t i;
+
+	for (i = 0; kernel && rules && i < n; i++)
+		if (strcmp(rules[i].kernel, kernel) == 0)
+			return 1;
+	return 0;
 }
 
 void route_decide(const struct route_launch *l, const struct target_limits *t, enum shim_mode mode,
@@ -99,7 +127,7 @@ void route_decide(const struct route_launch *l, const struct target_limits *t, e
 	else if (mode != SHIM_MODE_REROUTE)
 		d->action = ROUTE_REFUSE;
 	else if (attr)
-		accept_or_refuse((uint64_t)dynamic + l->static_smem, advertise, t, d);
+		accept_or_refuse(l, advertise, rules, n_rules, t, d);
 	else
 		reroute_or_refuse(l, rules, n_rules, d);
 }

@@ -78,7 +78,9 @@ struct route_decision {
  *                                   consistent plan among @rules[0..n_rules);
  *                                   else REFUSE (why says what did not fit)
  *   over, REROUTE, an attribute     ACCEPT up to @advertise bytes (static
- *                                   included), REFUSE beyond
+ *                                   included), or exactly the dynamic bytes
+ *                                   of a tile of a rule naming the kernel;
+ *                                   REFUSE otherwise
  * Pure: no driver, no environment, no global state; @d is always filled.
  */
 void route_decide(const struct route_launch *l, const struct target_limits *t, enum shim_mode mode,

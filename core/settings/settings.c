@@ -49,7 +49,7 @@ const char *settings_accepted(enum settings_var v)
 		return "auto, sm120, sm121, sm89, sm86, sm80, sm90, sm100, or a byte count "
 		       "1024..16777216";
 	case SETTINGS_ADVERTISE:
-		return "auto, off or a byte count up to 16777216";
+		return "kernel, auto, off or a byte count up to 16777216";
 	case SETTINGS_TRACE:
 		return "1, 0, true, false, yes, no, on or off";
 	case SETTINGS_LOG:
@@ -96,6 +96,10 @@ int settings_advertise_parse(const char *s, uint32_t advertise_auto, uint32_t *o
 {
 	unsigned long v;
 
+	if (s && strcmp(s, "kernel") == 0) {
+		*out = 0;
+		return 0;
+	}
 	if (s && strcmp(s, "auto") == 0) {
 		*out = advertise_auto;
 		return 0;
@@ -322,10 +326,10 @@ void settings_resolve(const struct settings_env *env, uint32_t advertise_auto, i
 	}
 	resolve_target(env, out, &r);
 
-	out->advertise = advertise_auto;
-	out->advertise_auto = 1;
+	out->advertise_kernel = 1;
 	if (given(env->advertise)) {
 		out->advertise_auto = strcmp(env->advertise, "auto") == 0;
+		out->advertise_kernel = strcmp(env->advertise, "kernel") == 0;
 		if (settings_advertise_parse(env->advertise, advertise_auto, &out->advertise) != 0) {
 			out->advertise = 0;
 			report(&r, SETTINGS_ADVERTISE, "SM120SHIM_ADVERTISE", env->advertise,

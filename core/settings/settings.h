@@ -20,6 +20,9 @@
  *                           reroute launches the user never meant (a typo for
  *                           sm90 must not make a Hopper process fail)
  *   SM120SHIM_ADVERTISE  -> off (frameworks are told the target's own limit)
+ *                           (default kernel: the target's own limit, and to
+ *                           Triton, through the Python hook, a rule-covered
+ *                           kernel's need while it loads)
  *   SM120SHIM_TRACE      -> off
  *   SM120SHIM_LOG        -> no log file (a path too long once %p is expanded)
  *   SM120SHIM_<SETTING>  -> unset: the launches a rule reroutes only with it
@@ -64,8 +67,10 @@ struct settings {
 	enum shim_mode mode;
 	int target_auto;                     /* limits come from each device */
 	struct target_limits target;         /* valid unless target_auto */
-	uint32_t advertise;                  /* opt-in bytes reported in reroute mode; 0: none */
-	int advertise_auto;                  /* advertise is the rules' default */
+	uint32_t advertise;                  /* opt-in bytes reported to every caller in reroute
+						mode; 0: none */
+	int advertise_auto;                  /* advertise is the rules' most (SM120SHIM_ADVERTISE=auto) */
+	int advertise_kernel;                /* per kernel, through the Python hook (the default) */
 	int trace;                           /* one stderr line per hooked call */
 	char log_path[SETTINGS_LOG_MAX];     /* %p expanded; "" for no log */
 	char rule[RULE_NSETTINGS][SETTINGS_VALUE_MAX]; /* "" unset */
@@ -94,8 +99,9 @@ void settings_resolve(const struct settings_env *env, uint32_t advertise_auto, i
 /* settings_bool_parse - 1, 0, true, false, yes, no, on, off (any case): 1 or 0; -1 otherwise. */
 int settings_bool_parse(const char *s);
 
-/* settings_advertise_parse - auto (@advertise_auto), off (0) or bytes up to
- * SETTINGS_ADVERTISE_MAX into *@out; 0, or -EINVAL. */
+/* settings_advertise_parse - kernel (0; see advertise_kernel), auto
+ * (@advertise_auto), off (0) or bytes up to SETTINGS_ADVERTISE_MAX into
+ * *@out; 0, or -EINVAL. */
 int settings_advertise_parse(const char *s, uint32_t advertise_auto, uint32_t *out);
 
 /*

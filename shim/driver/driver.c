@@ -88,13 +88,25 @@ void *shim_real(enum shim_hook_id id)
 	return atomic_load_explicit(&real_slot[id], memory_order_acquire);
 }
 
-/* is_libcuda - @path names the driver library (libcuda.so, libcuda.so.1, ...). */
-static int is_libcuda(const char *path)
+enum driver_kind { NOT_DRIVER = 0, LIBCUDA, TOOL_STAND_IN };
+
+/*
+ * driver_kind - does @path name the driver library (libcuda.so,
+ * libcuda.so.1, ...), or a tool's stand-in for it?  Nsight Compute puts its
+ * libcuda-injection.so first on LD_LIBRARY_PATH and answers dlopen of
+ * libcuda.so.1 with it; it exports the driver's entry points and forwards
+ * them after profiling.
+ */
+static enum driver_kind driver_kind(const char *path)
 {
 	const char *base = path ? strrchr(path, '/') : NULL;
 
 	base = base ? base + 1 : path;
-	return base && strncmp(base, "libcuda.so", 10) == 0;
+	if (base && strncmp(base, "libcuda.so", 10) == 0)
+		return LIBCUDA;
+	if (base && strncmp(base, "libcuda-injection.so", 20) == 0)
+		return TOOL_STAND_IN;
+	return NOT_DRIVER;
 }
 
 void *shim_hook_for(void *p)
@@ -103,12 +115,18 @@ void *shim_hook_for(void *p)
 	int i;
 
 	if (!p || !dladdr(p, &info) || !info.dli_sname || info.dli_saddr != p ||
-	    !is_libcuda(info.dli_fname))
+	    !driver_kind(info.dli_fname))
 		return p;
 	for (i = 0; i < SHIM_NHOOKS; i++) {
 		if (strcmp(shim_hook_table[i].name, info.dli_sname) == 0) {
 			void *expected = NULL;
 
+			/* A tool's stand-in: the shim's own calls go through it too, so
+			 * that the tool sees what the shim launches (a rerouted kernel). */
+			if (driver_kind(info.dli_fname) == TOOL_STAND_IN) {
+				atomic_store_explicit(&real_slot[i], p, memory_order_release);
+				return shim_hook_table[i].hook;
+			}
 			/* Record the driver's address; a second, different driver copy
 			 * in the process keeps its own functions. */
 			if (!atomic_compare_exchange_strong(&real_slot[i], &expected, p) &&

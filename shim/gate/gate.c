@@ -9,6 +9,14 @@
 #include "../reroute/reroute.h"
 #include "../settings/config.h"
 #include "../state/facts.h"
+#include "triton.h"
+
+uint32_t shim_advertise(void)
+{
+	uint64_t window = shim_triton_advertise();
+
+	return window ? (uint32_t)window : shim_config()->advertise;
+}
 
 /* What the shim did with one over-limit call, for report(). */
 struct verdict {
@@ -131,7 +139,8 @@ static void gather(struct kernel_rec *r, const struct shim_launch *l, uint32_t *
 	*rl = (struct route_launch){
 		.event = ROUTE_EVENT_LAUNCH, .static_smem = r ? r->static_smem : 0,
 		.sel = { .kernel = k ? r->name : NULL, .param_sizes = sizes, .n_params = n,
-			 .params = l->params, .dynamic_smem = l->smem, .setting = shim_setting },
+			 .params = l->params, .dynamic_smem = l->smem, .setting = shim_setting,
+			 .compiled = r ? atomic_load(&r->compiled) : NULL },
 	};
 	memcpy(rl->sel.grid, l->grid, sizeof(rl->sel.grid));
 	memcpy(rl->sel.block, l->block, sizeof(rl->sel.block));
@@ -153,7 +162,7 @@ static __attribute__((noinline)) int judge_launch(const struct shim_launch *l,
 	struct verdict v = { .event = "launch", .via = l->via, .dynamic = l->smem, .launch = l };
 
 	gather(r, l, sizes, &rl);
-	route_decide(&rl, t, c->mode, rules_builtin, rules_builtin_count, c->advertise, &d);
+	route_decide(&rl, t, c->mode, rules_builtin, rules_builtin_count, shim_advertise(), &d);
 	if (d.action == ROUTE_PASS)
 		return 0;
 	v.static_smem = rl.static_smem;
@@ -206,7 +215,7 @@ int shim_set_dynamic_gate(enum shim_hook_id via, void *handle, int is_kernel, in
 	r = shim_kernel(handle, is_kernel, NULL, NULL);
 	rl.static_smem = v.static_smem = r ? r->static_smem : 0;
 	rl.sel.kernel = r ? r->name : NULL;
-	route_decide(&rl, t, c->mode, rules_builtin, rules_builtin_count, c->advertise, &d);
+	route_decide(&rl, t, c->mode, rules_builtin, rules_builtin_count, shim_advertise(), &d);
 	if (d.action == ROUTE_PASS)
 		return 0;
 	v.action = v.decision = route_action_name(d.action);

@@ -8,6 +8,13 @@
 
 #include "../driver/hooks.h"
 
+/*
+ * shim_advertise - the opt-in per block reported in reroute mode, in this
+ * thread, now: the need of the Triton kernel being loaded for a rule
+ * (triton.h), else SM120SHIM_ADVERTISE's bytes; 0: the target's own.
+ */
+uint32_t shim_advertise(void);
+
 /* A launch as a hook received it. */
 struct shim_launch {
 	enum shim_hook_id via;

@@ -5,6 +5,7 @@
 #include "../settings/config.h"
 #include "../state/facts.h"
 #include "../gate/gate.h"
+#include "../gate/triton.h"
 #include "../driver/hooks.h"
 #include "trace.h"
 
@@ -88,7 +89,7 @@ CUresult shim_hook_cuDeviceGetAttribute(int *value, CUdevice_attribute attr, CUd
 	rc = real(value, attr, dev);
 	if (rc == CUDA_SUCCESS && value && (t = emulated_on(dev)))
 		*value = route_device_attr((int)attr, *value, t, shim_config()->mode,
-					   shim_config()->advertise);
+					   shim_advertise());
 	return rc;
 }
 

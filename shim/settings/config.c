@@ -36,6 +36,7 @@ static void cfg_init(void)
 	cfg.target_auto = s.target_auto;
 	cfg.target = s.target;
 	cfg.advertise = s.advertise;
+	cfg.advertise_kernel = s.advertise_kernel;
 	cfg.trace = s.trace;
 	memcpy(cfg.log_path, s.log_path, sizeof(cfg.log_path));
 	memcpy(cfg.settings, s.rule, sizeof(cfg.settings));

@@ -51,7 +51,8 @@ struct shim_config {
 	enum shim_mode mode;
 	int target_auto;              /* limits come from the device */
 	struct target_limits target;  /* valid unless target_auto (then see shim_limits) */
-	uint32_t advertise;           /* 0: none */
+	uint32_t advertise;           /* reported to every caller; 0: none */
+	int advertise_kernel;         /* per kernel, to the Python hook (shim/gate/triton.h) */
 	int trace;                    /* SM120SHIM_TRACE: one stderr line per hooked call */
 	char log_path[SETTINGS_LOG_MAX]; /* "" if no log */
 	/* SM120SHIM_<SETTING>, by RULE_SETTINGS row; "" unset (or not valid) */

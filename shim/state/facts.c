@@ -54,7 +54,7 @@ struct kernel_rec *shim_kernel(void *handle, int is_kernel, const char *name, vo
 	struct kernel_rec *r = handles_get(handle);
 	int value = 0;
 
-	if (r && (!name || r->owner == owner))
+	if (r && (!name || (r->owner == owner && strcmp(r->name, name) == 0)))
 		return r;
 	if (!is_kernel && handle_attr(handle, 0, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, &value) == 0)
 		is_kernel = 0;

@@ -21,7 +21,9 @@
 /*
  * shim_kernel - the record for @handle (a CUfunction or CUkernel), creating it
  * from the driver if needed; @name and @owner are used when known (NULL
- * otherwise).  NULL only if the registry is full or the driver knows nothing.
+ * otherwise): a record of the handle with another name or owner is replaced
+ * (a handle the driver gave out again).  NULL only if the registry is full or
+ * the driver knows nothing.
  */
 struct kernel_rec *shim_kernel(void *handle, int is_kernel, const char *name, void *owner);
 

@@ -28,6 +28,8 @@ struct kernel_rec {
 	atomic_int facts_ready;  /* facts and origin below are valid */
 	struct loaded_facts facts; /* from the loaded image, else from the driver */
 	char origin[192];        /* the image it came from, or "driver" */
+	/* Set once, by the thread that loaded it, before its first launch: */
+	_Atomic(char *) compiled; /* what Triton compiled into it (compiled.h), or NULL */
 };
 
 #define HANDLES_DEAD ((void *)1)

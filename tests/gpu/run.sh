@@ -3,7 +3,10 @@
 # kernels under compute-sanitizer, the GPU scan checks, the shim under
 # PyTorch + Triton (shim_gpu.sh), the attention reroute suite
 # (reroute_gpu.sh), the fused-MoE one (moe_reroute_gpu.sh), the frameworks' own
-# released kernels as the oracle (oracle_gpu.sh) and the reference
+# released kernels as the oracle (oracle_gpu.sh), Triton, PyTorch and SGLang's
+# choices as on the card under reroute (hook_gpu.sh), ncu and compute-sanitizer
+# over a rerouted process (tools_gpu.sh), a 2-GPU torchrun job with NCCL and a
+# rerouted MoE layer (torchrun_gpu.sh; skipped on one GPU) and the reference
 # engine's GPU backend under the shim (engine_gpu.sh) and both backends against
 # transformers (engine_hf.py); prints
 # "N passed, N failed" last.  Needs an NVIDIA GPU.
@@ -55,6 +58,12 @@ count
 sh tests/gpu/moe_reroute_gpu.sh >"$log" 2>&1
 count
 sh tests/gpu/oracle_gpu.sh >"$log" 2>&1
+count
+sh tests/gpu/hook_gpu.sh >"$log" 2>&1
+count
+sh tests/gpu/tools_gpu.sh >"$log" 2>&1
+count
+sh tests/gpu/torchrun_gpu.sh >"$log" 2>&1
 count
 # The reference engine: its GPU backend under the shim (stand-ins rerouted, enforce
 # refused), then both backends against Hugging Face transformers (installed there).

@@ -25,8 +25,8 @@ expect "every device with its limits" \
 	"^device 1  *Fake H200 1, sm_90, 132 SMs: opt-in 101376 B per block, 102400 B per SM"
 expect "the target" "^target  *sm120: opt-in 101376 B per block, 102400 B per SM, 1024 B reserved"
 expect "the default mode" "^mode  *reroute (default)$"
-expect "the default advertise: the most a rule reroutes" \
-	"^advertise  *197632 B, the most a rule reroutes, reported as opt-in per block in reroute mode (default)$"
+expect "the default advertise: per kernel, through the Python hook" \
+	"^advertise  *kernel: frameworks see the target's own limit; Triton, through the Python hook, sees a kernel's need while it loads a kernel a rule reroutes (default)$"
 expect "trace off by default" "^trace  *off (default)$"
 expect "no log by default" "^log  *none (default)$"
 for name in kv_cache_dtype page_size top_k hidden_size; do

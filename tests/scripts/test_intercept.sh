@@ -5,7 +5,7 @@
 # is exact, _ptsz twins included), and the shim's trace must show it saw
 # every launch on the same entry point.  Prints "ok - ..." / "not ok - ...".
 set -u
-echo 1..9 # plan: the number of checks below
+echo 1..10 # plan: the number of checks below
 B=${SM120_BUILD:-build}
 T=$B/test
 SHIM=$(pwd)/$B/libsm120shim.so
@@ -56,6 +56,14 @@ same_calls paths "direct, dlsym(handle), dlsym(RTLD_DEFAULT), cuGetProcAddress v
 if grep -qx cuLaunchKernel_ptsz "$work/paths.shim.drv" && grep -qx cuLaunchKernelEx_ptsz "$work/paths.shim.drv"; then
 	ok "flag 2 reaches the _ptsz twins through the shim"
 else nok "_ptsz twins" "$work/paths.shim.drv"; fi
+
+# Nsight Compute answers dlopen("libcuda.so.1") with its libcuda-injection.so,
+# which forwards to the driver: launches through it reach the shim, and go on
+# through the tool.
+mkdir -p "$work/tool"
+cp "$T/fakecuda/libcuda.so.1" "$work/tool/libcuda-injection.so"
+LD_LIBRARY_PATH="$work/tool:$LD_LIBRARY_PATH" run standin $T/shim_paths standin
+same_calls standin "a tool's libcuda-injection.so (ncu): launches through its entry points reach the shim, then the tool"
 
 run ctor $T/shim_ctor
 same_calls ctor "launches from another library's constructor (direct and dlsym)"

@@ -109,8 +109,8 @@ run mixed1 SM120SHIM_MODE=diagnose FAKECUDA_DEVICES=2 FAKECUDA_OPTIN_1=101376 FA
 	{ echo "not ok - mixed devices"; cat "$work"/mixed*.jsonl; }
 
 run default SM120SHIM_TARGET=sm120
-expect default "the default mode (reroute) advertises the most a rule reroutes (fused MoE, block FP8, on sm_90: 197632 B)" \
-	"optin 197632" "per_sm 102400"
+expect default "the default (reroute, advertise kernel) reports the target's own opt-in: only the Python hook is shown more, per kernel" \
+	"optin 101376" "per_sm 102400" "set 232448 -> 1"
 expect default "... and refuses a _fwd_kernel whose parameters are not SGLang's extend kernel" \
 	"launch 106496 -> 1" "launchex 106496 -> 1"
 grep -q "kernel _fwd_kernel (from memory 0x.*refused, as that GPU would (CUDA_ERROR_INVALID_VALUE); not rerouted: _fwd_kernel has 5 parameters (8,8,4,8,8 bytes), which fit no reading of rule sglang-extend-" "$work/default.err" &&
@@ -196,7 +196,7 @@ warned trace_bad "^sm120shim: SM120SHIM_TRACE='maybe' is not 1, 0, true, false, 
 run advertise_bad SM120SHIM_MODE=reroute SM120SHIM_TARGET=sm120 SM120SHIM_ADVERTISE=lots
 expect advertise_bad "a bad SM120SHIM_ADVERTISE advertises nothing: the target's own opt-in" \
 	"optin 101376" "set 232448 -> 1"
-grep -q "^sm120shim: SM120SHIM_ADVERTISE='lots' is not auto, off or a byte count up to 16777216; using off (frameworks are told the target's own limit)$" \
+grep -q "^sm120shim: SM120SHIM_ADVERTISE='lots' is not kernel, auto, off or a byte count up to 16777216; using off (frameworks are told the target's own limit)$" \
 	"$work/advertise_bad.err" && echo "ok - and one line says so" ||
 	{ echo "not ok - SM120SHIM_ADVERTISE=lots"; sed 's/^/#   /' "$work/advertise_bad.err"; }
 

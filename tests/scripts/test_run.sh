@@ -51,7 +51,7 @@ expect "and names the accepted targets" "unknown target 'sm42': use one of auto,
 check "--target auto and byte counts are accepted" 0 "$sm120" run --target auto -- \
 	"$sm120" run --target 232448 -- true
 check "a bad --advertise exits 2" 2 "$sm120" run --advertise lots -- true
-expect "and says what it takes" "--advertise takes auto, off or a byte count"
+expect "and says what it takes" "--advertise takes kernel, auto, off or a byte count"
 check "no command exits 2" 2 "$sm120" run --mode enforce
 expect "and says so" "no command given"
 check "a command that does not exist exits 127" 127 "$sm120" run -- "$work/no-such-program"

@@ -8,6 +8,8 @@
  *   threads   32 threads x 1000 launches through a cuGetProcAddress pointer
  *   fork      a launch in a forked child
  *   library   cuLibraryLoadData, cuLibraryGetKernel, launch by CUkernel
+ *   standin   as Nsight Compute's injection: dlopen a tool's libcuda-injection.so
+ *             (a copy of the fake) and launch through its dlsym'd entry points
  */
 #include <cuda.h>
 #include <dlfcn.h>
@@ -147,6 +149,19 @@ static void library(void)
 	EXPECT(cuLaunchKernel((CUfunction)k, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL) == CUDA_SUCCESS);
 }
 
+static void standin(void)
+{
+	void *h = dlopen("libcuda-injection.so", RTLD_NOW);
+	CUlaunchConfig cfg = { 0 };
+	void *p;
+
+	EXPECT(h != NULL);
+	p = h ? dlsym(h, "cuLaunchKernelEx") : NULL;
+	EXPECT(p && ((launch_ex_fn *)p)(&cfg, (CUfunction)0x1, NULL, NULL) == CUDA_SUCCESS);
+	p = h ? dlsym(h, "cuLaunchKernel") : NULL;
+	EXPECT(p && launch((launch_fn *)p) == CUDA_SUCCESS);
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "paths";
@@ -159,6 +174,8 @@ int main(int argc, char **argv)
 		forked();
 	else if (strcmp(mode, "library") == 0)
 		library();
+	else if (strcmp(mode, "standin") == 0)
+		standin();
 	else
 		return 2;
 	return fails ? 1 : 0;

@@ -229,9 +229,15 @@ static int print_settings(const struct settings_env *env)
 		printf("mode        %s%s\n", route_mode_name(s.mode),
 		       origin(&s, SETTINGS_MODE, buf, sizeof(buf)));
 	if (s.advertise)
-		printf("advertise   %u B%s, reported as opt-in per block in reroute mode%s\n",
+		printf("advertise   %u B%s, reported as opt-in per block in reroute mode to every "
+		       "caller (Triton then loads kernels no rule reroutes, and their launches are "
+		       "refused where the card would raise OutOfResources)%s\n",
 		       s.advertise, s.advertise_auto ? ", the most a rule reroutes" : "",
 		       origin(&s, SETTINGS_ADVERTISE, buf, sizeof(buf)));
+	else if (s.advertise_kernel)
+		printf("advertise   kernel: frameworks see the target's own limit; Triton, through "
+		       "the Python hook, sees a kernel's need while it loads a kernel a rule "
+		       "reroutes%s\n", origin(&s, SETTINGS_ADVERTISE, buf, sizeof(buf)));
 	else
 		printf("advertise   off: frameworks see the target's own limit%s\n",
 		       origin(&s, SETTINGS_ADVERTISE, buf, sizeof(buf)));

@@ -1,0 +1,152 @@
+"""hook_check.py - the Python hook (shim/python) with Triton's own
+CompiledKernel._init_handles, under the shim and the fake driver, no GPU.
+
+    python3 tests/oracle/hook_check.py MODE
+
+Run it under LD_PRELOAD=libsm120shim.so with the fake libcuda (an H200,
+232448 B) and SM120SHIM_TARGET=sm120.  Triton compiles SGLang 0.5.9's real
+fused_moe_kernel (from the released package, tests/oracle/fetch.sh) and a
+kernel of this file for sm_90 with a stub target; its driver utilities are
+the calls Triton's driver.c makes, through ctypes into the process's libcuda
+entry points (the shim's).  Each case prints one line:
+
+    CASE loaded                     _init_handles returned
+    CASE OutOfResources NEED LIMIT  Triton raised it (shared memory)
+    CASE error TEXT                 anything else
+
+"hook installed" or "hook absent" first, and last the hook's compiled text
+of the MoE kernel ("describe moe-rule-tile TEXT") when the hook is there.
+"""
+import ctypes
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import launches  # noqa: E402
+
+OPTIN = 97                # CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+MAX_DYNAMIC = 8           # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+STATIC = 1                # CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
+cuda = ctypes.CDLL(None)  # the process's entry points: the shim's hooks
+
+
+def check(rc, what):
+    if rc != 0:
+        raise RuntimeError(f"Triton Error [CUDA]: {what} returned {rc}")
+
+
+def device_attr(attr):
+    v = ctypes.c_int()
+    check(cuda.cuDeviceGetAttribute(ctypes.byref(v), attr, 0), "cuDeviceGetAttribute")
+    return v.value
+
+
+class Utils:
+    """Triton 3.6 driver.c's get_device_properties and loadBinary, call for call."""
+
+    def get_device_properties(self, device):
+        return {"max_shared_mem": device_attr(OPTIN), "multiprocessor_count": 132,
+                "max_num_regs": 65536, "warpSize": 32, "sm_clock_rate": 0, "mem_clock_rate": 0,
+                "mem_bus_width": 0}
+
+    def load_binary(self, name, kernel, shared, device):
+        mod, fun, v = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_int()
+        check(cuda.cuModuleLoadData(ctypes.byref(mod), ctypes.c_char_p(kernel)), "cuModuleLoadData")
+        check(cuda.cuModuleGetFunction(ctypes.byref(fun), mod, name.encode()), "cuModuleGetFunction")
+        optin = device_attr(OPTIN)
+        if shared > 49152 and optin > 49152:
+            check(cuda.cuFuncGetAttribute(ctypes.byref(v), STATIC, fun), "cuFuncGetAttribute")
+            check(cuda.cuFuncSetAttribute(fun, MAX_DYNAMIC, optin - v.value), "cuFuncSetAttribute")
+        return mod.value, fun.value, 32, 0, 1024
+
+
+def install_driver():
+    from triton.backends.compiler import GPUTarget
+    from triton.runtime.driver import driver
+
+    class Driver:
+        utils = Utils()
+        launcher_cls = staticmethod(lambda src, metadata: None)
+
+        def get_current_target(self):
+            return GPUTarget("cuda", 90, 32)
+
+        def get_current_device(self):
+            return 0
+
+        def get_current_stream(self, device=None):
+            return 0
+
+        def get_active_torch_device(self):
+            return "cuda"
+
+    driver.set_active(Driver())
+
+
+def plain_kernel():
+    """A kernel no rule names: a pipelined bf16 matmul tile, whose shared
+    memory grows with BLOCK_N and num_stages."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def sm120_test_matmul(a, b, c, K, BLOCK_N: tl.constexpr):
+        m = tl.arange(0, 128)
+        n = tl.arange(0, BLOCK_N)
+        k = tl.arange(0, 64)
+        acc = tl.zeros((128, BLOCK_N), dtype=tl.float32)
+        for k0 in range(0, K, 64):
+            x = tl.load(a + m[:, None] * K + (k0 + k)[None, :])
+            y = tl.load(b + (k0 + k)[:, None] * BLOCK_N + n[None, :])
+            acc += tl.dot(x, y)
+        tl.store(c + m[:, None] * BLOCK_N + n[None, :], acc.to(tl.bfloat16))
+    return sm120_test_matmul
+
+
+def compiled(fn, *args, **kw):
+    """Triton's CompiledKernel for fn(*args) (compiled, not loaded)."""
+    return fn.run(*args, grid=(1,), warmup=True, **kw)
+
+
+def moe_kernel():
+    """SGLang 0.5.9's fused_moe_kernel, Kimi K2 TP8 gate/up, block FP8, at the
+    default configuration a rule reroutes (197632 B on sm_90)."""
+    sink, _ = launches.sglang_moe("0.5.9", "fp8_block", 512, 384, 8, 512, 7168)
+    return sink[0][4]
+
+
+def main(mode):
+    try:
+        import sm120shim_hook  # noqa: F401  (on sys.path only through the shim's constructor)
+    except ImportError:
+        pass
+    from triton.runtime.errors import OutOfResources
+
+    print("hook installed" if getattr(__import__("triton.compiler.compiler").compiler.compiler
+                                      .CompiledKernel._init_handles, "sm120shim", False)
+          else "hook absent")
+    launches.stub_torch((9, 0))
+    install_driver()
+    cases = {}
+    matmul = plain_kernel()
+    x = launches.Tensor((1 << 20,), "bfloat16")
+    # Triton caches the device's opt-in: loads before and after the admitted one.
+    cases["plain-fits"] = compiled(matmul, x, x, x, 4096, BLOCK_N=32, num_warps=4, num_stages=2)
+    cases["plain-over"] = compiled(matmul, x, x, x, 4096, BLOCK_N=256, num_warps=8, num_stages=4)
+    cases["moe-rule-tile"] = moe_kernel()
+    cases["plain-over-after"] = compiled(matmul, x, x, x, 4096, BLOCK_N=128, num_warps=8,
+                                         num_stages=5)
+    for case, kernel in cases.items():
+        try:
+            kernel._init_handles()
+            print(f"{case} loaded {kernel.metadata.shared}")
+        except OutOfResources as e:
+            print(f"{case} OutOfResources {e.required} {e.limit}")
+        except Exception as e:  # noqa: BLE001
+            print(f"{case} error {e!r}")
+    if "sm120shim_hook" in sys.modules:
+        print("describe moe-rule-tile " + sys.modules["sm120shim_hook"].describe(cases["moe-rule-tile"]))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "")
