@@ -9,7 +9,7 @@
 # leaves PYTHONPATH and other sitecustomize files working.
 # Prints "ok - ..." / "not ok - ...".
 set -u
-echo 1..14 # plan: the number of checks below
+echo 1..15 # plan: the number of checks below
 B=${SM120_BUILD:-build}
 SHIM=$(pwd)/$B/libsm120shim.so
 py=$B/oracle-venv/bin/python3
@@ -57,6 +57,12 @@ grep -q '"event":"triton_load","action":"admit".*"kernel":"fused_moe_kernel".*"r
 grep -qx "describe moe-rule-tile .*BLOCK_SIZE_M=128;BLOCK_SIZE_N=256;BLOCK_SIZE_K=128;GROUP_SIZE_M=32;MUL_ROUTED_WEIGHT=0;top_k=8;compute_type=bf16;.*a_ptr:\*fp8e4nv;b_ptr:\*fp8e4nv;c_ptr:\*bf16;.*sorted_token_ids_ptr:\*i32;.*" "$work/reroute.out" &&
 	echo "ok - the hook records the constexprs and argument types Triton compiled in (top_k, compute type, FP8 operands)" ||
 	{ echo "not ok - describe"; grep describe "$work/reroute.out" | sed 's/^/#   /'; }
+
+# A real SM120 card (the fake reports 101376 B), target auto: the same.
+run card SM120SHIM_MODE=reroute SM120SHIM_TARGET= FAKECUDA_OPTIN=101376
+expect card "a real SM120 card, target auto: the rule's kernel loads past the card's limit, the others get OutOfResources at 101376" \
+	"moe-rule-tile loaded 197632" "plain-over OutOfResources 196608 101376" \
+	"plain-over-after OutOfResources 163840 101376" "plain-fits loaded 40960"
 
 run enforce SM120SHIM_MODE=enforce
 expect enforce "enforce: every over-limit kernel gets Triton's OutOfResources, as on the card" \
