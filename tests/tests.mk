@@ -103,6 +103,24 @@ $(T)/shim_next: tests/shim/next_main.c $(T)/libnext_a.so
 	$(msg) CC $@
 	$(Q)$(CC) $(PLAIN_CFLAGS) -o $@ $< -L$(T) -lnext_a -Wl,-rpath-link,$(T)
 
+# The library class (tests/scripts/test_library.sh): a program that loads
+# each kind of image, and copies of a loader library whose .nv_fatbin holds
+# sm_120 code (params.fatbin) or sm_90 code only (params90.fatbin).
+FIXTURES += $(FX)/params90.fatbin
+SHIM_TEST_BINS += $(T)/shim_library $(T)/libloader120.so $(T)/libloader90.so
+$(FX)/params90.fatbin: $(FX)/params.sm_90.cubin
+	$(msg) FATBIN $@
+	$(Q)$(FATBINARY) -64 --create=$@ --image3=kind=elf,sm=90,file=$<
+$(T)/shim_library: tests/shim/library.c $(FAKE_DIR)/libcuda.so.1
+	$(msg) CC $@
+	$(Q)$(CC) $(PLAIN_CFLAGS) -I$(CUDA_HOME)/include -o $@ $< $(FAKE_DIR)/libcuda.so.1 -ldl
+$(T)/libloader%.so: tests/shim/loader_lib.c $(FX)/params%.fatbin $(FAKE_DIR)/libcuda.so.1
+	$(msg) CC $@
+	$(Q)$(CC) $(PLAIN_CFLAGS) -I$(CUDA_HOME)/include -shared -o $@.tmp $< $(FAKE_DIR)/libcuda.so.1 && \
+	  objcopy --add-section .nv_fatbin=$(FX)/params$*.fatbin $@.tmp $@ && rm -f $@.tmp
+$(FX)/params120.fatbin: $(FX)/params.fatbin
+	$(Q)cp $< $@
+
 # The fuzz smoke (tests/fuzz/fuzz.mk) runs inside tests/run.sh so that its
 # verdict is counted in the closing line.
 FUZZ_TEST_SECONDS ?= 20

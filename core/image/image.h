@@ -13,6 +13,7 @@
  *             bytes (libelf does not check; elf_check.h)
  *   cubin.c   img_cubin_parse: one cubin -> per-kernel facts (libelf)
  *   fatbin.c  img_fatbin_*: walk containers and entries, inflate payloads
+ *   section.c img_elf_section: one named section of a host ELF, headers only
  *   scan.c    img_scan_buffer: any buffer -> callbacks per cubin (files and
  *             directories: tools/sm120/scan_files.h, which builds on scan_walk.h)
  *
@@ -183,6 +184,15 @@ const void *img_wrapper_fatbin(const void *wrapper, size_t *len);
  * wrapper (use img_wrapper_fatbin) or anything unrecognised.
  */
 size_t img_image_size(const void *buf);
+
+/*
+ * img_elf_section - the section named @name of the 64-bit little-endian ELF
+ * in @buf[0..len), from the section headers alone: stores its byte offset
+ * and size.  Returns 0, -ENOENT when there is no such section (or it has no
+ * file contents), or -EINVAL when @buf is no such ELF or a header points
+ * outside it (section.c).
+ */
+int img_elf_section(const void *buf, size_t len, const char *name, size_t *off, size_t *size);
 
 /* ---------------------------------------------------------------- scanning */
 

@@ -39,6 +39,8 @@ const char *route_action_name(enum route_action a)
 		return "reroute";
 	case ROUTE_ACCEPT:
 		return "accept";
+	case ROUTE_LIBRARY:
+		return "library";
 	}
 	return "?";
 }
@@ -119,10 +121,14 @@ void route_decide(const struct route_launch *l, const struct target_limits *t, e
 	d->rule = NULL;
 	d->plan.kernel = NULL;
 	sm_err_clear(&d->why);
+	sm_err_clear(&d->evidence);
 	if (mode == SHIM_MODE_OFF || dynamic < 0 ||
 	    target_fit(t, l->static_smem, dynamic) != TARGET_TOO_LARGE)
 		return;
-	if (mode == SHIM_MODE_DIAGNOSE)
+	if (evidence_library(l->evidence, t, l->sel.kernel,
+			     route_rule_names(rules, n_rules, l->sel.kernel), &d->evidence))
+		d->action = ROUTE_LIBRARY;
+	else if (mode == SHIM_MODE_DIAGNOSE)
 		d->action = ROUTE_LOG;
 	else if (mode != SHIM_MODE_REROUTE)
 		d->action = ROUTE_REFUSE;

@@ -12,6 +12,7 @@
 
 #include "../adapters/select.h"
 #include "../limits/target.h"
+#include "evidence.h"
 
 /* The most static shared memory any kernel can declare (ptxas limit). */
 #define ROUTE_MAX_STATIC_SMEM 49152u
@@ -35,6 +36,10 @@ enum route_action {
 	ROUTE_ACCEPT,     /* an attribute set over the target but within what was
 			     advertised: answer success, give the driver what the target
 			     allows; launches over it will be rerouted or refused */
+	ROUTE_LIBRARY,    /* under an emulated target, a kernel a shipped library chose for
+			     the device's architecture (evidence.h): call the driver
+			     unchanged, log it as class "library", never count it as a
+			     failure of the target */
 };
 
 const char *route_action_name(enum route_action a);
@@ -56,6 +61,8 @@ struct route_launch {
 	int64_t attr_value;             /* SET_ATTRIBUTE: the value set (< 0: the driver's
 					   to judge) */
 	struct select_launch sel;       /* sel.kernel NULL: the kernel is unknown */
+	const struct route_evidence *evidence; /* where the kernel's code came from; NULL:
+						  nothing known (judged) */
 };
 
 /* What to do with it, and why. */
@@ -65,6 +72,10 @@ struct route_decision {
 	struct reroute_plan plan;       /* REROUTE: what to launch instead */
 	struct sm_err why;              /* over the limit and not rerouted: why (empty when no
 					   rule names the kernel, or the mode reroutes nothing) */
+	struct sm_err evidence;         /* over the limit under an emulated target: what
+					   evidence_library found ("library: ..." for LIBRARY,
+					   "judged: ..." otherwise); empty when the device is the
+					   target or the call fits */
 };
 
 /*
@@ -72,6 +83,9 @@ struct route_decision {
  * memory limit.  The fit (static + dynamic against @t's opt-in per block) is
  * computed here, once:
  *   fits, or mode OFF               PASS
+ *   over, the target emulated, and  LIBRARY (a launch or an attribute set, in
+ *   evidence_library(@l->evidence)  every mode but OFF; no rule may name the
+ *   finds a library kernel          kernel)
  *   over, DIAGNOSE                  LOG
  *   over, ENFORCE                   REFUSE
  *   over, REROUTE, a launch         REROUTE when reroute_select finds one
@@ -86,6 +100,9 @@ struct route_decision {
 void route_decide(const struct route_launch *l, const struct target_limits *t, enum shim_mode mode,
 		  const struct rule *rules, uint32_t n_rules, uint32_t advertise,
 		  struct route_decision *d);
+
+/* route_rule_names - does any of @rules[0..n) name kernel @kernel (NULL: none does)? */
+int route_rule_names(const struct rule *rules, uint32_t n, const char *kernel);
 
 /*
  * route_cannot_exceed - true when a launch of @dynamic_smem bytes fits @t

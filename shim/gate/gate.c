@@ -30,6 +30,9 @@ struct verdict {
 	const char *reason;          /* why a reroute did not happen, or NULL */
 	const struct rule *rule;     /* the rule that rerouted it */
 	const char *rerouted_to;     /* the bundled kernel */
+	const struct route_evidence *evidence; /* what route_decide weighed */
+	const char *found;           /* what it found in the evidence ("library: ..." or
+					"judged: ..."), NULL when the target is not emulated */
 };
 
 /* advice - the second sentence of the stderr line. */
@@ -46,6 +49,60 @@ static const char *advice(const struct verdict *v)
 	       "kernel so a rule can be written.";
 }
 
+/*
+ * add_evidence - @v's evidence into @e's fields (@buf holds the formatted
+ * parts), so that `sm120 route` can weigh it again.
+ */
+static void add_evidence(struct shim_event *e, const struct verdict *v, char buf[3][256])
+{
+	const struct route_evidence *ev = v->evidence;
+
+	e->evidence = v->found;
+	if (!v->found || !ev)
+		return;
+	if (ev->device_sm) {
+		snprintf(buf[0], sizeof(buf[0]), "sm_%d", ev->device_sm);
+		e->device = buf[0];
+	}
+	e->image = evidence_image_name(ev->image);
+	if (ev->codes && ev->codes->n)
+		e->image_codes = evidence_codes_format(ev->codes, buf[1], sizeof(buf[1]));
+	if (ev->loader_codes && ev->loader_codes->n)
+		e->loader_codes = evidence_codes_format(ev->loader_codes, buf[2], sizeof(buf[2]));
+	e->image_file = ev->file;
+	e->loader = ev->loader;
+	e->runtime_compiled = ev->runtime_compiled;
+}
+
+/*
+ * library_line - the stderr line of a library kernel, once per library (its
+ * loader, else the object its image lies in): a process using cuBLAS or
+ * NCCL has dozens of such kernels.
+ */
+static void library_line(const char *name, const char *origin, const struct verdict *v,
+			 const struct target_limits *t)
+{
+	const struct route_evidence *ev = v->evidence;
+	int by_loader = ev && ev->loader && (ev->image == EVIDENCE_IMAGE_CUBIN ||
+					     strncmp(origin, "memory ", 7) == 0);
+	const char *src = by_loader ? ev->loader : origin;
+	const char *base = strrchr(src, '/');
+	char key[320];
+	int n;
+
+	src = base ? base + 1 : src;
+	n = (int)strcspn(src, "+");
+	snprintf(key, sizeof(key), "library|%.*s", n, src);
+	if (!shim_log_first(key))
+		return;
+	shim_log_warn("kernel %s (from %s): %s %llu B of shared memory per block; %s allows %u B: "
+		      "passed unchanged, not counted as an %s failure (%s). Other kernels of %.*s "
+		      "over the limit pass the same way, logged as \"library\" in SM120SHIM_LOG",
+		      name, origin, v->launch ? "a launch needs" : "asks to be allowed",
+		      (unsigned long long)(v->static_smem + v->dynamic), t->name,
+		      t->optin_per_block, t->name, v->found, n, src);
+}
+
 /* report - the stderr line once per kernel, the JSON event and the count. */
 static void report(struct kernel_rec *r, const struct verdict *v, const struct target_limits *t)
 {
@@ -54,7 +111,7 @@ static void report(struct kernel_rec *r, const struct verdict *v, const struct t
 	const char *name = r ? r->name : "?";
 	int refused = strcmp(v->action, "refuse") == 0;
 	const char *settings[RULE_NSETTINGS];
-	char key[320];
+	char key[320], evidence[3][256];
 	int i;
 	struct shim_event e = {
 		.event = v->event, .action = v->action, .decision = v->decision, .kernel = name,
@@ -72,6 +129,7 @@ static void report(struct kernel_rec *r, const struct verdict *v, const struct t
 		e.n_params = k->facts.n_params;
 		e.params = k->facts.params;
 	}
+	add_evidence(&e, v, evidence);
 	if (v->launch) {
 		memcpy(e.grid, v->launch->grid, sizeof(e.grid));
 		memcpy(e.block, v->launch->block, sizeof(e.block));
@@ -79,8 +137,14 @@ static void report(struct kernel_rec *r, const struct verdict *v, const struct t
 		for (i = 0; i < RULE_NSETTINGS; i++)
 			settings[i] = c->settings[i];
 		e.settings = settings;
+		e.compiled = r ? atomic_load(&r->compiled) : NULL;
 	}
 	shim_log_event(&e);
+	if (strcmp(v->action, "library") == 0) {
+		shim_log_count(SHIM_OUTCOME_LIBRARY);
+		library_line(name, k ? k->origin : "?", v, t);
+		return;
+	}
 	shim_log_count(refused ? SHIM_OUTCOME_REFUSED :
 		       v->rerouted_to ? SHIM_OUTCOME_REROUTED :
 		       strcmp(v->action, "accept") == 0 ? SHIM_OUTCOME_ACCEPTED : SHIM_OUTCOME_LOGGED);
@@ -123,14 +187,19 @@ static int per_thread(enum shim_hook_id via)
 
 /*
  * gather - route_decide's view of launch @l of @r: the kernel's facts (name,
- * static bytes, parameter sizes into @sizes) and what the hook received.
+ * static bytes, parameter sizes into @sizes, the evidence of its image into
+ * @ev) and what the hook received.
  */
 static void gather(struct kernel_rec *r, const struct shim_launch *l, uint32_t *sizes,
-		   struct route_launch *rl)
+		   struct route_evidence *ev, struct route_launch *rl)
 {
 	const struct kernel_rec *k = shim_kernel_facts(r);
+	int emulated = !shim_config()->target_auto;
 	uint32_t i, n = 0;
 
+	memset(ev, 0, sizeof(*ev));
+	if (emulated)
+		shim_kernel_evidence(k, ev);
 	if (k) {
 		n = k->facts.n_params < RULE_MAX_PARAMS ? k->facts.n_params : RULE_MAX_PARAMS;
 		for (i = 0; i < n; i++)
@@ -142,6 +211,7 @@ static void gather(struct kernel_rec *r, const struct shim_launch *l, uint32_t *
 			 .params = l->params, .dynamic_smem = l->smem, .setting = shim_setting,
 			 .compiled = r ? atomic_load(&r->compiled) : NULL },
 	};
+	rl->evidence = emulated ? ev : NULL; /* auto: nothing is emulated, nothing to weigh */
 	memcpy(rl->sel.grid, l->grid, sizeof(rl->sel.grid));
 	memcpy(rl->sel.block, l->block, sizeof(rl->sel.block));
 }
@@ -157,17 +227,20 @@ static __attribute__((noinline)) int judge_launch(const struct shim_launch *l,
 	const struct shim_config *c = shim_config();
 	struct kernel_rec *r = shim_kernel(l->f, 0, NULL, NULL);
 	uint32_t sizes[RULE_MAX_PARAMS];
+	struct route_evidence ev;
 	struct route_launch rl;
 	struct route_decision d;
-	struct verdict v = { .event = "launch", .via = l->via, .dynamic = l->smem, .launch = l };
+	struct verdict v = { .event = "launch", .via = l->via, .dynamic = l->smem, .launch = l,
+			     .evidence = &ev };
 
-	gather(r, l, sizes, &rl);
+	gather(r, l, sizes, &ev, &rl);
 	route_decide(&rl, t, c->mode, rules_builtin, rules_builtin_count, shim_advertise(), &d);
 	if (d.action == ROUTE_PASS)
 		return 0;
 	v.static_smem = rl.static_smem;
 	v.decision = route_action_name(d.action);
 	v.reason = d.why.msg[0] ? d.why.msg : NULL;
+	v.found = d.evidence.msg[0] ? d.evidence.msg : NULL;
 	if (d.action == ROUTE_REROUTE) {
 		CUresult cr = reroute_launch(&d.plan, l->stream, per_thread(l->via), &d.why);
 
@@ -204,15 +277,22 @@ int shim_set_dynamic_gate(enum shim_hook_id via, void *handle, int is_kernel, in
 	const struct shim_config *c = shim_config();
 	const struct target_limits *t;
 	struct kernel_rec *r;
-	struct route_launch rl = { .event = ROUTE_EVENT_SET_ATTRIBUTE, .attr_value = *value };
+	struct route_evidence ev = { 0 };
+	struct route_launch rl = { .event = ROUTE_EVENT_SET_ATTRIBUTE, .attr_value = *value,
+				   .evidence = &ev };
 	struct route_decision d;
-	struct verdict v = { .event = "set_attribute", .via = via, .dynamic = (uint64_t)*value };
+	struct verdict v = { .event = "set_attribute", .via = via, .dynamic = (uint64_t)*value,
+			     .evidence = &ev };
 
 	if (c->mode == SHIM_MODE_OFF || !(t = shim_limits()))
 		return 0;
 	if (*value >= 0 && route_cannot_exceed((uint64_t)*value, t))
 		return 0;
 	r = shim_kernel(handle, is_kernel, NULL, NULL);
+	if (c->target_auto)
+		rl.evidence = NULL; /* nothing is emulated */
+	else
+		shim_kernel_evidence(shim_kernel_facts(r), &ev);
 	rl.static_smem = v.static_smem = r ? r->static_smem : 0;
 	rl.sel.kernel = r ? r->name : NULL;
 	route_decide(&rl, t, c->mode, rules_builtin, rules_builtin_count, shim_advertise(), &d);
@@ -220,6 +300,7 @@ int shim_set_dynamic_gate(enum shim_hook_id via, void *handle, int is_kernel, in
 		return 0;
 	v.action = v.decision = route_action_name(d.action);
 	v.reason = d.why.msg[0] ? d.why.msg : NULL;
+	v.found = d.evidence.msg[0] ? d.evidence.msg : NULL;
 	report(r, &v, t);
 	if (d.action == ROUTE_ACCEPT) {
 		reroute_prepare();

@@ -78,6 +78,7 @@ unsigned long long sm120shim_triton_begin(const char *name, unsigned long long s
 
 	load.active = 1;
 	load.advertise = 0;
+	shim_runtime_compiled(1);
 	snprintf(load.name, sizeof(load.name), "%s", name ? name : "");
 	load.compiled[0] = '\0';
 	if (compiled && strlen(compiled) < sizeof(load.compiled))
@@ -111,5 +112,6 @@ int sm120shim_triton_end(unsigned long long function)
 		free(copy);
 	load.active = 0;
 	load.advertise = 0;
+	shim_runtime_compiled(0);
 	return 0;
 }

@@ -1,6 +1,7 @@
 /*
  * module.c - the load hooks: modules and libraries (their images are recorded
- * once the driver accepted them), and the handles they hand out (CUmodule,
+ * once the driver accepted them, with the shared object that asked for them:
+ * the hook's return address), and the handles they hand out (CUmodule,
  * CUlibrary, CUfunction, CUkernel).
  */
 #include "../settings/config.h"
@@ -31,8 +32,11 @@ CUresult shim_hook_cuModuleLoad(CUmodule *module, const char *fname)
 	SHIM_REAL_OR_RETURN(cuModuleLoad);
 	SHIM_TRACE(cuModuleLoad);
 	rc = real(module, fname);
-	if (rc == CUDA_SUCCESS && module)
+	if (rc == CUDA_SUCCESS && module) {
 		shim_image_loaded(*module, SHIM_HOOK_cuModuleLoad, NULL, fname, 0);
+		if (recording())
+			shim_image_loader(*module, __builtin_return_address(0));
+	}
 	return rc;
 }
 
@@ -42,8 +46,11 @@ CUresult shim_hook_cuModuleLoadData(CUmodule *module, const void *image)
 	SHIM_REAL_OR_RETURN(cuModuleLoadData);
 	SHIM_TRACE(cuModuleLoadData);
 	rc = real(module, image);
-	if (rc == CUDA_SUCCESS && module)
+	if (rc == CUDA_SUCCESS && module) {
 		shim_image_loaded(*module, SHIM_HOOK_cuModuleLoadData, image, NULL, 0);
+		if (recording())
+			shim_image_loader(*module, __builtin_return_address(0));
+	}
 	return rc;
 }
 
@@ -53,8 +60,11 @@ CUresult shim_hook_cuModuleLoadDataEx(CUmodule *module, const void *image, unsig
 	SHIM_REAL_OR_RETURN(cuModuleLoadDataEx);
 	SHIM_TRACE(cuModuleLoadDataEx);
 	rc = real(module, image, n, options, values);
-	if (rc == CUDA_SUCCESS && module)
+	if (rc == CUDA_SUCCESS && module) {
 		shim_image_loaded(*module, SHIM_HOOK_cuModuleLoadDataEx, image, NULL, 0);
+		if (recording())
+			shim_image_loader(*module, __builtin_return_address(0));
+	}
 	return rc;
 }
 
@@ -64,8 +74,11 @@ CUresult shim_hook_cuModuleLoadFatBinary(CUmodule *module, const void *fatbin)
 	SHIM_REAL_OR_RETURN(cuModuleLoadFatBinary);
 	SHIM_TRACE(cuModuleLoadFatBinary);
 	rc = real(module, fatbin);
-	if (rc == CUDA_SUCCESS && module)
+	if (rc == CUDA_SUCCESS && module) {
 		shim_image_loaded(*module, SHIM_HOOK_cuModuleLoadFatBinary, fatbin, NULL, 0);
+		if (recording())
+			shim_image_loader(*module, __builtin_return_address(0));
+	}
 	return rc;
 }
 
@@ -94,9 +107,12 @@ CUresult shim_hook_cuLibraryLoadData(CUlibrary *lib, const void *code, CUjit_opt
 	SHIM_REAL_OR_RETURN(cuLibraryLoadData);
 	SHIM_TRACE(cuLibraryLoadData);
 	rc = real(lib, code, jit_options, jit_values, n_jit, lib_options, lib_values, n_lib);
-	if (rc == CUDA_SUCCESS && lib)
+	if (rc == CUDA_SUCCESS && lib) {
 		shim_image_loaded(*lib, SHIM_HOOK_cuLibraryLoadData, code, NULL,
 				  preserved(lib_options, lib_values, n_lib));
+		if (recording())
+			shim_image_loader(*lib, __builtin_return_address(0));
+	}
 	return rc;
 }
 
@@ -106,8 +122,11 @@ CUresult shim_hook_cuLibraryLoadFromFile(CUlibrary *lib, const char *path, CUjit
 	SHIM_REAL_OR_RETURN(cuLibraryLoadFromFile);
 	SHIM_TRACE(cuLibraryLoadFromFile);
 	rc = real(lib, path, jit_options, jit_values, n_jit, lib_options, lib_values, n_lib);
-	if (rc == CUDA_SUCCESS && lib)
+	if (rc == CUDA_SUCCESS && lib) {
 		shim_image_loaded(*lib, SHIM_HOOK_cuLibraryLoadFromFile, NULL, path, 0);
+		if (recording())
+			shim_image_loader(*lib, __builtin_return_address(0));
+	}
 	return rc;
 }
 

@@ -50,7 +50,7 @@ void shim_log_setup(const char *path, const char *limit, const char *mode)
 static void summary(void)
 {
 	unsigned long n[SHIM_OUTCOMES], total = 0;
-	char where[512] = "";
+	char where[512] = "", library[160] = "";
 	int i, werr = atomic_load(&write_errno);
 
 	for (i = 0; i < SHIM_OUTCOMES; i++)
@@ -66,12 +66,16 @@ static void summary(void)
 			 "(%s)", log_path, strerror(werr));
 	else if (log_path[0])
 		snprintf(where, sizeof(where), "; details in %.400s", log_path);
+	if (n[SHIM_OUTCOME_LIBRARY])
+		snprintf(library, sizeof(library), ", %lu passed unchanged as library kernels "
+			 "chosen for this GPU's architecture (not %s failures)",
+			 n[SHIM_OUTCOME_LIBRARY], summary_limit);
 	shim_log_warn("summary: %lu launches or attribute sets over the %s shared-memory limit "
 		      "(mode %s): %lu rerouted, %lu refused, %lu only logged, %lu attribute sets "
-		      "accepted for rerouting%s",
+		      "accepted for rerouting%s%s",
 		      total, summary_limit, summary_mode,
 		      n[SHIM_OUTCOME_REROUTED], n[SHIM_OUTCOME_REFUSED], n[SHIM_OUTCOME_LOGGED],
-		      n[SHIM_OUTCOME_ACCEPTED], where);
+		      n[SHIM_OUTCOME_ACCEPTED], library, where);
 }
 
 static void log_open(void)
@@ -158,6 +162,20 @@ static size_t add_num(char *buf, size_t o, size_t n, const char *key, int64_t va
 	return o < n ? o : n - 1;
 }
 
+/*
+ * add_whole_str - ,"key":<string> like add_str, but only if all of @val fits:
+ * a value cut short would be read back as another one.
+ */
+static size_t add_whole_str(char *buf, size_t o, size_t n, const char *key, const char *val)
+{
+	size_t need = strlen(key) + 16;
+	const char *c;
+
+	for (c = val; c && *c; c++)
+		need += *c == '"' || *c == '\\' ? 2 : (unsigned char)*c < 0x20 ? 6 : 1;
+	return val && o + need < n ? add_str(buf, o, n, key, val) : o;
+}
+
 /* add_args - ,"args":["0a00000000000000",...]: each parameter's bytes, in memory order. */
 static size_t add_args(char *buf, size_t o, size_t n, const struct shim_event *e)
 {
@@ -229,6 +247,14 @@ void shim_log_event(const struct shim_event *e)
 	o = add_str(buf, o, n, "rule", e->rule);
 	o = add_str(buf, o, n, "rerouted_to", e->rerouted_to);
 	o = add_str(buf, o, n, "reason", e->reason);
+	o = add_str(buf, o, n, "evidence", e->evidence);
+	o = add_str(buf, o, n, "device", e->device);
+	o = add_str(buf, o, n, "image_codes", e->image_codes);
+	o = add_str(buf, o, n, "image_file", e->image_file);
+	o = add_str(buf, o, n, "loader", e->loader);
+	o = add_str(buf, o, n, "loader_codes", e->loader_codes);
+	if (e->runtime_compiled && o + 32 < n)
+		o += (size_t)snprintf(buf + o, n - o, ",\"runtime_compiled\":true");
 	o = add_num(buf, o, n, "static_smem", e->static_smem);
 	o = add_num(buf, o, n, "dynamic_smem", e->dynamic_smem);
 	o = add_num(buf, o, n, "limit", e->limit);
@@ -246,6 +272,8 @@ void shim_log_event(const struct shim_event *e)
 		o += (size_t)snprintf(buf + o, n - o, ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u]",
 				      e->grid[0], e->grid[1], e->grid[2], e->block[0], e->block[1],
 				      e->block[2]);
+	if (o < n)
+		o = add_whole_str(buf, o, n, "compiled", e->compiled);
 	if (o > n)
 		o = n;
 	buf[o++] = '}';

@@ -29,8 +29,8 @@ void shim_log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  */
 struct shim_event {
 	const char *event;       /* "launch", "set_attribute", "load" */
-	const char *action;      /* "log", "refuse", "accept", "reroute"; loads: "parsed", "deferred",
-				    "unreadable" */
+	const char *action;      /* "log", "refuse", "accept", "reroute", "library"; loads:
+				    "parsed", "deferred", "unreadable" */
 	const char *decision;    /* launches and attribute sets: route_decide's action; differs
 				    from action only when a planned reroute could not launch */
 	const char *kernel;      /* kernel name */
@@ -44,6 +44,15 @@ struct shim_event {
 	const char *reason;      /* why an over-limit launch was not rerouted */
 	const char *rule;        /* the rule that rerouted it */
 	const char *rerouted_to; /* the bundled kernel that ran instead */
+	/* Launches and attribute sets under an emulated target: the evidence route_decide
+	   weighed (core/route/evidence.h), enough for `sm120 route` to weigh it again. */
+	const char *evidence;    /* what it found: "library: ..." or "judged: ..." */
+	const char *device;      /* the device the image was loaded for: "sm_90" */
+	const char *image_codes; /* a fatbin image's codes: "sm_90 sm_120 compute_120" */
+	const char *image_file;  /* the file the image was loaded from */
+	const char *loader;      /* the shared object that loaded the image */
+	const char *loader_codes; /* the codes of the loader's own .nv_fatbin */
+	int runtime_compiled;    /* 1: loaded while the runtime-compiled flag was set */
 	int64_t static_smem;
 	int64_t dynamic_smem;
 	int64_t limit;           /* the target's opt-in bytes per block */
@@ -57,6 +66,10 @@ struct shim_event {
 				    decision; NULL: none */
 	const char *const *settings; /* launches: the rule settings by RULE_SETTINGS row, NULL
 					or "" when unset ("settings" object); NULL: none */
+	const char *compiled;    /* launches: what Triton compiled into the kernel (the Python
+				    hook's text, core/rules/compiled.h), written whole or not
+				    at all so `sm120 route` replays with the same facts; NULL:
+				    none known */
 	unsigned int grid[3];
 	unsigned int block[3];
 };
@@ -93,6 +106,7 @@ enum shim_outcome {
 	SHIM_OUTCOME_REFUSED,
 	SHIM_OUTCOME_REROUTED,
 	SHIM_OUTCOME_ACCEPTED,     /* an attribute set accepted for rerouting */
+	SHIM_OUTCOME_LIBRARY,      /* a library's kernel under an emulated target: passed */
 	SHIM_OUTCOMES
 };
 

@@ -1,6 +1,7 @@
 /* facts.c - see facts.h: kernel records and their facts. */
 #include "facts.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,9 @@ typedef CUresult param_info_fn(void *, size_t, size_t *, size_t *);
 #define MAX_DRIVER_PARAMS 512
 
 FORK_SAFE_MUTEX(facts)
+
+/* Set by shim_runtime_compiled around a runtime compiler's loads in this thread. */
+static _Thread_local int runtime_compiled;
 
 CUdevice shim_current_device(void)
 {
@@ -119,10 +123,89 @@ const struct kernel_rec *shim_kernel_facts(struct kernel_rec *r)
 			driver_facts(r, handle);
 			if (!r->origin[0])
 				snprintf(r->origin, sizeof(r->origin), "driver");
+			loaded_provenance(r->owner, &r->facts.prov);
 		}
+		if (!r->facts.prov.device_sm)
+			r->facts.prov.device_sm = shim_device_sm();
 		r->facts.static_smem = r->static_smem; /* the driver's figure is the truth */
 		atomic_store_explicit(&r->facts_ready, 1, memory_order_release);
 	}
 	facts_unlock();
 	return r;
+}
+
+int shim_device_sm(void)
+{
+	return shim_device_sm_of(shim_current_device());
+}
+
+int shim_device_sm_of(CUdevice dev)
+{
+	shim_fn_cuDeviceGetAttribute *get = shim_real(SHIM_HOOK_cuDeviceGetAttribute);
+	int major = 0, minor = 0;
+
+	if (!get || get(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) != CUDA_SUCCESS ||
+	    get(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) != CUDA_SUCCESS)
+		return 0;
+	return major * 10 + minor;
+}
+
+void shim_runtime_compiled(int on)
+{
+	runtime_compiled = on != 0;
+}
+
+void shim_image_loader(void *owner, const void *caller)
+{
+	Dl_info info;
+	const char *path = NULL;
+
+	if (!owner)
+		return;
+	if (caller && dladdr(caller, &info) && info.dli_fname && info.dli_fname[0])
+		path = info.dli_fname;
+	loaded_set_loader(owner, path, runtime_compiled);
+}
+
+void shim_kernel_evidence(const struct kernel_rec *k, struct route_evidence *out)
+{
+	const struct loaded_provenance *p = k ? &k->facts.prov : NULL;
+
+	memset(out, 0, sizeof(*out));
+	if (!p)
+		return;
+	*out = (struct route_evidence){
+		.device_sm = p->device_sm, .image = p->image, .origin = k->origin,
+		.codes = p->codes, .file = p->from_file ? k->origin : NULL,
+		.loader = loaded_library_path(p->loader), .runtime_compiled = p->runtime_compiled,
+	};
+	if (p->image == EVIDENCE_IMAGE_CUBIN && !p->from_file && p->loader &&
+	    !evidence_runtime_path(out->loader))
+		out->loader_codes = loaded_library_codes(p->loader);
+}
+
+int shim_library_caller(const void *caller, CUdevice dev, const struct target_limits *t)
+{
+	struct route_evidence e = { .image = EVIDENCE_IMAGE_CUBIN };
+	Dl_info info;
+	char key[320];
+
+	if (!caller || !t || !t->sm || !dladdr(caller, &info) || !info.dli_fname ||
+	    !info.dli_fname[0])
+		return 0;
+	e.device_sm = shim_device_sm_of(dev);
+	if (!e.device_sm || e.device_sm == t->sm)
+		return 0;
+	e.loader = info.dli_fname;
+	e.loader_codes = loaded_path_codes(info.dli_fname);
+	e.runtime_compiled = runtime_compiled;
+	if (!evidence_library(&e, t, NULL, 0, NULL))
+		return 0;
+	snprintf(key, sizeof(key), "library_caller|%s", info.dli_fname);
+	if (shim_log_first(key))
+		shim_log_warn("%s ships code %s runs: it is told the device's own shared-memory "
+			      "limits, as it would be told the card's for that code (it chooses its "
+			      "kernels by architecture; their launches are logged as class library)",
+			      info.dli_fname, t->name);
+	return 1;
 }

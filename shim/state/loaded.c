@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,25 +35,102 @@ struct image {
 	char variant;
 	uint32_t n_kernels;
 	struct kernel_copy *kernels;
+	struct loaded_provenance prov;
 	char origin[192];
 	struct image *next;
 };
 
+struct loaded_library {
+	struct loaded_library *next;
+	atomic_int scanned;                 /* codes below are final */
+	const struct evidence_codes *codes; /* interned; NULL: no readable .nv_fatbin */
+	char path[];
+};
+
+/* An interned set of codes (never freed: kernel facts point at it). */
+struct codes_node {
+	struct codes_node *next;
+	struct evidence_codes c;
+};
+
 #define BUCKETS 1024u
+/* Interned records are never freed; past these counts new ones are not kept
+   (the evidence is then unknown, and the kernels judged). */
+#define MAX_LIBRARIES 4096u
+#define MAX_CODE_SETS 1024u
 
 static struct image *buckets[BUCKETS];
+static struct loaded_library *libraries;
+static unsigned int n_libraries;
+static struct codes_node *code_sets;
+static unsigned int n_code_sets;
 FORK_SAFE_MUTEX(table)
+FORK_SAFE_MUTEX(libs)
+FORK_SAFE_MUTEX(interned)
 
 static unsigned int bucket_of(const void *owner)
 {
 	return (unsigned int)(((uintptr_t)owner * 0x9e3779b97f4a7c15ull) >> 54) & (BUCKETS - 1);
 }
 
+/* find_locked - @owner's record (the table locked), or NULL. */
+static struct image *find_locked(const void *owner)
+{
+	struct image *im;
+
+	for (im = buckets[bucket_of(owner)]; im && im->owner != owner; im = im->next)
+		;
+	return im;
+}
+
 int loaded_runs_on(int arch, char variant, int device_sm)
 {
-	if (arch <= 0 || device_sm <= 0 || arch / 10 != device_sm / 10 || arch > device_sm)
-		return 0;
-	return variant != 'a' || arch == device_sm;
+	return evidence_runs_on(arch, variant, device_sm);
+}
+
+/* intern_codes - the one shared copy of @c (NULL when @c is empty or the table is full). */
+static const struct evidence_codes *intern_codes(const struct evidence_codes *c)
+{
+	struct codes_node *n;
+
+	if (!c->n)
+		return NULL;
+	interned_lock();
+	for (n = code_sets; n && memcmp(&n->c, c, sizeof(*c)) != 0; n = n->next)
+		;
+	if (!n && n_code_sets < MAX_CODE_SETS && (n = malloc(sizeof(*n))) != NULL) {
+		n->c = *c;
+		n->next = code_sets;
+		code_sets = n;
+		n_code_sets++;
+	}
+	interned_unlock();
+	return n ? &n->c : NULL;
+}
+
+/* fatbin_codes - the interned codes of the fatbin @buf[0..len); NULL if malformed or empty. */
+static const struct evidence_codes *fatbin_codes(const void *buf, size_t len)
+{
+	struct evidence_codes c;
+
+	if (evidence_codes_from_fatbin(buf, len, &c) != 0)
+		return NULL; /* unsure what it holds: no evidence */
+	return intern_codes(&c);
+}
+
+/* evidence_kind - the evidence's name for an image of kind @k. */
+static enum evidence_image evidence_kind(enum img_kind k)
+{
+	switch (k) {
+	case IMG_KIND_FATBIN:
+		return EVIDENCE_IMAGE_FATBIN;
+	case IMG_KIND_CUBIN:
+		return EVIDENCE_IMAGE_CUBIN;
+	case IMG_KIND_PTX:
+		return EVIDENCE_IMAGE_PTX;
+	default:
+		return EVIDENCE_IMAGE_UNKNOWN;
+	}
 }
 
 /* score - preference among runnable cubins: newest SM, then 'a' over 'f' over plain. */
@@ -180,6 +258,7 @@ static int parse(struct image *im, const void *buf, size_t len, struct sm_err *e
 	struct img_visitor v = { .on_cubin = on_cubin, .on_error = on_error, .user = &col };
 
 	if (img_classify(buf, len) == IMG_KIND_FATBIN) {
+		im->prov.codes = fatbin_codes(buf, len);
 		choose_entry(buf, len, &col);
 		if (!col.want_sm) /* PTX only, or nothing for this device: the driver JITs */
 			goto done;
@@ -239,6 +318,8 @@ static int add(struct image *im, const void *buf, size_t len, int preserved,
 {
 	int rc = 0;
 
+	im->prov.image = evidence_kind(img_classify(buf, len));
+	im->prov.device_sm = im->device_sm;
 	if (preserved) {
 		im->buf = buf;
 		im->len = len;
@@ -267,8 +348,10 @@ static struct image *new_image(void *owner, int device_sm, const char *origin)
 	return im;
 }
 
-int loaded_add(void *owner, const void *image, size_t len, int device_sm, int preserved,
-	       const char *origin, struct loaded_summary *sum, struct sm_err *err)
+/* add_image - loaded_add, for bytes read from a file when @from_file. */
+static int add_image(void *owner, const void *image, size_t len, int device_sm, int preserved,
+		     const char *origin, int from_file, struct loaded_summary *sum,
+		     struct sm_err *err)
 {
 	struct image *im;
 
@@ -278,7 +361,14 @@ int loaded_add(void *owner, const void *image, size_t len, int device_sm, int pr
 	im = new_image(owner, device_sm, origin);
 	if (!im)
 		return sm_err_set(err, -ENOMEM, "%s: out of memory", origin ? origin : "?");
+	im->prov.from_file = from_file;
 	return add(im, image, len, preserved, sum, err);
+}
+
+int loaded_add(void *owner, const void *image, size_t len, int device_sm, int preserved,
+	       const char *origin, struct loaded_summary *sum, struct sm_err *err)
+{
+	return add_image(owner, image, len, device_sm, preserved, origin, 0, sum, err);
 }
 
 int loaded_add_file(void *owner, const char *path, int device_sm, struct loaded_summary *sum,
@@ -298,7 +388,7 @@ int loaded_add_file(void *owner, const char *path, int device_sm, struct loaded_
 	else if ((map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0)) == MAP_FAILED)
 		rc = sm_err_set(err, -errno, "%s: cannot map: %s", path, strerror(errno));
 	else
-		rc = loaded_add(owner, map, (size_t)st.st_size, device_sm, 0, path, sum, err);
+		rc = add_image(owner, map, (size_t)st.st_size, device_sm, 0, path, 1, sum, err);
 	if (map != MAP_FAILED)
 		munmap(map, (size_t)st.st_size);
 	if (fd >= 0)
@@ -316,8 +406,7 @@ int loaded_find(const void *owner, const char *name, struct loaded_facts *out, c
 	if (!owner || !name)
 		return -ENOENT;
 	table_lock();
-	for (im = buckets[bucket_of(owner)]; im && im->owner != owner; im = im->next)
-		;
+	im = find_locked(owner);
 	if (im && im->state == IMAGE_DEFERRED) {
 		rc = parse(im, im->buf, im->len, err);
 		if (rc)
@@ -330,6 +419,7 @@ int loaded_find(const void *owner, const char *name, struct loaded_facts *out, c
 		if (strcmp(im->kernels[i].name, name) != 0)
 			continue;
 		*out = im->kernels[i].f;
+		out->prov = im->prov;
 		rc = own_params(out, im->kernels[i].f.params, im->kernels[i].f.n_params);
 		break;
 	}
@@ -346,4 +436,110 @@ void loaded_drop(const void *owner)
 	im = unlink_owner(owner);
 	table_unlock();
 	free_image(im);
+}
+
+/* intern_library - the record of @path, created on first sight; NULL if none can be kept. */
+static struct loaded_library *intern_library(const char *path)
+{
+	struct loaded_library *lib;
+	size_t n = strlen(path) + 1;
+
+	libs_lock();
+	for (lib = libraries; lib && strcmp(lib->path, path) != 0; lib = lib->next)
+		;
+	if (!lib && n_libraries < MAX_LIBRARIES && (lib = calloc(1, sizeof(*lib) + n)) != NULL) {
+		memcpy(lib->path, path, n);
+		lib->next = libraries;
+		libraries = lib;
+		n_libraries++;
+	}
+	libs_unlock();
+	return lib;
+}
+
+int loaded_set_loader(const void *owner, const char *loader_path, int runtime_compiled)
+{
+	struct loaded_library *lib = loader_path && loader_path[0] ? intern_library(loader_path) :
+								      NULL;
+	struct image *im;
+
+	table_lock();
+	im = owner ? find_locked(owner) : NULL;
+	if (im) {
+		im->prov.loader = lib;
+		im->prov.runtime_compiled = runtime_compiled;
+	}
+	table_unlock();
+	return im ? 0 : -ENOENT;
+}
+
+int loaded_provenance(const void *owner, struct loaded_provenance *out)
+{
+	struct image *im;
+
+	memset(out, 0, sizeof(*out));
+	if (!owner)
+		return -ENOENT;
+	table_lock();
+	im = find_locked(owner);
+	if (im && im->state == IMAGE_DEFERRED && im->prov.image == EVIDENCE_IMAGE_FATBIN &&
+	    !im->prov.codes)
+		im->prov.codes = fatbin_codes(im->buf, im->len);
+	if (im)
+		*out = im->prov;
+	table_unlock();
+	return im ? 0 : -ENOENT;
+}
+
+const char *loaded_library_path(const struct loaded_library *lib)
+{
+	return lib ? lib->path : NULL;
+}
+
+/*
+ * scan_library - the interned codes of the .nv_fatbin section of the shared
+ * object @path, from the entry headers of the mapped file; NULL when it is no
+ * regular ELF file, has no such section, or the section is malformed.
+ */
+static const struct evidence_codes *scan_library(const char *path)
+{
+	const struct evidence_codes *codes = NULL;
+	void *map = MAP_FAILED;
+	size_t off, size;
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+		map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (map != MAP_FAILED) {
+		if (img_elf_section(map, (size_t)st.st_size, ".nv_fatbin", &off, &size) == 0 && size)
+			codes = fatbin_codes((const char *)map + off, size);
+		munmap(map, (size_t)st.st_size);
+	}
+	close(fd);
+	return codes;
+}
+
+const struct evidence_codes *loaded_library_codes(struct loaded_library *lib)
+{
+	if (!lib)
+		return NULL;
+	if (atomic_load_explicit(&lib->scanned, memory_order_acquire))
+		return lib->codes;
+	libs_lock();
+	if (!atomic_load_explicit(&lib->scanned, memory_order_relaxed)) {
+		lib->codes = scan_library(lib->path);
+		atomic_store_explicit(&lib->scanned, 1, memory_order_release);
+	}
+	libs_unlock();
+	return lib->codes;
+}
+
+const struct evidence_codes *loaded_path_codes(const char *path)
+{
+	struct loaded_library *lib = path && path[0] ? intern_library(path) : NULL;
+
+	return lib ? loaded_library_codes(lib) : NULL;
 }

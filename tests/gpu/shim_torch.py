@@ -6,6 +6,9 @@ Run as: python3 shim_torch.py MODE OUTDIR
            OUTDIR/MODE.pt so runs with and without the shim can be compared
   big      a Triton kernel whose tiles need 131072 B of shared memory:
            prints OK or the OutOfResources message
+  matmul   bf16 and fp64 matmuls (cuBLAS / cuBLASLt pick their Hopper kernels
+           on an H100/H200: 147456-213268 B of shared memory), plain, batched
+           and with a bias; saves them to OUTDIR/matmul.TAG.pt (TAG: argv[3])
 """
 import os
 import sys
@@ -63,6 +66,22 @@ def work(out):
     print("work done")
 
 
+def matmul(out, tag):
+    g = torch.Generator(device="cuda").manual_seed(11)
+    r = {}
+    for dt in (torch.bfloat16, torch.float64):
+        name = str(dt).split(".")[-1]
+        a = torch.randn(4096, 4096, device="cuda", dtype=dt, generator=g)
+        b = torch.randn(4096, 4096, device="cuda", dtype=dt, generator=g)
+        bias = torch.randn(4096, device="cuda", dtype=dt, generator=g)
+        r[name] = a @ b
+        r[name + "_bmm"] = torch.bmm(a.view(16, 256, 4096), b[:, :512].expand(16, 4096, 512))
+        r[name + "_linear"] = torch.nn.functional.linear(a[:1000], b, bias)
+    torch.cuda.synchronize()
+    torch.save({k: v.cpu() for k, v in r.items()}, os.path.join(out, f"matmul.{tag}.pt"))
+    print("matmul done")
+
+
 def big():
     a = torch.randn(256, 256, device="cuda", dtype=torch.bfloat16)
     try:
@@ -77,5 +96,7 @@ if __name__ == "__main__":
     mode = sys.argv[1]
     if mode == "big":
         big()
+    elif mode == "matmul":
+        matmul(sys.argv[2], sys.argv[3])
     else:
         work(sys.argv[2])

@@ -4,9 +4,10 @@
 # (an SGLang extend launch at 106496 B, in reroute, enforce and diagnose
 # modes, with and without the setting it needs) replay to the logged
 # decisions; options change the decision; a changed, broken or incomplete
-# log is reported.  Prints "ok - ...".
+# log is reported; a library kernel under emulation replays as one from the
+# evidence in its log, and a judged one as judged.  Prints "ok - ...".
 set -u
-echo 1..14 # plan: the number of checks below
+echo 1..21 # plan: the number of checks below
 B=${SM120_BUILD:-build}
 T=$B/test
 SHIM=$(pwd)/$B/libsm120shim.so
@@ -53,3 +54,24 @@ check "a launch logged without argument values cannot be replayed: exit 1" 1 \
 { cat "$work/reroute.jsonl"; echo '{"event":"launch",'; } >"$work/broken.jsonl"
 check "a line that is not JSON: exit 2" 2 "$B/sm120" route "$work/broken.jsonl"
 expect "(named by file and line)" "broken.jsonl:4: not a shim log line"
+
+# The library class: a raw cubin loaded by a library whose fatbin has sm_120
+# code (passed as "library"), and a fatbin with sm_90 code only (judged).
+FX=${SM120_FIXTURES:-$B/test/fixtures}
+env LD_PRELOAD="$SHIM" SM120SHIM_TARGET=sm120 SM120SHIM_MODE=enforce SM120SHIM_LOG="$work/lib.jsonl" \
+	"$T/shim_library" raw "$FX/params.sm_90.cubin" k_huge "$(pwd)/$T/libloader120.so" >/dev/null 2>&1
+env LD_PRELOAD="$SHIM" SM120SHIM_TARGET=sm120 SM120SHIM_MODE=enforce SM120SHIM_LOG="$work/lib90.jsonl" \
+	"$T/shim_library" wrapper "$FX/params90.fatbin" >/dev/null 2>&1
+check "library kernels and judged ones replay to the logged decisions" 0 \
+	"$B/sm120" route "$work/lib.jsonl" "$work/lib90.jsonl"
+expect "a library's kernel replays as library" "launch k_huge: library (logged: library)"
+expect "... with the evidence weighed again" \
+	"evidence: library: its image is a raw cubin loaded by .*libloader120.so, whose own fatbin holds sm_120"
+expect "a fatbin without sm_120 code replays as refused, saying why it was judged" \
+	"evidence: judged: its image memory 0x.* is a fatbin with no code for sm_120 (it holds sm_90)"
+check "--target as a byte count names no architecture: judged" 0 \
+	"$B/sm120" route --target 101376 "$work/lib.jsonl"
+expect "(refused)" "launch k_huge: refuse (logged: not compared)"
+sed 's/,"loader_codes":"[^"]*"//' "$work/lib.jsonl" >"$work/nocodes.jsonl"
+check "without the loader's codes in the log the replay judges it, and differs: exit 1" 1 \
+	"$B/sm120" route "$work/nocodes.jsonl"

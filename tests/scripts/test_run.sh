@@ -97,8 +97,8 @@ check "sm120 report on that log exits 1 (a kernel over the limit)" 1 \
 cmp -s "$out" "$work/plain.report" && echo "ok - and reports what the explicit run's log reports" ||
 	{ echo "not ok - reports differ"; diff "$work/plain.report" "$out" | sed 's/^/#   /'; }
 launches=$(grep -c '"event":"launch".*"kernel":"_fwd_kernel"' "$work/run.jsonl")
-expect "one row: 232448 B asked against 101376, 131072 over, every launch counted, 1 process" \
-	"^ *232448 *101376 *131072 *$launches .* 1  sm120 *_fwd_kernel$"
+expect "one row: 106496 B a launch needs against 101376, 5120 over, every launch counted, 1 process" \
+	"^ *106496 *101376 *5120 *$launches .* 1  sm120 *_fwd_kernel$"
 expect "and the closing line" "^1 kernel over the sm120 limit in 1 process (1 log file)$"
 
 check "--set passes a rule setting as SM120SHIM_<NAME>" 0 "$sm120" run --set kv_cache_dtype=fp8_e4m3 \

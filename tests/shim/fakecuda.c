@@ -4,7 +4,8 @@
  * It exports the entry points the shim hooks (base and _ptsz twins, both
  * cuGetProcAddress ABIs) plus cuInit/cuDeviceGet/cuGetErrorString, records
  * every call as one line "<exact symbol>" in $FAKECUDA_LOG, and reports the
- * device limits it is given ($FAKECUDA_OPTIN, default the H200's 232448).
+ * device limits it is given ($FAKECUDA_OPTIN, default the H200's 232448) and
+ * compute capability ($FAKECUDA_SM, default 90).
  * Occupancy is computed like an H200 (2048 threads, 32 blocks and the
  * opt-in + 1 KiB of shared memory per SM, 1 KiB reserved per block, 132 SMs)
  * for kernels of $FAKECUDA_STATIC static bytes and at most 1024 threads.
@@ -88,6 +89,8 @@ static int device_optin(CUdevice d)
 EXPORT CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d)
 {
 	int o = device_optin(d);
+	const char *sm_env = getenv("FAKECUDA_SM");
+	int sm = sm_env ? atoi(sm_env) : 90;
 
 	record("cuDeviceGetAttribute");
 	switch ((int)a) {
@@ -96,8 +99,8 @@ EXPORT CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d)
 	case 111: *v = 1024; break;
 	case 8: *v = 49152; break;
 	case 16: *v = 132; break;
-	case 75: *v = 9; break;
-	case 76: *v = 0; break;
+	case 75: *v = sm / 10; break;
+	case 76: *v = sm % 10; break;
 	default: *v = 1; break;
 	}
 	return CUDA_SUCCESS;
@@ -160,9 +163,19 @@ EXPORT CUresult cuLibraryGetKernel(CUkernel *k, CUlibrary l, const char *name)
 	return CUDA_SUCCESS;
 }
 
-/* Like the driver: more dynamic shared memory than the device's opt-in is refused. */
+/*
+ * Like the driver: more dynamic shared memory than the device's opt-in is
+ * refused.  With $FAKECUDA_VALUES set, the value the driver was given is
+ * recorded too ("MAX_DYNAMIC_SHARED_SIZE_BYTES <v>").
+ */
 static CUresult set_attr(CUfunction_attribute a, int v)
 {
+	char line[64];
+
+	if (a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES && getenv("FAKECUDA_VALUES")) {
+		snprintf(line, sizeof(line), "MAX_DYNAMIC_SHARED_SIZE_BYTES %d", v);
+		record(line);
+	}
 	if (a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES && v > device_optin(0))
 		return CUDA_ERROR_INVALID_VALUE;
 	return CUDA_SUCCESS;

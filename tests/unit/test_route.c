@@ -1,8 +1,9 @@
 /*
  * test_route.c - the pure decisions of core/route: route_decide's fit and
- * attribute table (the rule-matched rows are in test_reroute.c), device
- * attributes, occupancy; each mode, at and
- * around the limits (101376 = the last byte that fits sm120).
+ * attribute table (the rule-matched rows are in test_reroute.c), the library
+ * class under an emulated target (the evidence itself: test_evidence.c),
+ * device attributes, occupancy; each mode, at and around the limits (101376 =
+ * the last byte that fits sm120).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -127,6 +128,76 @@ static void test_unknown_kernel(void **state)
 	assert_false(route_cannot_exceed(101376 - 49151, &sm120));
 }
 
+/*
+ * A library's kernel under emulation: LIBRARY in every mode but off, for
+ * launches and attribute sets alike, with the evidence said; judged when a
+ * rule names it, when the device is the target, or when nothing was gathered.
+ */
+static void test_library_class(void **state)
+{
+	struct evidence_codes codes = { 0 };
+	struct route_evidence ev = { .device_sm = 90, .image = EVIDENCE_IMAGE_FATBIN,
+				     .origin = "libcublas.so.13+0x10", .codes = &codes };
+	const struct rule named = { .id = "r", .kernel = "k" };
+	struct route_launch l = { .event = LAUNCH, .sel = { .kernel = "k", .dynamic_smem = 213268 },
+				  .evidence = &ev };
+	struct route_launch a = { .event = ATTR, .attr_value = 213268, .sel = { .kernel = "k" },
+				  .evidence = &ev };
+	struct route_decision d;
+	int m;
+
+	(void)state;
+	evidence_codes_add(&codes, 90, 0, 0);
+	evidence_codes_add(&codes, 120, 0, 0);
+	for (m = SHIM_MODE_DIAGNOSE; m <= SHIM_MODE_REROUTE; m++) {
+		route_decide(&l, &sm120, m, NULL, 0, 0, &d);
+		assert_int_equal(d.action, ROUTE_LIBRARY);
+		assert_string_equal(route_action_name(d.action), "library");
+		assert_non_null(strstr(d.evidence.msg, "library: its image libcublas.so.13+0x10 is "
+					"a fatbin that also holds sm_120"));
+		assert_string_equal(d.why.msg, "");
+		route_decide(&a, &sm120, m, NULL, 0, 0, &d);
+		assert_int_equal(d.action, ROUTE_LIBRARY);
+	}
+	route_decide(&l, &sm120, SHIM_MODE_OFF, NULL, 0, 0, &d);
+	assert_int_equal(d.action, ROUTE_PASS);
+	assert_string_equal(d.evidence.msg, "");
+	/* a launch that fits weighs nothing */
+	l.sel.dynamic_smem = 101376;
+	route_decide(&l, &sm120, SHIM_MODE_ENFORCE, NULL, 0, 0, &d);
+	assert_int_equal(d.action, ROUTE_PASS);
+	assert_string_equal(d.evidence.msg, "");
+	l.sel.dynamic_smem = 213268;
+	/* a kernel a rule names is judged: rerouted or refused, never passed */
+	route_decide(&l, &sm120, SHIM_MODE_ENFORCE, &named, 1, 0, &d);
+	assert_int_equal(d.action, ROUTE_REFUSE);
+	assert_string_equal(d.evidence.msg, "judged: a reroute rule names k");
+	route_decide(&l, &sm120, SHIM_MODE_DIAGNOSE, &named, 1, 0, &d);
+	assert_int_equal(d.action, ROUTE_LOG);
+	/* without target code: judged, and the evidence says why */
+	codes.n = 1;
+	route_decide(&l, &sm120, SHIM_MODE_ENFORCE, NULL, 0, 0, &d);
+	assert_int_equal(d.action, ROUTE_REFUSE);
+	assert_non_null(strstr(d.evidence.msg, "judged: its image libcublas.so.13+0x10 is a fatbin "
+				"with no code for sm_120 (it holds sm_90)"));
+	/* on a real SM120 card nothing changes, and nothing is said */
+	codes.n = 2;
+	ev.device_sm = 120;
+	route_decide(&l, &sm120, SHIM_MODE_ENFORCE, NULL, 0, 0, &d);
+	assert_int_equal(d.action, ROUTE_REFUSE);
+	assert_string_equal(d.evidence.msg, "");
+	/* no evidence gathered: as before */
+	l.evidence = NULL;
+	ev.device_sm = 90;
+	route_decide(&l, &sm120, SHIM_MODE_ENFORCE, NULL, 0, 0, &d);
+	assert_int_equal(d.action, ROUTE_REFUSE);
+	assert_string_equal(d.evidence.msg, "");
+	assert_true(route_rule_names(&named, 1, "k"));
+	assert_false(route_rule_names(&named, 1, "k2"));
+	assert_false(route_rule_names(&named, 1, NULL));
+	assert_false(route_rule_names(NULL, 0, "k"));
+}
+
 /* The H200's values, seen through each mode. */
 static void test_device_attr(void **state)
 {
@@ -220,6 +291,7 @@ int main(void)
 		cmocka_unit_test(test_fit_by_mode),
 		cmocka_unit_test(test_advertise),
 		cmocka_unit_test(test_unknown_kernel),
+		cmocka_unit_test(test_library_class),
 		cmocka_unit_test(test_device_attr),
 		cmocka_unit_test(test_occupancy),
 		cmocka_unit_test(test_potential_block),

@@ -5,7 +5,11 @@
  *
  * A log event carries what the decision needs: the kernel's name, static and
  * dynamic bytes, parameter sizes and values ("args"), grid, block, the rule
- * settings in force, the mode and the target.  The rules are the ones this
+ * settings in force, the mode and the target, what Triton compiled into the
+ * kernel when the Python hook saw it load ("compiled", core/rules/compiled.h;
+ * without it the decision is the one without facts); under an emulated target also
+ * the evidence of where the kernel's code came from (device, image kind and
+ * codes, file, loader and its codes), so a library kernel replays as one.  The rules are the ones this
  * program was built with (rules/ at build time), as in the shim beside it.
  * --mode, --target and --set replace the logged values: "what would this
  * process have got under enforce, or with page_size 16?".
@@ -145,6 +149,49 @@ static int read_args(const cJSON *j, struct launch_args *a, struct sm_err *why)
 	return 0;
 }
 
+/* Where a logged kernel's code came from, decoded for route_decide. */
+struct logged_evidence {
+	struct route_evidence e;
+	struct evidence_codes codes, loader_codes;
+};
+
+/*
+ * read_evidence - the evidence fields of @j into @ev; NULL when the event has
+ * none (the device was the target, or the log predates them).  Sets @why and
+ * returns NULL for fields that do not parse (@bad set to 1).
+ */
+static const struct route_evidence *read_evidence(const cJSON *j, struct logged_evidence *ev,
+						  int *bad, struct sm_err *why)
+{
+	const char *device = jsonl_str(j, "device"), *codes = jsonl_str(j, "image_codes");
+	const char *loader_codes = jsonl_str(j, "loader_codes");
+	int sm = 0;
+	char end;
+
+	*bad = 0;
+	if (!device && !jsonl_str(j, "evidence"))
+		return NULL;
+	if (device && (sscanf(device, "sm_%d%c", &sm, &end) != 1 || sm <= 0)) {
+		*bad = 1;
+		sm_err_set(why, -EINVAL, "\"device\" is '%s', not sm_<number>", device);
+		return NULL;
+	}
+	if (evidence_codes_parse(codes, &ev->codes, why) ||
+	    evidence_codes_parse(loader_codes, &ev->loader_codes, why)) {
+		*bad = 1;
+		return NULL;
+	}
+	ev->e = (struct route_evidence){
+		.device_sm = sm, .image = evidence_image_parse(jsonl_str(j, "image")),
+		.origin = jsonl_str(j, "origin"), .codes = codes ? &ev->codes : NULL,
+		.file = jsonl_str(j, "image_file"), .loader = jsonl_str(j, "loader"),
+		.loader_codes = loader_codes ? &ev->loader_codes : NULL,
+		.runtime_compiled = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j,
+										  "runtime_compiled")),
+	};
+	return &ev->e;
+}
+
 /* event_target - the limits the event was judged against. */
 static int event_target(const struct options *o, const cJSON *j, struct target_limits *t,
 			struct sm_err *why)
@@ -188,6 +235,8 @@ static void print(const struct replay *r, const cJSON *j, const char *event,
 		}
 		if (d->why.msg[0])
 			cJSON_AddStringToObject(o, "reason", d->why.msg);
+		if (d->evidence.msg[0])
+			cJSON_AddStringToObject(o, "evidence", d->evidence.msg);
 		if (logged) {
 			cJSON_AddStringToObject(o, "logged", logged);
 			cJSON_AddBoolToObject(o, "agrees", agrees);
@@ -201,6 +250,8 @@ static void print(const struct replay *r, const cJSON *j, const char *event,
 	       agrees ? "" : "  <- differs");
 	if (d->why.msg[0])
 		printf("    why: %s\n", d->why.msg);
+	if (d->evidence.msg[0])
+		printf("    evidence: %s\n", d->evidence.msg);
 }
 
 static int on_event(void *ctx, const cJSON *j, const char *event)
@@ -209,11 +260,12 @@ static int on_event(void *ctx, const cJSON *j, const char *event)
 	const char *mode_name = jsonl_str(j, "mode");
 	const char *logged = jsonl_str(j, "decision");
 	struct route_launch l = { .event = ROUTE_EVENT_LAUNCH };
+	struct logged_evidence ev;
 	struct launch_args a;
 	struct route_decision d;
 	struct target_limits t;
 	struct sm_err why = { "" };
-	int mode = r->o->mode >= 0 ? r->o->mode : route_mode_parse(mode_name), agrees;
+	int mode = r->o->mode >= 0 ? r->o->mode : route_mode_parse(mode_name), agrees, bad;
 	int64_t st = jsonl_num(j, "static_smem"), dyn = jsonl_num(j, "dynamic_smem");
 
 	if (strcmp(event, "launch") != 0 && strcmp(event, "set_attribute") != 0)
@@ -221,7 +273,8 @@ static int on_event(void *ctx, const cJSON *j, const char *event)
 	r->events++;
 	if (!logged)
 		logged = jsonl_str(j, "action"); /* logs written before "decision" existed */
-	if (mode < 0 || st < 0 || dyn < 0 || event_target(r->o, j, &t, &why) ||
+	l.evidence = read_evidence(j, &ev, &bad, &why);
+	if (mode < 0 || st < 0 || dyn < 0 || bad || event_target(r->o, j, &t, &why) ||
 	    read_args(j, &a, &why) ||
 	    (strcmp(event, "launch") == 0 &&
 	     (dims(j, "grid", l.sel.grid) || dims(j, "block", l.sel.block)))) {
@@ -238,6 +291,7 @@ static int on_event(void *ctx, const cJSON *j, const char *event)
 	l.sel.n_params = a.n;
 	l.sel.params = a.have_values ? a.params : NULL;
 	l.sel.setting = setting;
+	l.sel.compiled = jsonl_str(j, "compiled"); /* what Triton compiled in, or NULL */
 	if (strcmp(event, "set_attribute") == 0) {
 		l.event = ROUTE_EVENT_SET_ATTRIBUTE;
 		l.attr_value = dyn;
