@@ -21,10 +21,20 @@ static const struct target_limits *emulated_on(CUdevice dev)
 	return route_emulates(m) ? shim_limits_of(dev) : NULL;
 }
 
-/* emulated - emulated_on the current device. */
-static const struct target_limits *emulated(void)
+/*
+ * emulated_for - emulated_on the current device, for a query made from
+ * @caller: NULL as well when the caller is a shipped library that chooses
+ * its kernels by the device's architecture (shim_library_caller).  Such a
+ * library sizes its own kernels' launches from these answers (cuBLAS asks
+ * how much dynamic shared memory its sm_90 kernels may use): given SM120's,
+ * it would run them with too little and compute garbage.
+ */
+static const struct target_limits *emulated_for(const void *caller)
 {
-	return emulated_on(shim_current_device());
+	CUdevice dev = shim_current_device();
+	const struct target_limits *t = emulated_on(dev);
+
+	return t && !shim_library_caller(caller, dev, t) ? t : NULL;
 }
 
 /* static_of - declared static smem of @fn (0 if the driver does not say). */
@@ -35,12 +45,13 @@ static uint32_t static_of(CUfunction fn)
 	return r ? r->static_smem : 0;
 }
 
-/* clamp_blocks - the occupancy answer @rc/@blocks, as the target would give it. */
-static CUresult clamp_blocks(CUresult rc, int *blocks, CUfunction fn, size_t dynamic_smem)
+/* clamp_blocks - the occupancy answer @rc/@blocks, as the target would give it to @caller. */
+static CUresult clamp_blocks(CUresult rc, int *blocks, CUfunction fn, size_t dynamic_smem,
+			     const void *caller)
 {
 	const struct target_limits *t;
 
-	if (rc == CUDA_SUCCESS && blocks && (t = emulated()))
+	if (rc == CUDA_SUCCESS && blocks && (t = emulated_for(caller)))
 		*blocks = route_occupancy_blocks(*blocks, static_of(fn), dynamic_smem, t,
 						 shim_config()->mode);
 	return rc;
@@ -99,14 +110,16 @@ CUresult shim_hook_cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, CUfu
 {
 	SHIM_REAL_OR_RETURN(cuOccupancyMaxActiveBlocksPerMultiprocessor);
 	SHIM_TRACE(cuOccupancyMaxActiveBlocksPerMultiprocessor);
-	return clamp_blocks(real(blocks, fn, block_size, dynamic_smem), blocks, fn, dynamic_smem);
+	return clamp_blocks(real(blocks, fn, block_size, dynamic_smem), blocks, fn, dynamic_smem,
+			    __builtin_return_address(0));
 }
 
 CUresult shim_hook_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *blocks, CUfunction fn, int block_size, size_t dynamic_smem, unsigned int flags)
 {
 	SHIM_REAL_OR_RETURN(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags);
 	SHIM_TRACE(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags);
-	return clamp_blocks(real(blocks, fn, block_size, dynamic_smem, flags), blocks, fn, dynamic_smem);
+	return clamp_blocks(real(blocks, fn, block_size, dynamic_smem, flags), blocks, fn,
+			    dynamic_smem, __builtin_return_address(0));
 }
 
 CUresult shim_hook_cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamic_smem, CUfunction fn, int blocks, int block_size)
@@ -116,7 +129,7 @@ CUresult shim_hook_cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamic_smem,
 	SHIM_REAL_OR_RETURN(cuOccupancyAvailableDynamicSMemPerBlock);
 	SHIM_TRACE(cuOccupancyAvailableDynamicSMemPerBlock);
 	rc = real(dynamic_smem, fn, blocks, block_size);
-	if (rc == CUDA_SUCCESS && dynamic_smem && (t = emulated()))
+	if (rc == CUDA_SUCCESS && dynamic_smem && (t = emulated_for(__builtin_return_address(0))))
 		*dynamic_smem = route_occupancy_dynamic(*dynamic_smem, blocks, static_of(fn), t,
 							shim_config()->mode);
 	return rc;
@@ -145,17 +158,18 @@ static struct route_block_probe probe(void *ctx, int block_size)
 
 /*
  * potential_on_target - the driver's cuOccupancyMaxPotentialBlockSize answer
- * (@rc, *@min_grid, *@block_size) as the target would give it.  The driver's
+ * (@rc, *@min_grid, *@block_size) as the target would give it to @caller.  The driver's
  * answer stands when its block size is not limited by the target's shared
  * memory (then no other size does better on the target either); otherwise
  * every size is probed and clamped (route_potential_block).
  */
 static CUresult potential_on_target(CUresult rc, int *min_grid, int *block_size,
-				    const struct potential_query *q, int block_limit)
+				    const struct potential_query *q, int block_limit,
+				    const void *caller)
 {
 	shim_fn_cuDeviceGetAttribute *dev_attr = shim_real(SHIM_HOOK_cuDeviceGetAttribute);
 	shim_fn_cuFuncGetAttribute *fget = shim_real(SHIM_HOOK_cuFuncGetAttribute);
-	const struct target_limits *t = emulated();
+	const struct target_limits *t = emulated_for(caller);
 	struct route_block_probe at;
 	uint32_t st;
 	int max_threads = 0, sms = 0, size, blocks;
@@ -188,7 +202,7 @@ CUresult shim_hook_cuOccupancyMaxPotentialBlockSize(int *min_grid, int *block_si
 	SHIM_TRACE(cuOccupancyMaxPotentialBlockSize);
 	return potential_on_target(real(min_grid, block_size, fn, smem_of_block, dynamic_smem,
 					 block_limit),
-				   min_grid, block_size, &q, block_limit);
+				   min_grid, block_size, &q, block_limit, __builtin_return_address(0));
 }
 
 CUresult shim_hook_cuOccupancyMaxPotentialBlockSizeWithFlags(int *min_grid, int *block_size, CUfunction fn, CUoccupancyB2DSize smem_of_block, size_t dynamic_smem, int block_limit, unsigned int flags)
@@ -198,5 +212,5 @@ CUresult shim_hook_cuOccupancyMaxPotentialBlockSizeWithFlags(int *min_grid, int 
 	SHIM_TRACE(cuOccupancyMaxPotentialBlockSizeWithFlags);
 	return potential_on_target(real(min_grid, block_size, fn, smem_of_block, dynamic_smem,
 					 block_limit, flags),
-				   min_grid, block_size, &q, block_limit);
+				   min_grid, block_size, &q, block_limit, __builtin_return_address(0));
 }

@@ -134,19 +134,24 @@ outcome rule "_fwd_kernel from a library with sm_120 code: refused, as a rule na
 logged rule "... and the log says so" refuse "judged: a reroute rule names _fwd_kernel"
 
 # 5b. Device queries: a library that ships sm_120 code is told the device's
-# own opt-in under emulation (NCCL refuses to start when its sm_90 kernels do
-# not fit what it is told); the program and a library without it, SM120's.
+# own opt-in and occupancy under emulation (NCCL refuses to start when its
+# sm_90 kernels do not fit what it is told; cuBLAS given SM120's bytes per
+# block runs its sm_90 kernels with too little and computes garbage); the
+# program and a library without sm_120 code are told SM120's.
 run optin120 enforce optin "$lib120"
 run optin90 enforce optin "$lib90"
 run optinrr reroute optin "$lib120"
 [ "$(cat "$work/optin120.out")" = "optin program 101376
-optin loader 232448" ] && [ "$(cat "$work/optinrr.out")" = "optin program 101376
-optin loader 232448" ] &&
-	echo "ok - a library with sm_120 code asks the opt-in: the device's own (232448), the program SM120's (enforce, reroute)" ||
+optin loader 232448
+available program 101376
+available loader 231424" ] && [ "$(cat "$work/optinrr.out")" = "$(cat "$work/optin120.out")" ] &&
+	echo "ok - a library with sm_120 code asks the opt-in and the bytes a block may use: the device's own (232448, 231424), the program SM120's (enforce, reroute)" ||
 	{ echo "not ok - optin, library with sm_120 code"; sed 's/^/#   /' "$work/optin120.out" "$work/optin120.err" "$work/optinrr.out"; }
 [ "$(cat "$work/optin90.out")" = "optin program 101376
-optin loader 101376" ] &&
-	echo "ok - a library with sm_90 code only is told SM120's opt-in" ||
+optin loader 101376
+available program 101376
+available loader 101376" ] &&
+	echo "ok - a library with sm_90 code only is told SM120's opt-in and occupancy" ||
 	{ echo "not ok - optin, library with sm_90 only"; sed 's/^/#   /' "$work/optin90.out" "$work/optin90.err"; }
 grep -q "libloader120.so ships code sm120 runs: it is told the device's own shared-memory limits" "$work/optin120.err" &&
 	echo "ok - and stderr says so once, naming the library" ||

@@ -12,9 +12,11 @@
  *                                         copy of loader_lib.c)
  * (A cubin loaded from a file, judged too, needs cuModuleLoad, which the
  * fake driver lacks: that case is in tests/unit/test_evidence.c.)
- *   shim_library optin LOADER              the opt-in per block as this program
- *                                         and as the shared object LOADER ask it
- *                                         ("optin program N", "optin loader N")
+ *   shim_library optin LOADER              the opt-in per block, and the dynamic
+ *                                         bytes one block may use, as this
+ *                                         program and as the shared object LOADER
+ *                                         ask them ("optin program N", "optin
+ *                                         loader N", "available program N", ...)
  * KERNEL defaults to k_huge.  Prints "load -> RC", "set 213268 -> RC" and
  * "launch 163840 -> RC"; tests/scripts/test_library.sh reads them with the
  * shim's stderr and log.
@@ -82,14 +84,20 @@ int main(int argc, char **argv)
 	if (strcmp(argv[1], "optin") == 0) {
 		void *so = dlopen(argv[2], RTLD_NOW);
 		int (*loader_optin)(void) = so ? (int (*)(void))dlsym(so, "loader_optin") : NULL;
+		long (*loader_available)(CUfunction) =
+			so ? (long (*)(CUfunction))dlsym(so, "loader_available") : NULL;
+		CUfunction fn = (CUfunction)0x1;
+		size_t avail = 0;
 		int v = -1;
 
-		if (!loader_optin) {
+		if (!loader_optin || !loader_available) {
 			fprintf(stderr, "shim_library: cannot use %s: %s\n", argv[2], dlerror());
 			return 2;
 		}
 		cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 0);
 		printf("optin program %d\noptin loader %d\n", v, loader_optin());
+		cuOccupancyAvailableDynamicSMemPerBlock(&avail, fn, 1, 128);
+		printf("available program %zu\navailable loader %ld\n", avail, loader_available(fn));
 		return 0;
 	}
 	if (strcmp(argv[1], "wrapper") == 0) {

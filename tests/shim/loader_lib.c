@@ -32,3 +32,14 @@ EXPORT int loader_optin(void)
 	loads++;
 	return v;
 }
+
+/* loader_available - cuOccupancyAvailableDynamicSMemPerBlock(@f, 1 block of 128 threads), asked from inside this object (as cuBLAS asks). */
+EXPORT long loader_available(CUfunction f)
+{
+	size_t v = 0;
+
+	if (cuOccupancyAvailableDynamicSMemPerBlock(&v, f, 1, 128) != CUDA_SUCCESS)
+		return -1;
+	loads++;
+	return (long)v;
+}
