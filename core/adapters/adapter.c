@@ -112,6 +112,22 @@ int adapter_has(const struct adapter_input *in, const char *name)
 	return find(in, name, &p, &v, NULL) == 0;
 }
 
+int adapter_dropped(const struct adapter_input *in, const char *name)
+{
+	const struct rule_param *p;
+	const void *v;
+
+	return find(in, name, &p, &v, NULL) == 0 && !v;
+}
+
+int adapter_may_drop(const struct adapter_input *in, const char *name)
+{
+	const struct rule_param *p;
+	const void *v;
+
+	return find(in, name, &p, &v, NULL) == 0 && p->drop != RULE_KEPT;
+}
+
 int adapter_value(const struct adapter_input *in, const char *name, double *out,
 		  struct sm_err *why)
 {

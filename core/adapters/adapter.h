@@ -3,7 +3,8 @@
  *
  * An adapter is a pure function: it reads the launch's parameters by the
  * names its rule gives them, derives what Triton compiled in (from the rule's
- * tile and values, the grid and the strides), checks that everything agrees,
+ * tile and values, the grid and the strides; with the kernel's compiled facts,
+ * from them, checking every one it assumes), checks that everything agrees,
  * and either fills a plan (the bundled kernel, its argument struct, grid,
  * block, dynamic shared memory) or refuses with a reason that names the
  * value that does not add up.  It never touches the driver or device memory,
@@ -29,6 +30,10 @@ struct adapter_input {
 	uint64_t dynamic_smem;
 	/* SM120SHIM_<NAME> for each RULE_SETTINGS name, NULL if unset */
 	const char *(*setting)(const char *name);
+	/* what Triton compiled into the kernel (core/rules/compiled.h, facts.h), NULL if
+	   unknown; when present, select.c has already read the parameters as it states
+	   and checked every value of the rule and tile it states */
+	const char *compiled;
 };
 
 #define REROUTE_MAX_ARGS 512
@@ -70,6 +75,12 @@ int adapter_f32(const struct adapter_input *in, const char *name, float *out,
 		struct sm_err *why);
 /* adapter_has - is @name a parameter of the rule (present or dropped)? */
 int adapter_has(const struct adapter_input *in, const char *name);
+
+/* adapter_dropped - is @name a parameter of the rule that this reading drops? */
+int adapter_dropped(const struct adapter_input *in, const char *name);
+
+/* adapter_may_drop - is @name a parameter the rule lets Triton drop (None or 1)? */
+int adapter_may_drop(const struct adapter_input *in, const char *name);
 
 /* adapter_value - a compiled-in value from the tile, else the rule's values. */
 int adapter_value(const struct adapter_input *in, const char *name, double *out,

@@ -14,15 +14,27 @@
  *   - the quantisation of the scales (per tensor, per channel, 128x128
  *     blocks): told apart by the scale strides, each layout checked exactly;
  *   - gptq N and K (constexpr there): from B's strides, checked against the grid;
- *   - top_k and MUL_ROUTED_WEIGHT (constexpr): the frameworks launch gate/up
+ *   - top_k and MUL_ROUTED_WEIGHT (constexpr): with the kernel's compiled
+ *     facts (the Python hook, facts.h), exactly as compiled, checked against
+ *     the launch and against SM120SHIM_TOP_K when that is set too
+ *     (moe_compiled_half).  Without them: the frameworks launch gate/up
  *     with (False, the model's top_k) and down with (True, 1); which half a
  *     launch is follows from K or N being the model's hidden size
  *     (SM120SHIM_HIDDEN_SIZE), and top_k is the model's num_experts_per_tok
- *     (SM120SHIM_TOP_K); `sm120 run --model DIR` sets both from config.json.
- *     Without them the launch is refused, never guessed;
- *   - compute_type: bf16 (the rules' value; fp16 models are not covered);
- *   - c_sorted, FUSE_SUM_ALL_REDUCE, the LoRA flags: off (rules' values; see
- *     rules/fused_moe.json for why a launch with them on cannot reach a rule).
+ *     plus the shared experts SGLang fuses (SM120SHIM_TOP_K); `sm120 run
+ *     --model DIR` sets both from config.json.  Without either the launch is
+ *     refused, never guessed;
+ *   - compute_type and the element types of every pointer: with facts,
+ *     checked against what moe_gemm reads and writes (operand_types: bf16
+ *     activations and output, E4M3 or packed int4 weights, fp32 scales and
+ *     routed weights, int32 routing); without them bf16 is assumed (fp16
+ *     models are not covered, see rules/AUDIT.md F3);
+ *   - the scale quantisation: with facts, per_channel_quant, group_n and
+ *     group_k decide it and the strides must be that layout's;
+ *   - c_sorted, FUSE_SUM_ALL_REDUCE, the LoRA flags, int8 formats: off (the
+ *     rules' values, which select.c checks against the facts; without facts
+ *     see rules/fused_moe.json for why a launch with them on cannot reach a
+ *     rule, and rules/AUDIT.md for where one can).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -31,7 +43,9 @@
 #include <string.h>
 
 #include "../../kernels/moe/moe_gemm.h"
+#include "../rules/compiled.h"
 #include "adapter.h"
+#include "facts.h"
 #include "fused_moe.h"
 
 /* What one launch multiplies, in the frameworks' terms. */
@@ -97,38 +111,208 @@ int moe_half(int32_t n, int32_t k, int32_t hidden, int32_t model_top_k, int32_t 
 			  n == hidden ? "both are" : "neither is", hidden);
 }
 
+/* moe_compiled_half - see fused_moe.h. */
+int moe_compiled_half(int64_t c_top_k, int64_t c_mul, const char *setting, int32_t num_valid,
+		      int has_weights, int32_t *top_k, int32_t *mul, struct sm_err *why)
+{
+	char *end;
+	long v = 0;
+
+	if (c_top_k < 1 || c_top_k > (1 << 20) || (c_mul != 0 && c_mul != 1))
+		return sm_err_set(why, -EINVAL, "the kernel was compiled with top_k %lld and "
+				  "MUL_ROUTED_WEIGHT %lld, which no framework launch has",
+				  (long long)c_top_k, (long long)c_mul);
+	if (setting) {
+		v = strtol(setting, &end, 10);
+		if (*end || v < 1 || v > (1 << 20))
+			return sm_err_set(why, -EINVAL, "SM120SHIM_TOP_K=%s is not top_k", setting);
+	}
+	/* a down launch compiles top_k 1 whatever the model's is */
+	if (setting && c_top_k != 1 && c_top_k != v)
+		return sm_err_set(why, -EINVAL, "the kernel was compiled with top_k %lld but "
+				  "SM120SHIM_TOP_K=%s: the two must agree (SGLang adds the shared "
+				  "experts it fuses to num_experts_per_tok); unset SM120SHIM_TOP_K to "
+				  "use the compiled value", (long long)c_top_k, setting);
+	if (num_valid % c_top_k != 0)
+		return sm_err_set(why, -EINVAL, "%d routed rows are not a multiple of the compiled "
+				  "top_k %lld", num_valid, (long long)c_top_k);
+	if (c_mul && !has_weights)
+		return sm_err_set(why, -EINVAL, "the kernel was compiled with MUL_ROUTED_WEIGHT but "
+				  "topk_weights_ptr is None");
+	*top_k = (int32_t)c_top_k;
+	*mul = (int32_t)c_mul;
+	return 0;
+}
+
+/*
+ * The element type moe_gemm reads or writes through each pointer of the
+ * framework kernels, by weight format (moe_gemm.h), and what another type
+ * would do.  NULL: the format has no such pointer.
+ */
+static const struct {
+	const char *param;
+	const char *type[3];    /* MOE_BF16, MOE_FP8, MOE_W4A16 */
+	const char *consequence;
+} operand_types[] = {
+	{ "a_ptr", { "*bf16", "*fp8e4nv", "*bf16" },
+	  "so another activation dtype (fp16, int8) would be decoded wrongly" },
+	{ "b_ptr", { "*bf16", "*fp8e4nv", "*u8" },
+	  "so another weight format would be decoded wrongly" },
+	{ "c_ptr", { "*bf16", "*bf16", "*bf16" },
+	  "so an output of another dtype (fp16, fp32) would be written as bf16 bits" },
+	{ "a_scale_ptr", { NULL, "*fp32", NULL }, "so other scales would be misread" },
+	{ "b_scale_ptr", { NULL, "*fp32", "*bf16" }, "so other scales would be misread" },
+	{ "topk_weights_ptr", { "*fp32", "*fp32", "*fp32" },
+	  "so routed weights of another dtype would be misread" },
+	{ "sorted_token_ids_ptr", { "*i32", "*i32", "*i32" },
+	  "so indices of another width would be misread" },
+	{ "expert_ids_ptr", { "*i32", "*i32", "*i32" },
+	  "so indices of another width would be misread" },
+	{ "num_tokens_post_padded_ptr", { "*i32", "*i32", "*i32" },
+	  "so a count of another width would be misread" },
+};
+
+/* compiled_types - compute_type and every pointer's element type are moe_gemm's (@quant). */
+static int compiled_types(const struct adapter_input *in, int quant, struct sm_err *why)
+{
+	char ct[32];
+	size_t i;
+
+	if (compiled_get(in->compiled, "compute_type", '=', ct, sizeof(ct)) != 0)
+		return sm_err_set(why, -EINVAL, "the compiled facts of %s do not state compute_type, "
+				  "which moe_gemm must match (bf16)", in->rule->kernel);
+	if (strcmp(ct, "bf16") != 0)
+		return sm_err_set(why, -EINVAL, "the kernel was compiled with compute_type %s; "
+				  "moe_gemm computes and writes bf16 (an %s model is not covered)",
+				  ct, ct);
+	for (i = 0; i < sizeof(operand_types) / sizeof(operand_types[0]); i++) {
+		const char *want = operand_types[i].type[quant];
+
+		if (want && adapter_has(in, operand_types[i].param) &&
+		    facts_type(in->compiled, operand_types[i].param, want, "moe_gemm",
+			       operand_types[i].consequence, why))
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * compiled_flag - constexpr @name of the facts as 0/1 into @out; -EINVAL with
+ * @why when the facts lack it or it is not a flag.
+ */
+static int compiled_flag(const struct adapter_input *in, const char *name, int64_t *out,
+			 struct sm_err *why)
+{
+	if (facts_int(in->compiled, name, out) != 0 || *out < 0)
+		return sm_err_set(why, -EINVAL, "the compiled facts of %s do not state %s as a "
+				  "number, which rule %s needs", in->rule->kernel, name, in->rule->id);
+	return 0;
+}
+
+/*
+ * compiled_scale - the FP8 scale layout the kernel was compiled for: 128x128
+ * blocks (group_n, group_k), per channel (per_channel_quant), else per tensor.
+ */
+static int compiled_scale(const struct adapter_input *in, int *scale, struct sm_err *why)
+{
+	int64_t channel, gn, gk;
+
+	if (compiled_flag(in, "per_channel_quant", &channel, why) ||
+	    compiled_flag(in, "group_n", &gn, why) || compiled_flag(in, "group_k", &gk, why))
+		return -EINVAL;
+	if (gn > 0 && gk > 0) {
+		if (gn != 128 || gk != 128)
+			return sm_err_set(why, -EINVAL, "the kernel was compiled with %lld x %lld "
+					  "block scales; moe_gemm's are 128 x 128", (long long)gn,
+					  (long long)gk);
+		*scale = MOE_SCALE_BLOCK;
+	} else {
+		*scale = channel ? MOE_SCALE_CHANNEL : MOE_SCALE_TENSOR;
+	}
+	return 0;
+}
+
+/*
+ * compiled_moe - with the kernel's facts: the dtypes (compiled_types), the
+ * weight format @l was read as against use_fp8_w8a8 (fused_moe_kernel), N
+ * and K against the ones derived (gptq), and top_k and MUL_ROUTED_WEIGHT
+ * (moe_compiled_half) into @a.
+ */
+static int compiled_moe(const struct adapter_input *in, const struct moe_launch *l, int quant,
+			struct moe_gemm_args *a, struct sm_err *why)
+{
+	int64_t fp8, top_k, mul, n, k;
+
+	if (compiled_types(in, quant, why))
+		return -EINVAL;
+	if (quant != MOE_W4A16) {
+		if (compiled_flag(in, "use_fp8_w8a8", &fp8, why))
+			return -EINVAL;
+		if (fp8 != (quant == MOE_FP8))
+			return sm_err_set(why, -EINVAL, "the kernel was compiled with use_fp8_w8a8 "
+					  "%lld, the launch %s scale pointers", (long long)fp8,
+					  quant == MOE_FP8 ? "passes" : "has no");
+	} else if (facts_int(in->compiled, "N", &n) || facts_int(in->compiled, "K", &k) ||
+		   n != l->n || k != l->k) {
+		return sm_err_set(why, -EINVAL, "the kernel's compiled N and K are not the N %d and "
+				  "K %d its weight strides give", l->n, l->k);
+	}
+	if (compiled_flag(in, "top_k", &top_k, why) ||
+	    compiled_flag(in, "MUL_ROUTED_WEIGHT", &mul, why))
+		return -EINVAL;
+	return moe_compiled_half(top_k, mul, in->setting ? in->setting("top_k") : NULL,
+				 l->num_valid, l->topk_weights != NULL, &a->top_k,
+				 &a->mul_routed_weight, why);
+}
+
 /* aligned16 - can rows at @stride elements of @esz bytes from @p be copied 16 bytes at a time? */
 static int aligned16(const void *p, int64_t stride, int esz)
 {
 	return ((uintptr_t)p & 15) == 0 && (stride * esz) % 16 == 0;
 }
 
-/* scales - the FP8 scale layout the strides describe, into @a; -EINVAL if none fits exactly. */
+/*
+ * scales - the FP8 scale layout into @a: the one the kernel was compiled for
+ * when its facts are known (per tensor then reads a_scale[0] and b_scale[e]
+ * whatever the strides), else the one the strides describe; -EINVAL if the
+ * strides are not exactly that layout.
+ */
 static int scales(const struct adapter_input *in, const struct moe_launch *l, struct moe_gemm_args *a,
 		  struct sm_err *why)
 {
 	const int64_t kg = cdiv(l->k, 128), ng = cdiv(l->n, 128);
+	int want = MOE_SCALE_NONE;
 
 	if (!l->a_scale || !l->b_scale)
 		return sm_err_set(why, -ENOENT, "rule %s: FP8 w8a8 with only one of a_scale and b_scale",
 				  in->rule->id);
-	if (!l->asm_ && !l->ask && !l->bse && !l->bsk && !l->bsn) {
+	if (in->compiled && compiled_scale(in, &want, why))
+		return -EINVAL;
+	if (want == MOE_SCALE_TENSOR ||
+	    (!want && !l->asm_ && !l->ask && !l->bse && !l->bsk && !l->bsn)) {
 		a->scale = MOE_SCALE_TENSOR;
 		a->bs_stride_e = 1;
 		return 0;
 	}
-	if (l->asm_ == 1 && l->ask == 1 && l->bsk == 1 && l->bsn == 1 && l->bse == l->n) {
+	if ((!want || want == MOE_SCALE_CHANNEL) && l->asm_ == 1 && l->ask == 1 && l->bsk == 1 &&
+	    l->bsn == 1 && l->bse == l->n) {
 		a->scale = MOE_SCALE_CHANNEL;
 		a->as_stride_m = 1, a->bs_stride_e = l->bse, a->bs_stride_n = 1;
 		return 0;
 	}
-	if (l->ask == 1 && l->asm_ == kg && l->bsk == 1 && l->bsn == kg && l->bse == ng * kg) {
+	if ((!want || want == MOE_SCALE_BLOCK) && l->ask == 1 && l->asm_ == kg && l->bsk == 1 &&
+	    l->bsn == kg && l->bse == ng * kg) {
 		a->scale = MOE_SCALE_BLOCK;
 		a->group_n = a->group_k = 128;
 		a->as_stride_m = l->asm_, a->as_stride_k = 1;
 		a->bs_stride_e = l->bse, a->bs_stride_n = l->bsn, a->bs_stride_k = 1;
 		return 0;
 	}
+	if (want)
+		return sm_err_set(why, -EINVAL, "scale strides (%d, %d; %d, %d, %d) are not the %s "
+				  "layout the kernel was compiled for, for K %d, N %d", l->asm_, l->ask,
+				  l->bse, l->bsk, l->bsn,
+				  want == MOE_SCALE_CHANNEL ? "per-channel" : "128x128 block", l->k, l->n);
 	return sm_err_set(why, -EINVAL, "scale strides (%d, %d; %d, %d, %d) are neither per tensor, "
 			  "per channel nor 128x128 blocks of K %d, N %d", l->asm_, l->ask, l->bse,
 			  l->bsk, l->bsn, l->k, l->n);
@@ -167,15 +351,28 @@ static int plan(const struct adapter_input *in, const struct moe_launch *l, stru
 	    !aligned16(l->b, l->be, quant == MOE_W4A16 ? 1 : esz))
 		return sm_err_set(why, -EINVAL, "A or B rows are not 16-byte aligned (am %d, bn %d, be %d)",
 				  l->am, l->bn, l->be);
+	if (!in->compiled && (adapter_dropped(in, "sorted_token_ids_ptr") ||
+			      adapter_dropped(in, "topk_weights_ptr")) &&
+	    adapter_may_drop(in, "sorted_token_ids_ptr") && adapter_may_drop(in, "topk_weights_ptr"))
+		return sm_err_set(why, -EINVAL, "sorted_token_ids_ptr or topk_weights_ptr is None "
+				  "(vLLM's naive block assignment, one token per block, or its modular "
+				  "gate/up): the launch cannot show which; the Python hook's compiled "
+				  "facts tell them apart, and only the modular gate/up is rerouted");
 	if (!l->sorted_ids)
 		return sm_err_set(why, -EINVAL, "sorted_token_ids_ptr is None (vLLM's naive block "
 				  "assignment, one token per block): moe_gemm needs the aligned routing");
-	if (!l->expert_ids || !l->ntpp || !l->c || !l->topk_weights)
+	if (!l->expert_ids || !l->ntpp || !l->c || (!l->topk_weights && !in->compiled))
 		return sm_err_set(why, -EINVAL, "a routing pointer is NULL");
-	if (setting_int(in, "hidden_size", "the model's hidden size", &hidden, why) ||
-	    setting_int(in, "top_k", "top_k (the model's num_experts_per_tok)", &model_top_k, why) ||
-	    moe_half(l->n, l->k, hidden, model_top_k, l->num_valid, &a.top_k, &a.mul_routed_weight, why))
+	if (in->compiled) {
+		if (compiled_moe(in, l, quant, &a, why))
+			return -EINVAL;
+	} else if (setting_int(in, "hidden_size", "the model's hidden size", &hidden, why) ||
+		   setting_int(in, "top_k", "top_k (the model's num_experts_per_tok)", &model_top_k,
+			       why) ||
+		   moe_half(l->n, l->k, hidden, model_top_k, l->num_valid, &a.top_k,
+			    &a.mul_routed_weight, why)) {
 		return -EINVAL;
+	}
 	tm = moe_gemm_rows_tile((int32_t)bm, l->num_valid, l->em);
 	if (!tm)
 		return sm_err_set(why, -EINVAL, "BLOCK_SIZE_M %g is not a multiple of 16", bm);

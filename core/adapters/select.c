@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "facts.h"
+
 #define MAX_WAYS 16
 
 /*
@@ -64,13 +66,37 @@ static const char *unsupported_present(const struct rule *r, uint64_t way)
 	return NULL;
 }
 
-/* try_rule - every way @r reads @l; counts consistent plans into @found/@plan. */
+/*
+ * read_facts - with the kernel's compiled facts there is one reading of @r,
+ * the one they state, and every value of @r and @tile they state must be
+ * @r's: 1 with ways[0], or 0 after noting why not.
+ */
+static int read_facts(const struct rule *r, const struct select_launch *l,
+		      const struct rule_tile *tile, uint64_t *ways, struct progress *p)
+{
+	struct sm_err why;
+
+	if (facts_reading(r, l->compiled, l->param_sizes, l->n_params, &ways[0], &why)) {
+		note(p, STAGE_PARAMS, NULL, 0, &why);
+		return 0;
+	}
+	if (facts_values(r, tile, l->compiled, &why)) {
+		note(p, STAGE_ADAPTER, r, ways[0], &why);
+		return 0;
+	}
+	return 1;
+}
+
+/*
+ * try_rule - every way @r reads @l (with compiled facts: the one they state);
+ * counts consistent plans into @found/@plan.
+ */
 static void try_rule(const struct rule *r, const struct select_launch *l, struct progress *p,
 		     struct reroute_plan *plan, const struct rule **chosen, int *found,
 		     int *differ)
 {
 	struct adapter_input in = { .rule = r, .params = l->params, .dynamic_smem = l->dynamic_smem,
-				    .setting = l->setting };
+				    .setting = l->setting, .compiled = l->compiled };
 	adapter_fn *adapt = adapter_find(r->adapter);
 	uint64_t ways[MAX_WAYS];
 	struct sm_err why;
@@ -86,9 +112,15 @@ static void try_rule(const struct rule *r, const struct select_launch *l, struct
 		note(p, STAGE_TILE, NULL, 0, &why);
 		return;
 	}
-	n = rule_match_supported(r, l->param_sizes, l->n_params, ways, MAX_WAYS);
-	if (n == 0)
-		n = rule_match(r, l->param_sizes, l->n_params, ways, MAX_WAYS);
+	if (l->compiled) {
+		n = read_facts(r, l, in.tile, ways, p);
+		if (n == 0)
+			return;
+	} else {
+		n = rule_match_supported(r, l->param_sizes, l->n_params, ways, MAX_WAYS);
+		if (n == 0)
+			n = rule_match(r, l->param_sizes, l->n_params, ways, MAX_WAYS);
+	}
 	if (n == 0 || n > MAX_WAYS) {
 		sizes_text(l, sizes, sizeof(sizes));
 		sm_err_set(&why, -EINVAL, "%s has %u parameters (%s bytes), which %s %s", r->kernel,

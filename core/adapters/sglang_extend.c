@@ -13,6 +13,13 @@
  * extend K layout, which is what tells a dropped kv_group_num (== 1) from a
  * dropped compact_batch_size (== 1) in SGLang main.  The KV cache dtype is
  * compiled in and invisible: it comes from SM120SHIM_KV_CACHE_DTYPE.
+ *
+ * With the kernel's compiled facts (the Python hook, facts.h) the reading of
+ * the dropped parameters and every value the rule states are checked by
+ * select.c, and here: the element type of every pointer against what
+ * attn_extend reads (extend_types: bf16 q/k/v/o, int32 qo_indptr and
+ * kv_indptr, int64 kv_indices), the KV cache dtype from K_Buffer's type
+ * (SM120SHIM_KV_CACHE_DTYPE, if set, must agree), and no score_mod.
  */
 #include <errno.h>
 #include <math.h>
@@ -20,7 +27,32 @@
 #include <string.h>
 
 #include "../../kernels/attention/extend.h"
+#include "../rules/compiled.h"
 #include "adapter.h"
+#include "facts.h"
+
+/* The element type attn_extend reads or writes through each pointer, and what another would do. */
+static const struct {
+	const char *param, *type, *consequence;
+} extend_types[] = {
+	{ "Q_Extend", "*bf16", "so another q dtype (fp16) would be decoded wrongly" },
+	{ "K_Extend", "*bf16", "so another key dtype would be decoded wrongly" },
+	{ "V_Extend", "*bf16", "so another value dtype would be decoded wrongly" },
+	{ "O_Extend", "*bf16", "so an output of another dtype would be written as bf16 bits" },
+	{ "qo_indptr", "*i32", "so wider offsets would be read as pairs of int32 and every "
+			       "sequence's rows misplaced" },
+	{ "kv_indptr", "*i32", "so wider offsets would be read as pairs of int32 and every "
+			       "sequence's prefix misplaced" },
+	{ "kv_indices", "*i64", "so slots of another width would be misread" },
+};
+
+/* The KV cache dtypes attn_extend has kernels for: SM120SHIM_KV_CACHE_DTYPE and K_Buffer's type. */
+static const struct {
+	const char *setting, *type;
+} cache_types[] = {
+	{ "bf16", "*bf16" },          /* row 0: bf16 */
+	{ "fp8_e4m3", "*fp8e4nv" },   /* row 1: FP8 E4M3 */
+};
 
 /* layout_ok - do @heads rows of @width elements at strides (@tok, @head) not overlap? */
 static int layout_ok(int32_t tok, int32_t head, int64_t heads, int64_t width)
@@ -96,24 +128,79 @@ static const struct variant {
 #undef EXTEND_VARIANT
 };
 
-/* variant_for - the kernel row of head sizes @lq/@lv, and the cache dtype setting. */
+/* cache_row - the cache_types row of @text in column @type (0: setting, 1: type), or -1. */
+static int cache_row(const char *text, int type)
+{
+	int i;
+
+	for (i = 0; i < (int)(sizeof(cache_types) / sizeof(cache_types[0])); i++)
+		if (strcmp(type ? cache_types[i].type : cache_types[i].setting, text) == 0)
+			return i;
+	return -1;
+}
+
+/*
+ * cache_dtype - is the KV cache FP8 E4M3 (1) or bf16 (0)?  With the compiled
+ * facts, K_Buffer's element type (V_Buffer's must be the same) decides, and
+ * SM120SHIM_KV_CACHE_DTYPE, when set, must agree; without them the setting.
+ */
+static int cache_dtype(const struct adapter_input *in, int *fp8, struct sm_err *why)
+{
+	const char *dtype = in->setting ? in->setting("kv_cache_dtype") : NULL;
+	int set = dtype ? cache_row(dtype, 0) : -1, got;
+	char k[32] = "", v[32] = "";
+
+	if (!dtype && !in->compiled)
+		return sm_err_set(why, -EINVAL, "the KV cache dtype is compiled into %s and cannot be "
+				  "read from the launch: set SM120SHIM_KV_CACHE_DTYPE=bf16 or fp8_e4m3 "
+				  "(as SGLang's --kv-cache-dtype)", in->rule->kernel);
+	if (dtype && set < 0)
+		return sm_err_set(why, -EINVAL, "SM120SHIM_KV_CACHE_DTYPE=%s: use bf16 or fp8_e4m3",
+				  dtype);
+	if (!in->compiled) {
+		*fp8 = set;
+		return 0;
+	}
+	if (compiled_get(in->compiled, "K_Buffer", ':', k, sizeof(k)) ||
+	    compiled_get(in->compiled, "V_Buffer", ':', v, sizeof(v)) ||
+	    (got = cache_row(k, 1)) < 0 || strcmp(k, v) != 0)
+		return sm_err_set(why, -EINVAL, "K_Buffer is %s and V_Buffer %s in the compiled "
+				  "kernel; attn_extend reads a bf16 (*bf16) or FP8 E4M3 (*fp8e4nv) "
+				  "cache, both of one type", k[0] ? k : "untyped", v[0] ? v : "untyped");
+	if (dtype && set != got)
+		return sm_err_set(why, -EINVAL, "the kernel was compiled for a %s KV cache (K_Buffer "
+				  "%s) but SM120SHIM_KV_CACHE_DTYPE=%s: the two must agree; unset it "
+				  "to use the compiled type", cache_types[got].setting, k, dtype);
+	*fp8 = got;
+	return 0;
+}
+
+/* compiled_extend - with the compiled facts: every pointer's element type, and no score_mod. */
+static int compiled_extend(const struct adapter_input *in, struct sm_err *why)
+{
+	char mod[64];
+	size_t i;
+	int rc;
+
+	for (i = 0; i < sizeof(extend_types) / sizeof(extend_types[0]); i++)
+		if (facts_type(in->compiled, extend_types[i].param, extend_types[i].type, "attn_extend",
+			       extend_types[i].consequence, why))
+			return -EINVAL;
+	rc = compiled_get(in->compiled, "SCORE_MOD", '=', mod, sizeof(mod));
+	if (rc != -ENOENT && (rc || strcmp(mod, "None") != 0))
+		return sm_err_set(why, -EINVAL, "the kernel was compiled with SCORE_MOD %s; attn_extend "
+				  "applies none (SCORE_MOD None)", rc ? "(a function)" : mod);
+	return 0;
+}
+
+/* variant_for - the kernel row of head sizes @lq/@lv and the cache dtype (cache_dtype). */
 static const struct variant *variant_for(const struct adapter_input *in, int lq, int lv, int *fp8,
 					 struct sm_err *why)
 {
-	const char *dtype = in->setting ? in->setting("kv_cache_dtype") : NULL;
 	size_t i;
 
-	if (!dtype) {
-		sm_err_set(why, -EINVAL, "the KV cache dtype is compiled into %s and cannot be read "
-			   "from the launch: set SM120SHIM_KV_CACHE_DTYPE=bf16 or fp8_e4m3 (as "
-			   "SGLang's --kv-cache-dtype)", in->rule->kernel);
+	if (cache_dtype(in, fp8, why))
 		return NULL;
-	}
-	if (strcmp(dtype, "bf16") != 0 && strcmp(dtype, "fp8_e4m3") != 0) {
-		sm_err_set(why, -EINVAL, "SM120SHIM_KV_CACHE_DTYPE=%s: use bf16 or fp8_e4m3", dtype);
-		return NULL;
-	}
-	*fp8 = strcmp(dtype, "fp8_e4m3") == 0;
 	if (*fp8 && !adapter_has(in, "k_scale")) {
 		sm_err_set(why, -EINVAL, "rule %s (no k_scale/v_scale) with an FP8 KV cache: how "
 			   "that release scales FP8 keys is not verified", in->rule->id);
@@ -195,7 +282,8 @@ int adapt_sglang_extend(const struct adapter_input *in, struct reroute_plan *pla
 		return sm_err_set(why, -EINVAL, "KV buffer strides (%d, %d, %d, %d) do not fit %lld "
 				  "KV heads of Lq %lld / Lv %lld", s[8], s[9], s[10], s[11],
 				  (long long)hkv, (long long)lq, (long long)lv);
-	if (check_pages(in, s[8], s[10], why) || check_extras(in, (int32_t)in->grid[0], why))
+	if (check_pages(in, s[8], s[10], why) || check_extras(in, (int32_t)in->grid[0], why) ||
+	    (in->compiled && compiled_extend(in, why)))
 		return -EINVAL;
 	k = variant_for(in, (int)lq, (int)lv, &fp8, why);
 	if (!k)

@@ -22,6 +22,13 @@
  * `v = tl.trans(k)` in the IS_MLA branch).  So the bundled kernel scales V by
  * k_scale: its v_scale argument is the k_scale pointer, whatever v_scale the
  * caller passed.
+ *
+ * With the kernel's compiled facts (the Python hook, facts.h), select.c has
+ * checked every value the rule states (IS_MLA, Lk, Lv, the block sizes,
+ * logit_cap); here PAGE_SIZE comes from them (SM120SHIM_PAGE_SIZE, if set,
+ * must agree), kv_group_num, q_head_num and NUM_KV_SPLITS must be the ones
+ * derived, and every pointer must have the element type attn_decode reads
+ * (decode_types).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -30,28 +37,66 @@
 
 #include "../../kernels/attention/decode.h"
 #include "adapter.h"
+#include "facts.h"
+
+/* The element type attn_decode reads or writes through each pointer (NULL: the cache's). */
+static const struct {
+	const char *param, *type, *consequence;
+} decode_types[] = {
+	{ "Q", "*bf16", "so another q dtype (fp16) would be decoded wrongly" },
+	{ "K_Buffer", NULL, "so another cache format would be decoded wrongly" },
+	{ "V_Buffer", NULL, "so another cache format would be decoded wrongly" },
+	{ "Req_to_tokens", "*i32", "so page numbers of another width would be misread" },
+	{ "B_Seqlen", "*i32", "so lengths of another width would be misread" },
+	{ "Att_Out", "*fp32", "so partials would be written in the wrong format" },
+	{ "k_scale", "*fp32", "so the scale would be misread" },
+	{ "v_scale", "*fp32", "so the scale would be misread" },
+};
 
 /*
- * pages_of - PAGE_SIZE (SM120SHIM_PAGE_SIZE: vLLM compiles it in, and the page
- * stride cannot tell it, since pages of several layers may interleave) and
- * the page stride: stride_buf_kpbs where vLLM passes it, else pages are
- * contiguous.
+ * page_size - PAGE_SIZE: vLLM compiles it in, and the page stride cannot tell
+ * it, since pages of several layers may interleave.  From the compiled facts
+ * when they state it (SM120SHIM_PAGE_SIZE, when set, must agree), else from
+ * SM120SHIM_PAGE_SIZE.
+ */
+static int page_size(const struct adapter_input *in, long *page, struct sm_err *why)
+{
+	const char *s = in->setting ? in->setting("page_size") : NULL;
+	int64_t compiled = 0;
+	int known = in->compiled && facts_int(in->compiled, "PAGE_SIZE", &compiled) == 0;
+	char *end;
+	long v = 0;
+
+	if (!s && !known)
+		return sm_err_set(why, -EINVAL, "vLLM compiles PAGE_SIZE into %s and the launch "
+				  "cannot show it: set SM120SHIM_PAGE_SIZE to vLLM's --block-size",
+				  in->rule->kernel);
+	if (s) {
+		v = strtol(s, &end, 10);
+		if (*end || v < 1 || v > 65536)
+			return sm_err_set(why, -EINVAL, "SM120SHIM_PAGE_SIZE=%s is not a page size", s);
+	}
+	if (known && (compiled < 1 || compiled > 65536 || (s && v != compiled)))
+		return sm_err_set(why, -EINVAL, "the kernel was compiled with PAGE_SIZE %lld%s%s: "
+				  "%s", (long long)compiled, s ? " but SM120SHIM_PAGE_SIZE=" : "",
+				  s ? s : "", s ? "the two must agree; unset it to use the compiled value" :
+				  "not a page size");
+	*page = known ? (long)compiled : v;
+	return 0;
+}
+
+/*
+ * pages_of - PAGE_SIZE (page_size) and the page stride: stride_buf_kpbs
+ * where vLLM passes it, else pages are contiguous.
  */
 static int pages_of(const struct adapter_input *in, int32_t kbs, int64_t *page,
 		    int64_t *page_stride, struct sm_err *why)
 {
-	const char *s = in->setting ? in->setting("page_size") : NULL;
 	int32_t kpbs, vpbs;
-	char *end;
-	long v;
+	long v = 0;
 
-	if (!s)
-		return sm_err_set(why, -EINVAL, "vLLM compiles PAGE_SIZE into %s and the launch "
-				  "cannot show it: set SM120SHIM_PAGE_SIZE to vLLM's --block-size",
-				  in->rule->kernel);
-	v = strtol(s, &end, 10);
-	if (*end || v < 1 || v > 65536)
-		return sm_err_set(why, -EINVAL, "SM120SHIM_PAGE_SIZE=%s is not a page size", s);
+	if (page_size(in, &v, why))
+		return -EINVAL;
 	*page = v;
 	*page_stride = (int64_t)kbs * v;
 	if (!adapter_has(in, "stride_buf_kpbs"))
@@ -61,8 +106,36 @@ static int pages_of(const struct adapter_input *in, int32_t kbs, int64_t *page,
 		return -EINVAL;
 	if (kpbs != vpbs || kpbs < *page_stride || kpbs % 16 != 0)
 		return sm_err_set(why, -EINVAL, "page strides %d / %d cannot hold %ld tokens of "
-				  "stride %d (SM120SHIM_PAGE_SIZE=%s)", kpbs, vpbs, v, kbs, s);
+				  "stride %d (PAGE_SIZE)", kpbs, vpbs, v, kbs);
 	*page_stride = kpbs;
+	return 0;
+}
+
+/*
+ * compiled_decode - with the compiled facts: kv_group_num and q_head_num are
+ * the @heads, NUM_KV_SPLITS the @splits derived from Att_Out, and every
+ * pointer has the element type attn_decode reads (@fp8: an E4M3 cache).
+ */
+static int compiled_decode(const struct adapter_input *in, int64_t heads, int64_t splits, int fp8,
+			   struct sm_err *why)
+{
+	static const char *const derived[] = { "kv_group_num", "q_head_num", "NUM_KV_SPLITS" };
+	int64_t want[3] = { heads, heads, splits }, got = -1;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < 3; i++) {
+		rc = facts_int(in->compiled, derived[i], &got);
+		if (rc != -ENOENT && (rc || got != want[i]))
+			return sm_err_set(why, -EINVAL, "the kernel was compiled with %s %lld; the "
+					  "launch's Att_Out and grid give %lld", derived[i],
+					  (long long)got, (long long)want[i]);
+	}
+	for (i = 0; i < sizeof(decode_types) / sizeof(decode_types[0]); i++)
+		if (facts_type(in->compiled, decode_types[i].param,
+			       decode_types[i].type ? decode_types[i].type : fp8 ? "*fp8e4nv" : "*bf16",
+			       "attn_decode", decode_types[i].consequence, why))
+			return -EINVAL;
 	return 0;
 }
 
@@ -119,6 +192,8 @@ int adapt_vllm_mla_decode(const struct adapter_input *in, struct reroute_plan *p
 		return -EINVAL;
 	if (fp8 && !ks)
 		return sm_err_set(why, -EINVAL, "an FP8 cache without a k_scale pointer");
+	if (in->compiled && compiled_decode(in, heads, splits, fp8 != 0, why))
+		return -EINVAL;
 
 	a.q = q, a.k = k, a.v = v;
 	a.out = (float *)(uintptr_t)out;

@@ -17,10 +17,18 @@ answers the target, nothing touches a GPU), and written out as
                                       runtime arguments' bytes ("args", in
                                       Triton's order, its two scratch
                                       pointers last), the settings the case
-                                      deploys with, mode reroute, target sm120
+                                      deploys with, what Triton compiled into
+                                      the kernel ("compiled": the Python
+                                      hook's describe() of the CompiledKernel,
+                                      as the shim logs it), mode reroute,
+                                      target sm120
   OUT_DIR/expect.tsv                  case, kernel, rule, bundled kernel the
                                       shim must choose ("-": the launch fits
-                                      and must pass; "!": it must be refused)
+                                      and must pass; "!": it must be refused),
+                                      a text the reason must contain (may be
+                                      empty), and 1 when the decision depends
+                                      on the compiled facts (0: the same
+                                      without them)
 The parameter sizes are not written: the test takes them from the cubin with
 `sm120 scan`, so Triton's own dropping of parameters is what is matched.
 """
@@ -30,8 +38,13 @@ import struct
 import sys
 import types
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import functools
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "shim", "python"))
 import frameworks  # noqa: E402
+from sm120shim_hook import describe  # noqa: E402  (the shim's own, not a copy)
 
 
 # ---------------------------------------------------------------- stand-in torch
@@ -193,22 +206,23 @@ def event(name, grid, bound, spec, kernel, settings):
     return {"event": "launch", "kernel": name, "mode": "reroute", "target": "sm120",
             "static_smem": 0, "dynamic_smem": kernel.metadata.shared,
             "grid": list(grid), "block": [kernel.metadata.num_warps * 32, 1, 1],
-            "args": args, "settings": settings}
+            "args": args, "settings": settings, "compiled": describe(kernel)}
 
 
 # ---------------------------------------------------------------- cases
 
-def vllm_mla_decode(release, batch, heads, page, splits, lens_max):
+def vllm_mla_decode(release, batch, heads, page, splits, lens_max, act="bfloat16", settings=None):
     """vLLM TRITON_MLA decode as TritonMLAImpl.forward_mqa calls it: FP8 cache
-    [pages, page, 1, 576], V its first 512 channels, IS_MLA."""
+    [pages, page, 1, 576], V its first 512 channels, IS_MLA; q and o of dtype
+    @act.  @settings replaces the deployment's (page_size = vLLM's --block-size)."""
     mod = frameworks.load("vllm", release, "vllm/v1/attention/ops/triton_decode_attention.py")
     sink = []
     mod._fwd_grouped_kernel_stage1 = Catch(mod._fwd_grouped_kernel_stage1, sink)
     mod._fwd_kernel_stage2 = Catch(mod._fwd_kernel_stage2, sink)
     pages = batch * ((lens_max + page - 1) // page) + 1
     cache = Tensor((pages, page, 576), "float8_e4m3fn").unsqueeze(2)
-    q = Tensor((batch, heads, 576), "bfloat16")
-    o = Tensor((batch, heads, 512), "bfloat16")
+    q = Tensor((batch, heads, 576), act)
+    o = Tensor((batch, heads, 512), act)
     lse = Tensor((batch, heads), "float32")
     table = Tensor((batch, (lens_max + page - 1) // page), "int32")
     lens = Tensor((batch,), "int32")
@@ -216,30 +230,35 @@ def vllm_mla_decode(release, batch, heads, page, splits, lens_max):
     ks, vs = Tensor((), "float32"), Tensor((), "float32")
     mod.decode_attention_fwd(q, cache, cache.narrow_last(512), o, lse, table, lens, logits, splits,
                              0.1171, page, k_scale=ks, v_scale=vs, is_mla=True)
-    return sink, {"page_size": str(page)}
+    return sink, {"page_size": str(page)} if settings is None else settings
 
 
-def sglang_extend(release, kv, batch, heads, prefix, extend):
+def sglang_extend(release, kv, batch, heads, prefix, extend, act="bfloat16", qo="int32",
+                  settings=None):
     """SGLang's MLA absorbed extend attention as its Triton backend calls it:
     q [tokens, heads, 576]; k the [tokens, 1, 576] latent, v its first 512
-    channels; the cache [slots, 1, 576] with V its first 512 channels."""
+    channels; the cache [slots, 1, 576] with V its first 512 channels.  @kv:
+    bf16, fp16 or fp8_e4m3; q, k, v and o of dtype @act; qo_indptr of dtype
+    @qo (int64 as SGLang 0.5.23's host builds it).  @settings replaces the
+    deployment's (kv_cache_dtype = @kv)."""
     mod = frameworks.load("sglang", release,
                           "sglang/srt/layers/attention/triton_ops/extend_attention.py")
     sink = []
     mod._fwd_kernel = Catch(mod._fwd_kernel, sink)
     tokens, slots = batch * extend, batch * (prefix + extend) + 7
-    cache_dtype = "float8_e4m3fn" if kv == "fp8_e4m3" else "bfloat16"
-    k = Tensor((tokens, 1, 576), "bfloat16")
+    cache_dtype = {"fp8_e4m3": "float8_e4m3fn", "bf16": "bfloat16", "fp16": "float16"}[kv]
+    k = Tensor((tokens, 1, 576), act)
     buf = Tensor((slots, 1, 576), cache_dtype)
     mod.extend_attention_fwd(
-        Tensor((tokens, heads, 576), "bfloat16"), k, k.narrow_last(512),
-        Tensor((tokens, heads, 512), "bfloat16"), buf, buf.narrow_last(512),
-        Tensor((batch + 1,), "int32"), Tensor((batch + 1,), "int32"),
+        Tensor((tokens, heads, 576), act), k, k.narrow_last(512),
+        Tensor((tokens, heads, 512), act), buf, buf.narrow_last(512),
+        Tensor((batch + 1,), qo), Tensor((batch + 1,), "int32"),
         Tensor((batch * prefix,), "int64"), None, True, None, extend, sm_scale=0.1171)
-    return sink, {"kv_cache_dtype": kv}
+    return sink, {"kv_cache_dtype": kv} if settings is None else settings
 
 
-def sglang_moe(release, quant, tokens, experts, top_k, n, k, down=False):
+def sglang_moe(release, quant, tokens, experts, top_k, n, k, down=False, act="bfloat16",
+               settings=None):
     """SGLang's invoke_fused_moe_kernel at its default FP8 configuration (the
     one every release before 2026-06-23 picks when no tuned file names the
     GPU: 128x256x128, GROUP_SIZE_M 32, 8 warps, 4 stages), on the routing
@@ -247,8 +266,11 @@ def sglang_moe(release, quant, tokens, experts, top_k, n, k, down=False):
     (BLOCK_SIZE_M - 1)).  @quant: "fp8_block" (128x128 block scales) or
     "fp8_tensor".  @down: the down projection as fused_experts launches it
     (one row per routed token, top_k 1 compiled in, the routed weight
-    applied), N then being the hidden size.  The activation quantizers are host functions: stand-ins
-    return FP8 activations and their scales in SGLang's shapes."""
+    applied), N then being the hidden size.  @act: the model's dtype (hidden
+    states and output; SGLang's compute_type follows it).  @settings replaces
+    the deployment's (top_k, hidden_size as sm120 run --model sets them).
+    The activation quantizers are host functions: stand-ins return FP8
+    activations and their scales in SGLang's shapes."""
     frameworks.STUBS["sglang"]()
     quant_mod = sys.modules["sglang.srt.layers.quantization.fp8_kernel"]
     quant_mod.scaled_fp8_quant = lambda a, scale=None, use_per_token_if_dynamic=False: (
@@ -273,23 +295,27 @@ def sglang_moe(release, quant, tokens, experts, top_k, n, k, down=False):
                else Tensor((experts,), "float32"))
     rows = tokens * top_k if down else tokens
     mod.invoke_fused_moe_kernel(
-        Tensor((rows, k), "bfloat16"), Tensor((experts, n, k), "float8_e4m3fn"), None,
-        Tensor((tokens, top_k, n), "bfloat16"), None, b_scale, None,
+        Tensor((rows, k), act), Tensor((experts, n, k), "float8_e4m3fn"), None,
+        Tensor((tokens, top_k, n), act), None, b_scale, None,
         Tensor((tokens, top_k), "float32"), Tensor((tokens, top_k), "int32"),
         Tensor((em,), "int32"), Tensor((em // config["BLOCK_SIZE_M"],), "int32"),
-        Tensor((1,), "int32"), down, 1 if down else top_k, config, tl_bfloat16(), True, False,
+        Tensor((1,), "int32"), down, 1 if down else top_k, config, tl_dtype(act), True, False,
         False, False, False, block_shape=block)
-    return sink, {"top_k": str(top_k), "hidden_size": str(n if down else k)}
+    return sink, ({"top_k": str(top_k), "hidden_size": str(n if down else k)}
+                  if settings is None else settings)
 
 
-def tl_bfloat16():
+def tl_dtype(name):
+    """The Triton dtype SGLang passes as compute_type for a model of dtype @name."""
     import triton.language as tl
-    return tl.bfloat16
+    return {"bfloat16": tl.bfloat16, "float16": tl.float16}[name]
 
 
-# name: (function, arguments, {kernel: (rule, bundled kernel), or one such pair
-# per architecture}); rule "-": the launch must pass (it fits); "!": it must
-# be refused.
+# name: (function, arguments, {kernel: (rule, bundled kernel[, text of the
+# reason]), or one such tuple per architecture}); rule "-": the launch must
+# pass (it fits); "!": it must be refused.  Every launch carries the compiled
+# facts, as under the shim with the Python hook.
+with_ = functools.partial
 CASES = {
     "vllm-0.33.0-decode-kimi-tp8": (vllm_mla_decode, ("0.33.0", 5, 8, 16, 16, 4099),
                                     {"_fwd_grouped_kernel_stage1": ("vllm-mla-decode-2026-06",
@@ -326,7 +352,67 @@ CASES = {
     # These releases read an FP8 cache without k_scale/v_scale: not verified, refused.
     "sglang-0.5.9-extend-kimi-tp8-fp8": (sglang_extend, ("0.5.9", "fp8_e4m3", 2, 8, 77, 333),
                                          {"_fwd_kernel": {120: ("-", "-"), 90: ("!", "-")}}),
+    # --- what the compiled facts change (rules/AUDIT.md F1-F3): each case from
+    # here on decides otherwise without them (FACTS_DECIDE) ---
+    # F1: GLM-4.7 with SGLang's fused shared expert compiles top_k 9; with the
+    # facts no SM120SHIM_TOP_K is needed, and the model's num_experts_per_tok
+    # (8) set by hand is refused, naming both (2048 tokens: read with 8, every
+    # routed row would take another token's activations).
+    "sglang-0.5.9-moe-glm-tp8-gateup-fp8tensor-m2048-no-settings": (
+        with_(sglang_moe, settings={}), ("0.5.9", "fp8_tensor", 2048, 161, 9, 384, 5120),
+        {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_fp8_m128")}),
+    "sglang-0.5.9-moe-glm-tp8-gateup-fp8tensor-m2048-topk8": (
+        with_(sglang_moe, settings={"top_k": "8", "hidden_size": "5120"}),
+        ("0.5.9", "fp8_tensor", 2048, 161, 9, 384, 5120),
+        {"fused_moe_kernel": ("!", "-", "compiled with top_k 9 but SM120SHIM_TOP_K=8")}),
+    # ... and its down launch (top_k 1 compiled in) needs neither setting
+    "sglang-0.5.9-moe-glm-tp8-down-fp8tensor-m2048-no-settings": (
+        with_(sglang_moe, down=True, settings={}),
+        ("0.5.9", "fp8_tensor", 2048, 161, 9, 5120, 192),
+        {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_fp8_m128")}),
+    # F3: an fp16 model (compute_type fp16, fp16 output) is refused, not
+    # written as bf16 bits; the same for fp16 attention.
+    "sglang-0.5.9-moe-kimi-tp8-gateup-fp8block-m512-fp16": (
+        with_(sglang_moe, act="float16"), ("0.5.9", "fp8_block", 512, 384, 8, 512, 7168),
+        {"fused_moe_kernel": ("!", "-", "compute_type fp16")}),
+    "sglang-0.5.8-extend-kimi-tp8-fp16": (
+        with_(sglang_extend, act="float16", settings={}), ("0.5.8", "fp16", 3, 8, 300, 1000),
+        {"_fwd_kernel": ("!", "-", "Q_Extend is *fp16")}),
+    "vllm-0.33.0-decode-kimi-tp8-fp16": (
+        with_(vllm_mla_decode, act="float16"), ("0.33.0", 5, 8, 16, 16, 4099),
+        {"_fwd_grouped_kernel_stage1": ("!", "-", "Q is *fp16"),
+         "_fwd_kernel_stage2": ("-", "-")}),
+    # F3: the KV cache dtype is the kernel's; no setting is needed, and a
+    # setting that disagrees is refused.
+    "sglang-0.5.8-extend-kimi-tp8-bf16-no-settings": (
+        with_(sglang_extend, settings={}), ("0.5.8", "bf16", 3, 8, 300, 1000),
+        {"_fwd_kernel": ("sglang-extend-2025-08", "attn_extend_mla576_bf16")}),
+    "sglang-0.5.8-extend-kimi-tp8-bf16-setting-fp8": (
+        with_(sglang_extend, settings={"kv_cache_dtype": "fp8_e4m3"}),
+        ("0.5.8", "bf16", 3, 8, 300, 1000),
+        {"_fwd_kernel": ("!", "-", "SM120SHIM_KV_CACHE_DTYPE=fp8_e4m3")}),
+    # F2: qo_indptr as SGLang 0.5.23's host builds it (int64), through the
+    # real 0.5.9 kernel (which loads whatever width it is given): refused.
+    "sglang-0.5.9-extend-kimi-tp8-bf16-qo-int64": (
+        with_(sglang_extend, qo="int64"), ("0.5.9", "bf16", 2, 8, 77, 333),
+        {"_fwd_kernel": {120: ("-", "-"), 90: ("!", "-", "qo_indptr is *i64")}}),
+    # PAGE_SIZE is the kernel's: no setting needed, a disagreeing one refused.
+    "vllm-0.33.0-decode-kimi-tp8-no-settings": (
+        with_(vllm_mla_decode, settings={}), ("0.33.0", 5, 8, 16, 16, 4099),
+        {"_fwd_grouped_kernel_stage1": ("vllm-mla-decode-2026-06", "attn_decode_mla_fp8"),
+         "_fwd_kernel_stage2": ("-", "-")}),
+    "vllm-0.33.0-decode-kimi-tp8-page-setting-64": (
+        with_(vllm_mla_decode, settings={"page_size": "64"}), ("0.33.0", 5, 8, 16, 16, 4099),
+        {"_fwd_grouped_kernel_stage1": ("!", "-", "compiled with PAGE_SIZE 16 but "
+                                        "SM120SHIM_PAGE_SIZE=64"),
+         "_fwd_kernel_stage2": ("-", "-")}),
 }
+
+
+# The cases whose decision depends on the compiled facts: every other case
+# must decide the same when its events are replayed without them.
+FACTS_DECIDE = set(list(CASES)[list(CASES).index(
+    "sglang-0.5.9-moe-glm-tp8-gateup-fp8tensor-m2048-no-settings"):])
 
 
 def main(out):
@@ -343,8 +429,9 @@ def main(out):
                         f.write(kernel.asm["cubin"])
                     log.write(json.dumps(event(name, grid, bound, spec, kernel, settings)) + "\n")
             for name, outcome in want.items():
-                rule, bundled = outcome.get(arch) if isinstance(outcome, dict) else outcome
-                expect.write(f"{case}\t{name}\t{rule}\t{bundled}\n")
+                rule, bundled, *reason = outcome.get(arch) if isinstance(outcome, dict) else outcome
+                expect.write(f"{case}\t{name}\t{rule}\t{bundled}\t{''.join(reason)}\t"
+                             f"{int(case in FACTS_DECIDE)}\n")
             print(f"# {case}: " + ", ".join(f"{n} {k.metadata.shared} B" for n, _, _, _, k in sink))
 
 

@@ -5,7 +5,12 @@
 # tensors, its launches caught at Triton's JIT), the cubin's parameter list
 # (read by sm120 scan), its shared memory, grid, block and argument values go
 # to `sm120 route` as the shim would log them, and the rule and bundled
-# kernel chosen must be the expected ones (a launch that fits must pass).
+# kernel chosen must be the expected ones (a launch that fits must pass),
+# and a refusal must give the expected reason.  Each event carries what
+# Triton compiled into the kernel ("compiled", the Python hook's describe()),
+# as the shim's log does under the hook; replayed without it (a process
+# without the hook), every case that does not depend on it must decide the
+# same.
 # A framework release that changes a signature then fails here, not in a
 # user's process.  Needs the packages `make oracle` fetches and the Triton
 # venv make test installs; without them every check fails, naming the step.
@@ -46,25 +51,43 @@ for line in open(f"{d}/{case}.jsonl"):
 PY
 	done
 	"$B/sm120" route --json --target sm120 "$work/$arch/all.jsonl" >"$work/$arch/route" 2>&1
+	# The same events as a process without the Python hook logs them.
+	python3 -c 'import json, sys
+for l in sys.stdin:
+    e = json.loads(l); e.pop("compiled", None); print(json.dumps(e))' \
+		<"$work/$arch/all.jsonl" >"$work/$arch/bare.jsonl"
+	"$B/sm120" route --json --target sm120 "$work/$arch/bare.jsonl" >"$work/$arch/bare" 2>&1
 	n=$(wc -l <"$work/$arch/expect.tsv")
-	planned=$((planned + n))
+	planned=$((planned + n + 1))
 	python3 - "$work/$arch" "$arch" <<'PY'
 import json, sys
 d, arch = sys.argv[1:3]
 events = [json.loads(l) for l in open(f"{d}/all.jsonl")]
 out = [l for l in open(f"{d}/route")]
 decisions = [json.loads(l) for l in out if l.startswith("{")]
+bare = [json.loads(l) for l in open(f"{d}/bare") if l.startswith("{")]
+facts_decide = set()
 for line in open(f"{d}/expect.tsv"):
-    case, kernel, rule, bundled = line.rstrip("\n").split("\t")
+    case, kernel, rule, bundled, text, facts = (line.rstrip("\n").split("\t") + ["", "0"])[:6]
+    if facts == "1":
+        facts_decide.add(case)
     got = [(e, r) for e, r in zip(events, decisions) if e["case"] == case and e["kernel"] == kernel]
     want = {"-": "pass", "!": "refuse"}.get(rule, f"reroute by {rule} to {bundled}")
     seen = sorted({r["decision"] + (f" by {r['rule']} to {r['rerouted_to']}" if "rule" in r else "")
                    for _, r in got})
     why = sorted({r["reason"] for _, r in got if "reason" in r})
-    good = len(decisions) == len(events) and bool(got) and seen == [want]
+    good = (len(decisions) == len(events) and bool(got) and seen == [want] and
+            all(text in r.get("reason", "") for _, r in got))
     smem = sorted({e["dynamic_smem"] for e, _ in got})
     print(f"{'ok' if good else 'not ok'} - sm_{arch} {case}: {kernel} ({smem} B, {len(got)} launches): "
           f"{want}" + (f" ({why[0]})" if why and good else "") + ("" if good else f"; got {seen} {why}"))
+key = lambda r: (r["decision"], r.get("rule"), r.get("rerouted_to"))
+differ = sorted({e["case"] for e, r, b in zip(events, decisions, bare)
+                 if e["case"] not in facts_decide and key(r) != key(b)})
+kept = len({e["case"] for e in events} - facts_decide)
+print(f"{'ok' if len(bare) == len(events) and not differ else 'not ok'} - sm_{arch}: the {kept} "
+      f"cases that do not depend on the compiled facts decide the same without them"
+      + (f"; differ: {differ}" if differ else ""))
 PY
 done
 echo "1..$planned"

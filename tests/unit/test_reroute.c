@@ -4,13 +4,17 @@
  * configurations, and the fused-MoE GEMMs of SGLang and vLLM at the FP8
  * default (rules/ as built into the shim): which rule and reading is
  * chosen, the plan the adapter builds, and each inconsistency it must refuse
- * with a reason.
+ * with a reason.  Then the same launches with the compiled facts the Python
+ * hook records (core/rules/compiled.h, core/adapters/facts.h), synthetic
+ * text in Triton's format: every check the facts enable, each both ways
+ * (rules/AUDIT.md F1-F6).
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -18,8 +22,10 @@
 #include "../../kernels/attention/decode.h"
 #include "../../kernels/attention/extend.h"
 #include "../../kernels/moe/moe_gemm.h"
+#include "../../core/adapters/facts.h"
 #include "../../core/adapters/fused_moe.h"
 #include "../../core/adapters/select.h"
+#include "../../core/rules/compiled.h"
 #include "../../core/route/route.h"
 
 /* One fake SGLang launch: parameter values by name, and which are dropped. */
@@ -32,6 +38,7 @@ struct fake {
 	void *params[RULE_MAX_PARAMS];
 	uint32_t sizes[RULE_MAX_PARAMS];
 	struct select_launch l;
+	char compiled[COMPILED_MAX];      /* with_facts() */
 };
 
 static const char *dtype_setting, *page_setting, *top_k_setting, *hidden_setting;
@@ -700,6 +707,536 @@ static void test_moe_decisions(void **state)
 	assert_int_equal(moe_gemm_rows_tile(8, 8, 8), 0);
 }
 
+/* ------------------------------------------------------------------ compiled facts */
+
+/* A runtime pointer's element type in synthetic facts. */
+struct ptype {
+	const char *name, *type;
+};
+
+static const struct ptype moe_fp8_types[] = {
+	{ "a_ptr", "*fp8e4nv" }, { "b_ptr", "*fp8e4nv" }, { "c_ptr", "*bf16" },
+	{ "a_scale_ptr", "*fp32" }, { "b_scale_ptr", "*fp32" }, { "topk_weights_ptr", "*fp32" },
+	{ "sorted_token_ids_ptr", "*i32" }, { "expert_ids_ptr", "*i32" },
+	{ "num_tokens_post_padded_ptr", "*i32" }, { NULL, NULL },
+};
+static const struct ptype extend_types[] = {
+	{ "Q_Extend", "*bf16" }, { "K_Extend", "*bf16" }, { "V_Extend", "*bf16" },
+	{ "O_Extend", "*bf16" }, { "K_Buffer", "*bf16" }, { "V_Buffer", "*bf16" },
+	{ "qo_indptr", "*i32" }, { "kv_indptr", "*i32" }, { "kv_indices", "*i64" }, { NULL, NULL },
+};
+static const struct ptype decode_types[] = {
+	{ "Q", "*bf16" }, { "K_Buffer", "*fp8e4nv" }, { "V_Buffer", "*fp8e4nv" },
+	{ "Req_to_tokens", "*i32" }, { "B_Seqlen", "*i32" }, { "Att_Out", "*fp32" },
+	{ "k_scale", "*fp32" }, { "v_scale", "*fp32" }, { NULL, NULL },
+};
+
+/* What SGLang 0.5.9 compiles into the extend kernel of kimi_extend (Triton 3.6). */
+#define EXTEND_CONSTEXPRS \
+	"num_warps=8;num_stages=1;SLIDING_WINDOW_SIZE=-1;logit_cap=0.0;xai_temperature_len=-1;" \
+	"Lq=576;Lv=512;BLOCK_DMODEL=512;BLOCK_DPE=64;BLOCK_DV=512;BLOCK_M=32;BLOCK_N=64;"      \
+	"USE_CUSTOM_MASK=0;IS_CAUSAL=1;SKIP_PREFIX_CUSTOM_MASK=1;STORE_TRANSPOSE=0;HAS_SINK=0"
+/* ... and vLLM 0.33 into the decode kernel of vllm_decode (8 heads, 16 splits, pages of 64). */
+#define DECODE_CONSTEXPRS \
+	"num_warps=4;num_stages=2;kv_group_num=8;q_head_num=8;BLOCK_DMODEL=512;BLOCK_DPE=64;" \
+	"BLOCK_DV=512;BLOCK_N=32;BLOCK_H=16;NUM_KV_SPLITS=16;PAGE_SIZE=64;logit_cap=0.0;"     \
+	"Lk=576;Lv=512;IS_MLA=1"
+
+static const char *type_in(const struct ptype *t, const char *name)
+{
+	for (; t && t->name; t++)
+		if (strcmp(t->name, name) == 0)
+			return t->type;
+	return NULL;
+}
+
+/*
+ * with_facts - give @f's launch the compiled facts the Python hook would
+ * record: @constexprs (options and constexprs), then every parameter of the
+ * rule in order, "name:type" when passed (a pointer typed by @retype, else
+ * by @types) and "name=None" / "name=1" when dropped; Triton's two scratch
+ * pointers are not in the facts.
+ */
+static void with_facts(struct fake *f, const char *constexprs, const struct ptype *types,
+		       const struct ptype *retype)
+{
+	static const char *const scalar[] = { [RULE_I64] = "i64", [RULE_I32] = "i32",
+					      [RULE_FP32] = "fp32", [RULE_U1] = "i1" };
+	size_t o = (size_t)snprintf(f->compiled, sizeof(f->compiled), "%s", constexprs);
+	uint32_t i;
+
+	for (i = 0; i < f->rule->n_params; i++) {
+		const struct rule_param *p = &f->rule->params[i];
+		const char *type = p->type == RULE_PTR ? type_in(retype, p->name) : scalar[p->type];
+
+		if (strcmp(p->name, "global_scratch") == 0 || strcmp(p->name, "profile_scratch") == 0)
+			continue;
+		if (f->dropped[i]) {
+			o += (size_t)snprintf(f->compiled + o, sizeof(f->compiled) - o, ";%s=%s",
+					      p->name, p->type == RULE_PTR ? "None" : "1");
+			continue;
+		}
+		if (!type)
+			type = type_in(types, p->name);
+		if (!type)
+			fail_msg("no type for %s", p->name);
+		o += (size_t)snprintf(f->compiled + o, sizeof(f->compiled) - o, ";%s:%s", p->name, type);
+	}
+	assert_true(o < sizeof(f->compiled));
+	f->l.compiled = f->compiled;
+}
+
+/* refact - @f's compiled facts with the first @from replaced by @to. */
+static void refact(struct fake *f, const char *from, const char *to)
+{
+	char rest[COMPILED_MAX], *at = strstr(f->compiled, from);
+
+	if (!at)
+		fail_msg("no '%s' in the facts", from);
+	snprintf(rest, sizeof(rest), "%s", at + strlen(from));
+	snprintf(at, sizeof(f->compiled) - (size_t)(at - f->compiled), "%s%s", to, rest);
+	f->l.compiled = f->compiled;
+}
+
+/* moe_facts - the fused_moe_kernel constexprs of a launch (FP8 per tensor unless @quant). */
+static void moe_facts(struct fake *f, int top_k, int mul, const char *quant, const struct ptype *retype)
+{
+	char text[1024];
+
+	snprintf(text, sizeof(text), "num_warps=8;num_stages=4;BLOCK_SIZE_M=128;BLOCK_SIZE_N=256;"
+		 "BLOCK_SIZE_K=128;GROUP_SIZE_M=16;MUL_ROUTED_WEIGHT=%d;top_k=%d;compute_type=bf16;"
+		 "use_fp8_w8a8=1;use_int8_w8a8=0;use_int8_w8a16=0;even_Ks=1;c_sorted=0;"
+		 "filter_expert=0;swap_ab=0;%s", mul, top_k,
+		 quant ? quant : "per_channel_quant=0;group_n=0;group_k=0");
+	with_facts(f, text, moe_fp8_types, retype);
+}
+
+/*
+ * glm_moe - GLM-4.7 at TP8 with SGLang's fused shared expert (161 experts,
+ * top_k 9 compiled in, num_experts_per_tok 8): the FP8 per-tensor gate/up
+ * launch (N 384, K 5120) of 2048 tokens, EM = 18432 + 162 * 127.
+ */
+static void glm_moe(struct fake *f, const char *rule_id)
+{
+	kimi_moe(f, rule_id);
+	set(f, "N", 384), set(f, "K", 5120), set(f, "stride_am", 5120);
+	set(f, "stride_be", 384 * 5120), set(f, "stride_bn", 5120), set(f, "stride_cm", 384);
+	set(f, "num_valid_tokens", 2048 * 9), set(f, "EM", 2048 * 9 + 162 * 127);
+	f->l.grid[0] = (unsigned)(((2048 * 9 + 162 * 127 + 127) / 128) * 2);
+	top_k_setting = NULL;
+	hidden_setting = NULL;
+}
+
+/* glm_down - the down launch of glm_moe: N 5120 (hidden), K 192, top_k 1 compiled in. */
+static void glm_down(struct fake *f, const char *rule_id)
+{
+	glm_moe(f, rule_id);
+	set(f, "N", 5120), set(f, "K", 192), set(f, "stride_am", 192);
+	set(f, "stride_be", 5120 * 192), set(f, "stride_bn", 192), set(f, "stride_cm", 5120);
+	f->l.grid[0] = (unsigned)(((2048 * 9 + 162 * 127 + 127) / 128) * 20);
+}
+
+/* F1: the compiled top_k is the one used; a setting that disagrees is refused. */
+static void test_facts_moe_top_k(void **state)
+{
+	struct fake f;
+	struct moe_gemm_args a;
+
+	(void)state;
+	/* no setting at all: the facts say top_k 9, gate/up (no routed weight) */
+	glm_moe(&f, "sglang-moe-2026-03");
+	moe_facts(&f, 9, 0, NULL, NULL);
+	a = moe_plan_args(&f, "sglang-moe-2026-03", NULL);
+	assert_int_equal(a.top_k, 9);
+	assert_int_equal(a.mul_routed_weight, 0);
+	assert_int_equal(a.scale, MOE_SCALE_TENSOR);
+	/* SM120SHIM_TOP_K agreeing (sm120 run --model counts the fused expert) */
+	top_k_setting = "9";
+	a = moe_plan_args(&f, "sglang-moe-2026-03", NULL);
+	assert_int_equal(a.top_k, 9);
+	/* the model's num_experts_per_tok set by hand: refused, naming both */
+	top_k_setting = "8";
+	expect_refusal(&f, "compiled with top_k 9 but SM120SHIM_TOP_K=8");
+	top_k_setting = "nine";
+	expect_refusal(&f, "SM120SHIM_TOP_K=nine is not top_k");
+	/* without the facts the setting is trusted: 18432 rows are whole tokens of 8
+	   too, so top_k 8 is used (rules/AUDIT.md F1, the residue) */
+	top_k_setting = "8";
+	hidden_setting = "5120";
+	f.l.compiled = NULL;
+	a = moe_plan_args(&f, "sglang-moe-2026-03", NULL);
+	assert_int_equal(a.top_k, 8);
+	/* routed rows that are not whole tokens of the compiled top_k */
+	glm_moe(&f, "sglang-moe-2026-03");
+	set(&f, "num_valid_tokens", 2048 * 9 + 4);
+	moe_facts(&f, 9, 0, NULL, NULL);
+	expect_refusal(&f, "18436 routed rows are not a multiple of the compiled top_k 9");
+	/* the down launch: top_k 1 and the routed weight, whatever SM120SHIM_TOP_K says */
+	glm_down(&f, "sglang-moe-main");
+	moe_facts(&f, 1, 1, NULL, NULL);
+	top_k_setting = "9";
+	a = moe_plan_args(&f, "sglang-moe-2026-03", NULL);
+	assert_int_equal(a.top_k, 1);
+	assert_int_equal(a.mul_routed_weight, 1);
+	assert_int_equal(a.N, 5120);
+}
+
+/* F5 and F6(a): MUL_ROUTED_WEIGHT as compiled, and a None topk_weights without it. */
+static void test_facts_moe_routed_weight(void **state)
+{
+	struct fake f;
+	struct moe_gemm_args a;
+
+	(void)state;
+	/* F5: vLLM's down launch under a post-GEMM2 hook does not apply the weight */
+	glm_down(&f, "vllm-moe-main");
+	moe_facts(&f, 1, 0, NULL, NULL);
+	a = moe_plan_args(&f, "vllm-moe-main", NULL);
+	assert_int_equal(a.top_k, 1);
+	assert_int_equal(a.mul_routed_weight, 0);
+	/* ... which the settings alone would read as 1 (the residue) */
+	f.l.compiled = NULL;
+	top_k_setting = "9";
+	hidden_setting = "5120";
+	a = moe_plan_args(&f, "vllm-moe-main", NULL);
+	assert_int_equal(a.mul_routed_weight, 1);
+	/* F6(a): vLLM's modular gate/up passes topk_weights None (MUL_ROUTED_WEIGHT 0) */
+	glm_moe(&f, "vllm-moe-main");
+	drop(&f, "topk_weights_ptr");
+	moe_facts(&f, 9, 0, NULL, NULL);
+	a = moe_plan_args(&f, "vllm-moe-main", NULL);
+	assert_int_equal(a.top_k, 9);
+	assert_null(a.topk_weights);
+	assert_ptr_equal(a.sorted_ids, (void *)0x700000);
+	/* ... a routed weight without weights is no launch a framework makes */
+	moe_facts(&f, 9, 1, NULL, NULL);
+	expect_refusal(&f, "compiled with MUL_ROUTED_WEIGHT but topk_weights_ptr is None");
+	/* ... and without the facts it cannot be told from naive block assignment */
+	f.l.compiled = NULL;
+	top_k_setting = "9";
+	hidden_setting = "5120";
+	expect_refusal(&f, "the launch cannot show which");
+	/* naive block assignment itself, with the facts: refused by its flag */
+	glm_moe(&f, "vllm-moe-main");
+	drop(&f, "sorted_token_ids_ptr");
+	moe_facts(&f, 9, 0, "per_channel_quant=0;group_n=0;group_k=0;naive_block_assignment=1", NULL);
+	expect_refusal(&f, "compiled with naive_block_assignment 1; rule vllm-moe-main reroutes it "
+			   "only with naive_block_assignment 0");
+}
+
+/* F3, F4, F6(b): compute type, operand types, flags and the scale layout. */
+static void test_facts_moe_formats(void **state)
+{
+	static const struct ptype fp16_out[] = { { "c_ptr", "*fp16" }, { NULL, NULL } };
+	static const struct ptype bf16_a[] = { { "a_ptr", "*bf16" }, { NULL, NULL } };
+	static const struct ptype int8_w[] = { { "b_ptr", "*i8" }, { NULL, NULL } };
+	static const char *const all_reduce =
+		"per_channel_quant=0;group_n=0;group_k=0;FUSE_SUM_ALL_REDUCE=1;ROUTER_TOPK=9;"
+		"FUSE_ADD_TO_OUTPUT=0;MASK_OUTPUT=0";
+	struct fake f;
+	struct moe_gemm_args a;
+
+	(void)state;
+	/* F3: an fp16 model compiles compute_type fp16 */
+	glm_moe(&f, "sglang-moe-2026-03");
+	moe_facts(&f, 9, 0, NULL, NULL);
+	refact(&f, "compute_type=bf16", "compute_type=fp16");
+	expect_refusal(&f, "compiled with compute_type fp16; moe_gemm computes and writes bf16");
+	/* ... an fp16 output buffer, bf16 activations with FP8 weights, int8 weights */
+	moe_facts(&f, 9, 0, NULL, fp16_out);
+	expect_refusal(&f, "c_ptr is *fp16 in the compiled kernel; moe_gemm reads it as *bf16");
+	moe_facts(&f, 9, 0, NULL, bf16_a);
+	expect_refusal(&f, "a_ptr is *bf16 in the compiled kernel; moe_gemm reads it as *fp8e4nv");
+	moe_facts(&f, 9, 0, NULL, int8_w);
+	expect_refusal(&f, "b_ptr is *i8 in the compiled kernel");
+	/* int8 w8a8 passes scale pointers like FP8: the rule's value refuses it */
+	moe_facts(&f, 9, 0, NULL, NULL);
+	refact(&f, "use_int8_w8a8=0", "use_int8_w8a8=1");
+	expect_refusal(&f, "compiled with use_int8_w8a8 1");
+	/* use_fp8_w8a8 off with both scale pointers */
+	moe_facts(&f, 9, 0, NULL, NULL);
+	refact(&f, "use_fp8_w8a8=1", "use_fp8_w8a8=0");
+	expect_refusal(&f, "compiled with use_fp8_w8a8 0, the launch passes scale pointers");
+	/* F4: SGLang main's fused all-reduce down launch is refused; off, rerouted */
+	glm_down(&f, "sglang-moe-main");
+	moe_facts(&f, 1, 1, all_reduce, NULL);
+	expect_refusal(&f, "compiled with FUSE_SUM_ALL_REDUCE 1; rule sglang-moe-");
+	expect_refusal(&f, "reroutes it only with FUSE_SUM_ALL_REDUCE 0");
+	refact(&f, "FUSE_SUM_ALL_REDUCE=1", "FUSE_SUM_ALL_REDUCE=0");
+	a = moe_plan_args(&f, "sglang-moe-main", "sglang-moe-2026-03");
+	assert_int_equal(a.mul_routed_weight, 1);
+	/* a tile value: BLOCK_SIZE_N 128 at the tile's bytes */
+	refact(&f, "BLOCK_SIZE_N=256", "BLOCK_SIZE_N=128");
+	expect_refusal(&f, "compiled with BLOCK_SIZE_N 128");
+	/* F6(b): vLLM per tensor passes stride_bse = 1 (dropped), the other scale strides 0 */
+	glm_moe(&f, "vllm-moe-main");
+	drop(&f, "stride_bse");
+	moe_facts(&f, 9, 0, NULL, NULL);
+	a = moe_plan_args(&f, "vllm-moe-main", NULL);
+	assert_int_equal(a.scale, MOE_SCALE_TENSOR);
+	assert_int_equal(a.bs_stride_e, 1);
+	f.l.compiled = NULL;
+	top_k_setting = "9";
+	hidden_setting = "5120";
+	expect_refusal(&f, "neither per tensor, per channel nor 128x128 blocks");
+	/* the facts' layout decides, and the strides must be that layout */
+	glm_moe(&f, "sglang-moe-2026-03");
+	moe_facts(&f, 9, 0, "per_channel_quant=1;group_n=0;group_k=0", NULL);
+	expect_refusal(&f, "are not the per-channel layout the kernel was compiled for");
+	moe_facts(&f, 9, 0, "per_channel_quant=0;group_n=64;group_k=64", NULL);
+	expect_refusal(&f, "compiled with 64 x 64 block scales; moe_gemm's are 128 x 128");
+	set(&f, "stride_asm", 40), set(&f, "stride_bse", 3 * 40), set(&f, "stride_bsn", 40);
+	drop(&f, "stride_ask"), drop(&f, "stride_bsk");
+	moe_facts(&f, 9, 0, "per_channel_quant=0;group_n=128;group_k=128", NULL);
+	a = moe_plan_args(&f, "sglang-moe-2026-03", NULL);
+	assert_int_equal(a.scale, MOE_SCALE_BLOCK);
+	assert_int_equal(a.as_stride_m, 40);
+}
+
+/*
+ * kimi_gptq - Kimi K2's INT4 w4a16 gate/up at TP8 (N 512, K 7168, group 32)
+ * at SGLang's 128 x 256 x 128 tile: B [E, N, K/2] bytes, scales [E, N, K/32].
+ */
+static void kimi_gptq(struct fake *f)
+{
+	static const struct ptype types[] = {
+		{ "a_ptr", "*bf16" }, { "b_ptr", "*u8" }, { "c_ptr", "*bf16" }, { "b_scale_ptr", "*bf16" },
+		{ "topk_weights_ptr", "*fp32" }, { "sorted_token_ids_ptr", "*i32" },
+		{ "expert_ids_ptr", "*i32" }, { "num_tokens_post_padded_ptr", "*i32" }, { NULL, NULL },
+	};
+
+	kimi_moe(f, "sglang-moe-gptq-awq");
+	drop(f, "b_zp_ptr"), drop(f, "stride_bsk");
+	set(f, "stride_be", 512 * 3584), set(f, "stride_bn", 3584);
+	set(f, "stride_bse", 512 * 224), set(f, "stride_bsn", 224);
+	f->l.kernel = "fused_moe_kernel_gptq_awq";
+	f->l.dynamic_smem = 163840;
+	top_k_setting = NULL;
+	hidden_setting = NULL;
+	with_facts(f, "num_warps=8;num_stages=4;N=512;K=7168;group_size=32;BLOCK_SIZE_M=128;"
+		   "BLOCK_SIZE_N=256;BLOCK_SIZE_K=128;GROUP_SIZE_M=1;MUL_ROUTED_WEIGHT=0;top_k=8;"
+		   "compute_type=bf16;has_zp=0;use_int4_w4a16=1;use_int8_w8a16=0;even_Ks=1;"
+		   "filter_expert=0", types, NULL);
+}
+
+static void test_facts_gptq(void **state)
+{
+	struct fake f;
+	struct moe_gemm_args a;
+
+	(void)state;
+	kimi_gptq(&f);
+	a = moe_plan_args(&f, "sglang-moe-gptq-awq", NULL);
+	assert_int_equal(a.top_k, 8);
+	assert_int_equal(a.N, 512);
+	assert_int_equal(a.K, 7168);
+	assert_int_equal(a.group_size, 32);
+	/* compiled N and K that the strides do not give */
+	refact(&f, "N=512", "N=1024");
+	expect_refusal(&f, "compiled N and K are not the N 512 and K 7168");
+	/* fp16 scales (an fp16 GPTQ checkpoint through moe_wna16) */
+	kimi_gptq(&f);
+	refact(&f, "b_scale_ptr:*bf16", "b_scale_ptr:*fp16");
+	expect_refusal(&f, "b_scale_ptr is *fp16 in the compiled kernel; moe_gemm reads it as *bf16");
+	/* int8 w8a16 and zero points are the rule's values */
+	kimi_gptq(&f);
+	refact(&f, "has_zp=0", "has_zp=1");
+	expect_refusal(&f, "compiled with has_zp 1");
+}
+
+/* F2, F3 and the cache dtype: the extend kernel's pointers and flags. */
+static void test_facts_extend(void **state)
+{
+	static const struct ptype fp8_cache[] = { { "K_Buffer", "*fp8e4nv" },
+						  { "V_Buffer", "*fp8e4nv" }, { NULL, NULL } };
+	struct fake f;
+	struct reroute_plan plan;
+	struct attn_extend_args a;
+
+	(void)state;
+	kimi_extend(&f, "sglang-extend-2026-03");
+	dtype_setting = NULL;
+	with_facts(&f, EXTEND_CONSTEXPRS, extend_types, NULL);
+	expect_plan(&f, "sglang-extend-2026-03", NULL, &plan);
+	assert_string_equal(plan.kernel, ATTN_EXTEND_MLA576_BF16);
+	/* F2: an int64 qo_indptr (SGLang 0.5.23's extend path), or kv_indptr */
+	refact(&f, "qo_indptr:*i32", "qo_indptr:*i64");
+	expect_refusal(&f, "qo_indptr is *i64 in the compiled kernel; attn_extend reads it as *i32");
+	with_facts(&f, EXTEND_CONSTEXPRS, extend_types, NULL);
+	refact(&f, "kv_indptr:*i32", "kv_indptr:*i64");
+	expect_refusal(&f, "kv_indptr is *i64");
+	/* F3: fp16 q */
+	with_facts(&f, EXTEND_CONSTEXPRS, extend_types, NULL);
+	refact(&f, "Q_Extend:*bf16", "Q_Extend:*fp16");
+	expect_refusal(&f, "Q_Extend is *fp16 in the compiled kernel; attn_extend reads it as *bf16");
+	/* the cache dtype is K_Buffer's type: FP8 without the setting */
+	with_facts(&f, EXTEND_CONSTEXPRS, extend_types, fp8_cache);
+	f.fvalue[index_of(&f, "k_scale")] = 0.625f;
+	expect_plan(&f, "sglang-extend-2026-03", NULL, &plan);
+	assert_string_equal(plan.kernel, ATTN_EXTEND_MLA576_FP8);
+	memcpy(&a, plan.args, sizeof(a));
+	assert_true(a.k_scale == 0.625f);
+	/* ... with an agreeing setting; a disagreeing one is refused, naming both */
+	dtype_setting = "fp8_e4m3";
+	expect_plan(&f, "sglang-extend-2026-03", NULL, &plan);
+	dtype_setting = "bf16";
+	expect_refusal(&f, "compiled for a fp8_e4m3 KV cache (K_Buffer *fp8e4nv) but "
+			   "SM120SHIM_KV_CACHE_DTYPE=bf16");
+	/* ... an e5m2 cache, or K and V of two types */
+	dtype_setting = NULL;
+	refact(&f, "K_Buffer:*fp8e4nv", "K_Buffer:*fp8e5");
+	expect_refusal(&f, "K_Buffer is *fp8e5 and V_Buffer *fp8e4nv in the compiled kernel");
+	/* a compiled-in flag the rule states: non-causal, transposed output */
+	with_facts(&f, EXTEND_CONSTEXPRS, extend_types, NULL);
+	refact(&f, "IS_CAUSAL=1", "IS_CAUSAL=0");
+	expect_refusal(&f, "compiled with IS_CAUSAL 0; rule sglang-extend-2026-03 reroutes it only "
+			   "with IS_CAUSAL 1");
+	with_facts(&f, EXTEND_CONSTEXPRS, extend_types, NULL);
+	refact(&f, "STORE_TRANSPOSE=0", "STORE_TRANSPOSE=1");
+	expect_refusal(&f, "compiled with STORE_TRANSPOSE 1");
+	/* a score_mod with no aux tensor: invisible to the launch, refused by its facts */
+	kimi_extend(&f, "sglang-extend-2026-07-10");
+	with_facts(&f, EXTEND_CONSTEXPRS ";SCORE_MOD=None", extend_types, NULL);
+	expect_plan(&f, "sglang-extend-2026-07-10", NULL, &plan);
+	refact(&f, "SCORE_MOD=None", "SCORE_MOD=<function soft_cap at 0x7f3a>");
+	expect_refusal(&f, "compiled with SCORE_MOD <function soft_cap at 0x7f3a>");
+}
+
+/* The reading the facts state, exactly: which dropped int is which, and other lists. */
+static void test_facts_reading(void **state)
+{
+	struct fake f;
+	struct reroute_plan plan;
+	struct attn_extend_args a;
+	uint64_t way;
+	struct sm_err why = { "" };
+
+	(void)state;
+	/* SGLang main at a batch of 1: compact_batch_size dropped, kv_group_num 8 ... */
+	kimi_extend(&f, "sglang-extend-main");
+	drop(&f, "compact_batch_size");
+	f.l.grid[0] = 1;
+	with_facts(&f, EXTEND_CONSTEXPRS, extend_types, NULL);
+	expect_plan(&f, "sglang-extend-main", "sglang-extend-2026-07-10", &plan);
+	memcpy(&a, plan.args, sizeof(a));
+	assert_int_equal(a.kv_group_num, 8);
+	/* ... the same sizes with kv_group_num the one compiled in (1): the facts
+	   leave one reading, which the MLA layout (one KV head) refuses */
+	kimi_extend(&f, "sglang-extend-main");
+	drop(&f, "kv_group_num");
+	set(&f, "compact_batch_size", 1);
+	f.l.grid[0] = 1;
+	with_facts(&f, EXTEND_CONSTEXPRS, extend_types, NULL);
+	expect_refusal(&f, "do not fit 8 KV heads (kv_group_num 1)");
+	/* a list the rule does not have: SGLang 0.5.9's MoE kernel (no add_mask_ptr) */
+	glm_moe(&f, "sglang-moe-2026-03");
+	moe_facts(&f, 9, 0, NULL, NULL);
+	pack(&f);
+	assert_int_equal(facts_reading(rule_by_id("sglang-moe-main"), f.compiled, f.l.param_sizes,
+				       f.l.n_params, &way, &why), -EINVAL);
+	assert_non_null(strstr(why.msg, "rule sglang-moe-main lists add_mask_ptr, which the "
+				       "compiled kernel does not have"));
+	assert_int_equal(facts_reading(f.rule, f.compiled, f.l.param_sizes, f.l.n_params, &way,
+				       &why), 0);
+	assert_int_equal(way & (1ull << index_of(&f, "a_desc")), 0);
+	assert_int_not_equal(way & (1ull << index_of(&f, "a_scale_ptr")), 0);
+	/* a runtime argument no rule lists, two in another order, another kind, a
+	   dropped int compiled as another value */
+	moe_facts(&f, 9, 0, NULL, NULL);
+	refact(&f, "stride_bsn:i32", "stride_bsn:i32;bias_scale:fp32");
+	expect_refusal(&f, "the compiled kernel takes bias_scale at run time, which rule "
+			   "sglang-moe-2026-03 does not list");
+	moe_facts(&f, 9, 0, NULL, NULL);
+	refact(&f, "N:i32;K:i32", "K:i32;N:i32");
+	expect_refusal(&f, "lists N where the compiled kernel's runtime arguments have K");
+	moe_facts(&f, 9, 0, NULL, NULL);
+	refact(&f, "stride_am:i32", "stride_am:i64");
+	expect_refusal(&f, "stride_am is i64 in the compiled kernel, not the i32");
+	glm_moe(&f, "sglang-moe-2026-03");
+	drop(&f, "stride_asm");
+	moe_facts(&f, 9, 0, NULL, NULL);
+	refact(&f, "stride_asm=1", "stride_asm=3");
+	expect_refusal(&f, "compiled with stride_asm=3; rule sglang-moe-2026-03 drops it only as 1");
+	/* the facts' reading with the launch's sizes of another */
+	glm_moe(&f, "sglang-moe-2026-03");
+	moe_facts(&f, 9, 0, NULL, NULL);
+	pack(&f);
+	f.l.n_params--;
+	{
+		const struct rule *r;
+
+		assert_int_not_equal(reroute_select(rules_builtin, rules_builtin_count, &f.l, &plan,
+						    &r, &why), 0);
+		assert_non_null(strstr(why.msg, "parameter sizes are not those of the arguments"));
+	}
+}
+
+/* vLLM decode: PAGE_SIZE and the derived constexprs from the facts. */
+static void test_facts_decode(void **state)
+{
+	struct fake f;
+	struct reroute_plan plan;
+	struct attn_decode_args a;
+
+	(void)state;
+	vllm_decode(&f, "vllm-mla-decode-2026-06");
+	page_setting = NULL;
+	with_facts(&f, DECODE_CONSTEXPRS, decode_types, NULL);
+	expect_plan(&f, "vllm-mla-decode-2026-06", NULL, &plan);
+	memcpy(&a, plan.args, sizeof(a));
+	assert_int_equal(a.page_size, 64);
+	page_setting = "64";
+	expect_plan(&f, "vllm-mla-decode-2026-06", NULL, &plan);
+	page_setting = "32";
+	expect_refusal(&f, "compiled with PAGE_SIZE 64 but SM120SHIM_PAGE_SIZE=32");
+	page_setting = NULL;
+	/* the derived ones: splits, heads */
+	refact(&f, "NUM_KV_SPLITS=16", "NUM_KV_SPLITS=8");
+	expect_refusal(&f, "compiled with NUM_KV_SPLITS 8; the launch's Att_Out and grid give 16");
+	with_facts(&f, DECODE_CONSTEXPRS, decode_types, NULL);
+	refact(&f, "q_head_num=8", "q_head_num=16");
+	expect_refusal(&f, "compiled with q_head_num 16");
+	/* IS_MLA off (V_Buffer read on its own, v_scale applied): the rule's value */
+	with_facts(&f, DECODE_CONSTEXPRS, decode_types, NULL);
+	refact(&f, "IS_MLA=1", "IS_MLA=0");
+	expect_refusal(&f, "compiled with IS_MLA 0");
+	/* types: a bf16 cache at the FP8 tile's bytes, fp16 q, an int64 block table */
+	with_facts(&f, DECODE_CONSTEXPRS, decode_types, NULL);
+	refact(&f, "K_Buffer:*fp8e4nv", "K_Buffer:*bf16");
+	expect_refusal(&f, "K_Buffer is *bf16 in the compiled kernel; attn_decode reads it as *fp8e4nv");
+	with_facts(&f, DECODE_CONSTEXPRS, decode_types, NULL);
+	refact(&f, "Q:*bf16", "Q:*fp16");
+	expect_refusal(&f, "Q is *fp16");
+	with_facts(&f, DECODE_CONSTEXPRS, decode_types, NULL);
+	refact(&f, "Req_to_tokens:*i32", "Req_to_tokens:*i64");
+	expect_refusal(&f, "Req_to_tokens is *i64");
+}
+
+/* moe_compiled_half, the pure decision of F1/F5. */
+static void test_moe_compiled_half(void **state)
+{
+	int32_t top_k = 0, mul = -1;
+	struct sm_err why = { "" };
+
+	(void)state;
+	assert_int_equal(moe_compiled_half(9, 0, NULL, 9 * 2048, 1, &top_k, &mul, &why), 0);
+	assert_int_equal(top_k, 9);
+	assert_int_equal(mul, 0);
+	assert_int_equal(moe_compiled_half(9, 0, "9", 9 * 2048, 0, &top_k, &mul, &why), 0);
+	assert_int_equal(moe_compiled_half(1, 1, "9", 9 * 2048, 1, &top_k, &mul, &why), 0);
+	assert_int_equal(top_k, 1);
+	assert_int_equal(mul, 1);
+	assert_int_equal(moe_compiled_half(6, 1, NULL, 6 * 5, 1, &top_k, &mul, &why), 0);
+	assert_int_equal(top_k, 6);
+	assert_int_equal(moe_compiled_half(9, 0, "8", 9 * 2048, 1, &top_k, &mul, &why), -EINVAL);
+	assert_non_null(strstr(why.msg, "compiled with top_k 9 but SM120SHIM_TOP_K=8"));
+	assert_int_equal(moe_compiled_half(9, 0, "0", 9 * 2048, 1, &top_k, &mul, &why), -EINVAL);
+	assert_int_equal(moe_compiled_half(9, 0, NULL, 9 * 2048 + 3, 1, &top_k, &mul, &why), -EINVAL);
+	assert_int_equal(moe_compiled_half(9, 1, NULL, 9 * 2048, 0, &top_k, &mul, &why), -EINVAL);
+	assert_int_equal(moe_compiled_half(0, 0, NULL, 9, 1, &top_k, &mul, &why), -EINVAL);
+	assert_int_equal(moe_compiled_half(9, 2, NULL, 9, 1, &top_k, &mul, &why), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -712,6 +1249,14 @@ int main(void)
 		cmocka_unit_test(test_fused_moe),
 		cmocka_unit_test(test_fused_moe_refusals),
 		cmocka_unit_test(test_moe_decisions),
+		cmocka_unit_test(test_moe_compiled_half),
+		cmocka_unit_test(test_facts_reading),
+		cmocka_unit_test(test_facts_moe_top_k),
+		cmocka_unit_test(test_facts_moe_routed_weight),
+		cmocka_unit_test(test_facts_moe_formats),
+		cmocka_unit_test(test_facts_gptq),
+		cmocka_unit_test(test_facts_extend),
+		cmocka_unit_test(test_facts_decode),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

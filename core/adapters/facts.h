@@ -1,0 +1,59 @@
+/*
+ * facts.h - the compiled facts of a Triton kernel (core/rules/compiled.h: its
+ * constexprs, launch options and argument types, recorded by the Python hook
+ * when Triton loaded it) checked against a rule and what a bundled kernel
+ * reads.  A launch shows none of these; with the facts the reroute decision
+ * needs no guess and no setting for them.  Pure functions, no allocation:
+ * reroute_select (select.c) and the adapters call them only when the launch
+ * comes with facts.
+ */
+#ifndef SM120_CORE_ADAPTERS_FACTS_H
+#define SM120_CORE_ADAPTERS_FACTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/err.h"
+#include "../rules/rules.h"
+
+/*
+ * facts_reading - the reading of @r's parameters that @compiled states: a
+ * parameter typed there ("name:type") was passed at run time, one compiled in
+ * ("name=None", "name=1") was dropped; Triton's two scratch pointers, which
+ * the facts do not list, are passed.  Into *@way (bit i: @r->params[i]
+ * present).  -EINVAL with @why naming the parameter when the facts are not
+ * @r's signature: a parameter @r lists that the kernel lacks, a runtime
+ * argument @r does not list or lists elsewhere, one of another kind than
+ * @r's type, a dropped one compiled as something other than None or 1, or
+ * launch sizes @sizes[0..@n) other than that reading's.
+ */
+int facts_reading(const struct rule *r, const char *compiled, const uint32_t *sizes, uint32_t n,
+		  uint64_t *way, struct sm_err *why);
+
+/*
+ * facts_values - every compiled-in value of @tile and of @r that @compiled
+ * states equals the rule's (a value the facts do not state is not compiled
+ * into this kernel, or is one the adapter derives).  0, or -EINVAL with @why
+ * naming the value, the rule's and why.
+ */
+int facts_values(const struct rule *r, const struct rule_tile *tile, const char *compiled,
+		 struct sm_err *why);
+
+/*
+ * facts_int - constexpr or option @name of @compiled as a whole number.
+ * 0; -ENOENT when @compiled does not state it; -EINVAL when it is not a
+ * whole number (a dtype, None, 2.5).
+ */
+int facts_int(const char *compiled, const char *name, int64_t *out);
+
+/*
+ * facts_type - runtime argument @param's type in @compiled is @want (a
+ * pointer's element type: "*bf16", "*i32").  0 also when @compiled does not
+ * type @param (passed as None: nothing is read through it); -EINVAL with
+ * @why naming the type found, @want, the bundled kernel @kernel that reads
+ * it and @consequence (what reading it as @want would do).
+ */
+int facts_type(const char *compiled, const char *param, const char *want, const char *kernel,
+	       const char *consequence, struct sm_err *why);
+
+#endif
