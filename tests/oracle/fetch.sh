@@ -4,7 +4,8 @@
 # no dependencies) and unpack the listed kernel files into DEST/NAME-VERSION/,
 # keeping the package's own paths.  Wheels are cached in
 # ${SM120_ORACLE_CACHE:-$HOME/.cache/sm120-oracle}; a release already unpacked
-# is skipped.  The GPU machines have no registry: fetch here, then carry DEST.
+# with the same file list is skipped.  The GPU machines have no registry:
+# fetch here, then carry DEST.
 # Exit 1 (naming the release) when a download or a file is missing.
 set -eu
 dest=${1:?usage: fetch.sh DEST}
@@ -14,7 +15,8 @@ mkdir -p "$dest" "$cache"
 grep -v '^#' "$list" | while read -r name version files; do
 	[ -n "$name" ] || continue
 	out=$dest/$name-$version
-	[ -f "$out/.complete" ] && continue
+	# .complete holds the file list: a release whose list grew is unpacked again
+	[ -f "$out/.complete" ] && [ "$(cat "$out/.complete")" = "$files" ] && continue
 	wheel=$(ls "$cache/$name-$version"-*.whl 2>/dev/null | head -n 1 || true)
 	if [ -z "$wheel" ]; then
 		echo "fetch.sh: downloading $name $version" >&2
@@ -26,5 +28,5 @@ grep -v '^#' "$list" | while read -r name version files; do
 	# shellcheck disable=SC2086  (files: one word each)
 	unzip -q -o "$wheel" $files -d "$out" ||
 		{ echo "fetch.sh: $wheel lacks one of: $files" >&2; exit 1; }
-	touch "$out/.complete"
+	printf '%s\n' "$files" >"$out/.complete"
 done

@@ -26,6 +26,8 @@ probe() {
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h" libcmocka-dev
+	# GNU patch: sm120 patch applies patches/ with it
+	command -v patch >/dev/null 2>&1 || missing="$missing patch"
 	# libFuzzer (make test runs a short fuzz of the image readers)
 	printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return d && n; }\n' |
 		clang -fsanitize=fuzzer -x c - -o /dev/null >/dev/null 2>&1 ||

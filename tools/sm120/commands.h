@@ -13,6 +13,12 @@
 /* cmd_scan - `sm120 scan`: exit 0 all fit, 1 some do not, 2 on error. */
 int cmd_scan(int argc, char **argv);
 
+/*
+ * cmd_configs - `sm120 configs`: each bucket of fused-MoE config files fits,
+ * is rerouted or is refused; exit 0 nothing refused, 1 something is, 2 bad input.
+ */
+int cmd_configs(int argc, char **argv);
+
 /* cmd_report - `sm120 report`: exit 0 nothing over a limit, 1 something is, 2 bad input. */
 int cmd_report(int argc, char **argv);
 
@@ -30,6 +36,13 @@ int cmd_route(int argc, char **argv);
 
 /* cmd_ref - `sm120 ref make-model|run|info`: exit 0 done, 1 failed, 2 usage. */
 int cmd_ref(int argc, char **argv);
+
+/*
+ * cmd_patch - `sm120 patch check|apply|revert`: patches/<framework>/<release
+ * line>/ on the installed SGLang / vLLM: exit 0 done or nothing to do, 1
+ * something refused (unknown version, unrecognised file), 2 usage or bad input.
+ */
+int cmd_patch(int argc, char **argv);
 
 /*
  * tool_find_shim - the shim's absolute path in @out (PATH_MAX bytes):

@@ -2,11 +2,13 @@
  * main.c - the `sm120` program: one command, one table of subcommands.
  *
  *   sm120 scan [--target T] [--json] [--arch SM] [--fails] PATH...
+ *   sm120 configs [--target T] [--arch SM] [--json] PATH...
  *   sm120 report [--json] LOG...
  *   sm120 run [--mode M] [--target T] [--log PATH] [--advertise A] [--trace] -- CMD...
  *   sm120 doctor [--target T]
  *   sm120 rules check FILE... | sm120 rules compile -o OUT.c FILE...
  *   sm120 ref make-model|run|info ...
+ *   sm120 patch check|apply|revert [--framework F] [--site-packages DIR]
  *   sm120 version | sm120 --version
  *
  * Each subcommand lives in its own file (cmd_<name>.c) and is listed once in
@@ -44,12 +46,16 @@ static const struct command {
 } commands[] = {
 	{ "scan", cmd_scan, "list the kernels of cubins, fatbins, libraries or Triton caches "
 			    "and whether their shared memory fits a target" },
+	{ "configs", cmd_configs, "judge SGLang's and vLLM's tuned fused-MoE config files "
+				  "against a target, bucket by bucket" },
 	{ "report", cmd_report, "summarise shim logs: one row per kernel, worst first" },
 	{ "run", cmd_run, "run a command with the shim preloaded" },
 	{ "doctor", cmd_doctor, "check the driver, the devices, the shim and the settings it will use" },
 	{ "route", cmd_route, "replay logged launches through the shim's decision" },
 	{ "rules", cmd_rules, "check reroute rules, or compile them into the shim's table" },
 	{ "ref", cmd_ref, "the reference engine: write synthetic checkpoints, run Kimi K2 / GLM-4.x" },
+	{ "patch", cmd_patch, "check, apply or revert our SM120 source patches for the installed "
+			      "SGLang / vLLM" },
 	{ "version", cmd_version, "print the version of sm120 (also sm120 --version)" },
 };
 
