@@ -11,8 +11,8 @@
 # (tests/gpu/test_moe_reroute.py check); the JSON log must show every
 # fused-MoE launch rerouted (with the parameter count of its signature and
 # quantisation) and nothing refused.  One case per model also runs inside a
-# CUDA graph.  Without --set top_k the gate/up launch must be refused with a
-# reason naming SM120SHIM_TOP_K, and `--mode enforce` must reproduce
+# CUDA graph.  With a top_k that disagrees with the compiled one the gate/up
+# launch must be refused with a reason naming SM120SHIM_TOP_K, and `--mode enforce` must reproduce
 # Triton's OutOfResources.  Prints "ok - ..." / "not ok - ...".
 #
 # Environment (to keep GPU time small):
@@ -138,11 +138,13 @@ for model in $models; do
 		"$work/graph-plain-$model" "$work/graph-shim-$model"   # disk: the saved outputs
 done
 
-# Without --set top_k the shim cannot know the top_k compiled into the gate/up
-# launch (8; the down launch's is 1): the launch must be refused, and the log
-# must say why, naming the variable that would have told it.
-step "refuse under sm120 run --mode reroute --target sm120 (no top_k)" "$work/refuse.out" \
-	"$sm120" run --mode reroute --target sm120 --set hidden_size=7168 \
+# The Python hook tells the shim the top_k compiled into the gate/up launch
+# (8); a SM120SHIM_TOP_K that disagrees (9, as if SGLang had fused a shared
+# expert) must not be believed either way: the launch is refused, and the log
+# says why, naming the variable and both values.
+step "refuse under sm120 run --mode reroute --target sm120 (top_k 9 against the compiled 8)" \
+	"$work/refuse.out" "$sm120" run --mode reroute --target sm120 --set top_k=9 \
+	--set hidden_size=7168 \
 	--log "$work/refuse.%p.jsonl" -- python3 $py refuse
 grep -qE '^(ok|not ok) - refuse' "$work/refuse.out" || echo "not ok - refuse printed no result"
 if python3 - "$work" <<'PY'
@@ -154,11 +156,12 @@ for e in launch[:3]:
           f"{e.get('reason')}")
 ok = bool(launch)
 for e in launch:
-    ok &= e.get("action") == "refuse" and "SM120SHIM_TOP_K" in (e.get("reason") or "")
+    ok &= e.get("action") == "refuse" and "SM120SHIM_TOP_K=9" in (e.get("reason") or "") \
+        and "top_k 8" in (e.get("reason") or "")
 sys.exit(0 if ok else 1)
 PY
-then echo "ok - refuse: the log shows the gate/up fused_moe_kernel launch refused, the reason naming SM120SHIM_TOP_K"
-else echo "not ok - refuse: no refused fused_moe_kernel launch whose reason names SM120SHIM_TOP_K in the JSON log"; fi
+then echo "ok - refuse: the log shows the gate/up fused_moe_kernel launch refused, the reason naming SM120SHIM_TOP_K=9 and the compiled top_k 8"
+else echo "not ok - refuse: no refused fused_moe_kernel launch whose reason names SM120SHIM_TOP_K=9 and top_k 8 in the JSON log"; fi
 
 # enforce: the launches must fail exactly as on an SM120 card.
 step "enforce under sm120 run --mode enforce --target sm120" "$work/enforce.out" \

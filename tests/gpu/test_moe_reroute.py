@@ -65,11 +65,12 @@ Run as: python3 tests/gpu/test_moe_reroute.py MODE ...
       that fits (SGLang's FP8 default for M <= E: 64x128x128, 4 stages) must
       run.
   refuse
-      one gate/up launch (SGLang 2026-03, FP8 per-tensor, Kimi shapes) for
-      sm120 run --mode reroute --target sm120 WITHOUT --set top_k: the shim
-      cannot know the compiled-in top_k, so it must refuse the launch (a
-      CUDA error from Triton's launcher, the context still usable).  The
-      log check (the refusal naming SM120SHIM_TOP_K) is moe_reroute_gpu.sh's.
+      one gate/up launch (SGLang 2026-03, FP8 per-tensor, Kimi shapes, top_k
+      8 compiled in) for sm120 run --mode reroute --target sm120 --set
+      top_k=9: the setting disagrees with what the Python hook saw Triton
+      compile, so the shim must refuse the launch (a CUDA error from
+      Triton's launcher, the context still usable).  The log check (the
+      refusal naming SM120SHIM_TOP_K=9 and top_k 8) is moe_reroute_gpu.sh's.
 
 Prints "ok - ..." / "not ok - ..." lines (and "# ..." comments).
 """
@@ -454,10 +455,11 @@ def enforce_mode():
 
 
 def refuse_mode():
-    """One gate/up launch whose top_k the shim is not told: it must refuse it."""
-    expect_refused("fused_moe_kernel gate/up launch (sglang signature, fp8_tensor) without SM120SHIM_TOP_K",
+    """One gate/up launch (top_k 8 compiled in) under SM120SHIM_TOP_K=9: it must refuse it."""
+    expect_refused("fused_moe_kernel gate/up launch (sglang signature, fp8_tensor) with SM120SHIM_TOP_K 9 "
+                   "against the compiled 8",
                    lambda: sm.example_launch("sglang", "fp8_tensor", "kimi", "gate_up").run(),
-                   "in reroute mode, target sm120, without top_k")
+                   "in reroute mode, target sm120, with top_k=9")
 
 
 # -----------------------------------------------------------------------------
