@@ -2,7 +2,6 @@
 #include "facts.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -179,19 +178,6 @@ int facts_values(const struct rule *r, const struct rule_tile *tile, const char 
 	for (i = 0; i < r->n_values; i++)
 		if (value_agrees(r, &r->values[i], compiled, why))
 			return -EINVAL;
-	return 0;
-}
-
-int facts_int(const char *compiled, const char *name, int64_t *out)
-{
-	double v;
-	int rc = compiled_number(compiled, name, &v);
-
-	if (rc)
-		return rc;
-	if (v != floor(v) || fabs(v) > 9.0e15)
-		return -EINVAL;
-	*out = (int64_t)v;
 	return 0;
 }
 

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "../common/err.h"
+#include "../rules/compiled.h"
 #include "../rules/rules.h"
 
 /*
@@ -38,13 +39,6 @@ int facts_reading(const struct rule *r, const char *compiled, const uint32_t *si
  */
 int facts_values(const struct rule *r, const struct rule_tile *tile, const char *compiled,
 		 struct sm_err *why);
-
-/*
- * facts_int - constexpr or option @name of @compiled as a whole number.
- * 0; -ENOENT when @compiled does not state it; -EINVAL when it is not a
- * whole number (a dtype, None, 2.5).
- */
-int facts_int(const char *compiled, const char *name, int64_t *out);
 
 /*
  * facts_type - runtime argument @param's type in @compiled is @want (a

@@ -4,7 +4,11 @@
  *
  * What a launch shows (invoke_fused_moe_kernel in both frameworks):
  *   1-D grid cdiv(EM, BLOCK_SIZE_M) * cdiv(N, BLOCK_SIZE_N), block 32*num_warps,
- *   dynamic smem = the tile (block sizes and weight dtype compiled in);
+ *   dynamic smem = the tile (block sizes and weight dtype compiled in).  The
+ *   tile is a rule's exact one, or with the kernel's compiled facts the one
+ *   its generic entry builds from them (core/rules/generic.h: BLOCK_SIZE_M,
+ *   BLOCK_SIZE_N, num_warps, group_size as compiled, their shared memory
+ *   checked); either way the grid and block are checked against its values;
  *   A [rows, K], B [E, N, K] (gptq int4: [E, N, K/2] bytes), C rows of N,
  *   strides in elements; stride_ak, stride_bk and stride_cn are 1 and gone.
  * What it does not show, and where it comes from:
@@ -203,7 +207,7 @@ static int compiled_types(const struct adapter_input *in, int quant, struct sm_e
 static int compiled_flag(const struct adapter_input *in, const char *name, int64_t *out,
 			 struct sm_err *why)
 {
-	if (facts_int(in->compiled, name, out) != 0 || *out < 0)
+	if (compiled_int(in->compiled, name, out) != 0 || *out < 0)
 		return sm_err_set(why, -EINVAL, "the compiled facts of %s do not state %s as a "
 				  "number, which rule %s needs", in->rule->kernel, name, in->rule->id);
 	return 0;
@@ -252,7 +256,7 @@ static int compiled_moe(const struct adapter_input *in, const struct moe_launch 
 			return sm_err_set(why, -EINVAL, "the kernel was compiled with use_fp8_w8a8 "
 					  "%lld, the launch %s scale pointers", (long long)fp8,
 					  quant == MOE_FP8 ? "passes" : "has no");
-	} else if (facts_int(in->compiled, "N", &n) || facts_int(in->compiled, "K", &k) ||
+	} else if (compiled_int(in->compiled, "N", &n) || compiled_int(in->compiled, "K", &k) ||
 		   n != l->n || k != l->k) {
 		return sm_err_set(why, -EINVAL, "the kernel's compiled N and K are not the N %d and "
 				  "K %d its weight strides give", l->n, l->k);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../rules/generic.h"
 #include "facts.h"
 
 #define MAX_WAYS 16
@@ -14,7 +15,11 @@
  * furthest stage; among readings that got as far, the most literal one: the
  * fewest ints read as a compiled-in 1, then the most parameters present.
  */
-enum stage { STAGE_NAME = 0, STAGE_TILE, STAGE_PARAMS, STAGE_SIGNATURE, STAGE_SUPPORTED, STAGE_ADAPTER };
+enum stage {
+	STAGE_NAME = 0, STAGE_TILE, STAGE_PARAMS, STAGE_SIGNATURE,
+	STAGE_CONFIG,       /* the facts' reading is the rule's; their configuration is not */
+	STAGE_SUPPORTED, STAGE_ADAPTER
+};
 
 struct progress {
 	enum stage stage;
@@ -68,23 +73,47 @@ static const char *unsupported_present(const struct rule *r, uint64_t way)
 
 /*
  * read_facts - with the kernel's compiled facts there is one reading of @r,
- * the one they state, and every value of @r and @tile they state must be
- * @r's: 1 with ways[0], or 0 after noting why not.
+ * the one they state; with a generic entry @r's tile is the one they give
+ * (into @g, *@tile pointed at it); and every value of @r and the tile they
+ * state must be @r's: 1 with ways[0], or 0 after noting why not.  Without a
+ * generic entry *@tile is the exact tile of the launch (the caller found one).
  */
 static int read_facts(const struct rule *r, const struct select_launch *l,
-		      const struct rule_tile *tile, uint64_t *ways, struct progress *p)
+		      const struct rule_tile **tile, struct rule_generic_tile *g, uint64_t *ways,
+		      struct progress *p)
 {
+	const struct rule_kernel k = { l->compiled, l->sm, l->block[0] * l->block[1] * l->block[2],
+				       l->dynamic_smem };
 	struct sm_err why;
 
 	if (facts_reading(r, l->compiled, l->param_sizes, l->n_params, &ways[0], &why)) {
 		note(p, STAGE_PARAMS, NULL, 0, &why);
 		return 0;
 	}
-	if (facts_values(r, tile, l->compiled, &why)) {
+	if (r->generic) {
+		if (rule_generic_tile(r, &k, g, &why) != 0) {
+			note(p, STAGE_CONFIG, r, ways[0], &why);
+			return 0;
+		}
+		*tile = &g->tile;
+	}
+	if (facts_values(r, *tile, l->compiled, &why)) {
 		note(p, STAGE_ADAPTER, r, ways[0], &why);
 		return 0;
 	}
 	return 1;
+}
+
+/* no_tile - note that @r has no exact tile of @l's shared memory. */
+static void no_tile(const struct rule *r, const struct select_launch *l, struct progress *p)
+{
+	struct sm_err why;
+
+	sm_err_set(&why, -EINVAL, "rule %s reroutes %s only at the shared-memory sizes of its "
+		   "tiles, not %llu B%s", r->id, r->kernel, (unsigned long long)l->dynamic_smem,
+		   r->generic ? " (at any other configuration only with the compiled facts of the "
+		   "Python hook)" : "");
+	note(p, STAGE_TILE, NULL, 0, &why);
 }
 
 /*
@@ -98,6 +127,7 @@ static void try_rule(const struct rule *r, const struct select_launch *l, struct
 	struct adapter_input in = { .rule = r, .params = l->params, .dynamic_smem = l->dynamic_smem,
 				    .setting = l->setting, .compiled = l->compiled };
 	adapter_fn *adapt = adapter_find(r->adapter);
+	struct rule_generic_tile generic;
 	uint64_t ways[MAX_WAYS];
 	struct sm_err why;
 	char sizes[256];
@@ -106,16 +136,17 @@ static void try_rule(const struct rule *r, const struct select_launch *l, struct
 	memcpy(in.grid, l->grid, sizeof(in.grid));
 	memcpy(in.block, l->block, sizeof(in.block));
 	in.tile = rule_tile_for(r, l->dynamic_smem);
-	if (!in.tile) {
-		sm_err_set(&why, -EINVAL, "rule %s reroutes %s only at the shared-memory sizes of its "
-			   "tiles, not %llu B", r->id, r->kernel, (unsigned long long)l->dynamic_smem);
-		note(p, STAGE_TILE, NULL, 0, &why);
-		return;
-	}
 	if (l->compiled) {
-		n = read_facts(r, l, in.tile, ways, p);
+		if (!in.tile && !r->generic) {
+			no_tile(r, l, p);
+			return;
+		}
+		n = read_facts(r, l, &in.tile, &generic, ways, p);
 		if (n == 0)
 			return;
+	} else if (!in.tile) {
+		no_tile(r, l, p);
+		return;
 	} else {
 		n = rule_match_supported(r, l->param_sizes, l->n_params, ways, MAX_WAYS);
 		if (n == 0)

@@ -20,6 +20,8 @@ struct select_launch {
 	const char *(*setting)(const char *name);
 	const char *compiled;             /* what the compiler fixed in the kernel
 					     (core/rules/compiled.h), NULL if unknown */
+	int sm;                           /* the architecture it was compiled for (compute
+					     capability x 10), 0 if unknown (core/rules/generic.h) */
 };
 
 /*
@@ -27,8 +29,11 @@ struct select_launch {
  * the kernel, every tile of its dynamic shared memory and every way its
  * parameters match is tried; the launch is rerouted only when the
  * consistent readings all give the same plan.  With @l->compiled the only
- * way is the one the facts state, and a rule or tile value they state
- * otherwise refuses the rule (core/adapters/facts.h).  Returns 0 with @plan and
+ * way is the one the facts state, a rule with a generic entry takes its tile
+ * from the facts (rule_generic_tile, core/rules/generic.h: the same tile
+ * route_admit admitted the kernel with) instead of matching its exact tiles,
+ * and a rule or tile value they state otherwise refuses the rule
+ * (core/adapters/facts.h).  Returns 0 with @plan and
  * *@rule set; -ENOENT when no rule names the kernel; -EINVAL with @why
  * saying what did not fit (the most specific reason found).
  */

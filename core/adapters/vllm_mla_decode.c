@@ -63,7 +63,7 @@ static int page_size(const struct adapter_input *in, long *page, struct sm_err *
 {
 	const char *s = in->setting ? in->setting("page_size") : NULL;
 	int64_t compiled = 0;
-	int known = in->compiled && facts_int(in->compiled, "PAGE_SIZE", &compiled) == 0;
+	int known = in->compiled && compiled_int(in->compiled, "PAGE_SIZE", &compiled) == 0;
 	char *end;
 	long v = 0;
 
@@ -125,7 +125,7 @@ static int compiled_decode(const struct adapter_input *in, int64_t heads, int64_
 	int rc;
 
 	for (i = 0; i < 3; i++) {
-		rc = facts_int(in->compiled, derived[i], &got);
+		rc = compiled_int(in->compiled, derived[i], &got);
 		if (rc != -ENOENT && (rc || got != want[i]))
 			return sm_err_set(why, -EINVAL, "the kernel was compiled with %s %lld; the "
 					  "launch's Att_Out and grid give %lld", derived[i],

@@ -27,6 +27,8 @@ struct route_kernel {
 	uint64_t shared;        /* dynamic shared bytes per block (metadata.shared) */
 	uint32_t threads;       /* threads per block (num_warps * 32) */
 	const char *compiled;   /* constexprs, options and signature (compiled.h), or NULL */
+	int sm;                 /* the architecture it was compiled for (compute capability
+				   x 10); 0: unknown (core/rules/generic.h) */
 };
 
 /* What to tell the compiler while it loads the kernel. */
@@ -41,14 +43,24 @@ struct route_admission {
 /*
  * route_admit - the admission of @k on @t in @mode against @rules[0..n):
  *   fits the target, or mode is not REROUTE      advertise 0 (nothing to do)
- *   over, a rule names the kernel, its signature's kept parameters are all
- *   among @k->compiled's runtime arguments (when it records them), one of
- *   its tiles has exactly @k->shared bytes and @k->threads, and every value
- *   of the tile and the rule that @k->compiled states equals the rule's
- *                                                advertise @k->shared
+ *   over, a rule names the kernel, and
+ *     - its signature's kept parameters are all among @k->compiled's runtime
+ *       arguments (when the facts type them), every argument the facts type is
+ *       one of its parameters, and none it cannot reroute is one;
+ *     - its tile for the kernel: with @k->compiled and a generic entry in the
+ *       rule, the one rule_generic_tile builds from the facts (the launch
+ *       decision, reroute_select, builds the same); otherwise an exact tile
+ *       of @k->shared bytes and @k->threads;
+ *     - every value of that tile and of the rule that @k->compiled states
+ *       equals the rule's                        advertise @k->shared
  *   otherwise                                    advertise 0, @why says which
  *                                                value differed (empty when no
- *                                                rule names the kernel)
+ *                                                rule names the kernel); of
+ *                                                several rules, the reason of
+ *                                                the one that got furthest
+ *                                                (signature, supported
+ *                                                parameters, tile, values),
+ *                                                the first of those
  * Admission only lets the kernel load: each launch is still decided by
  * route_decide, which reroutes it or refuses it.  @a is always filled.
  */

@@ -2,6 +2,7 @@
 #include "compiled.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,4 +38,17 @@ int compiled_number(const char *facts, const char *name, double *out)
 		return rc == -ENOSPC ? -EINVAL : rc;
 	*out = strtod(v, &end);
 	return v[0] && !*end ? 0 : -EINVAL;
+}
+
+int compiled_int(const char *facts, const char *name, int64_t *out)
+{
+	double v;
+	int rc = compiled_number(facts, name, &v);
+
+	if (rc)
+		return rc;
+	if (v != floor(v) || fabs(v) > 9.0e15)
+		return -EINVAL;
+	*out = (int64_t)v;
+	return 0;
 }

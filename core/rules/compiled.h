@@ -17,6 +17,7 @@
 #define SM120_CORE_RULES_COMPILED_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* The longest compiled text the shim keeps for one kernel, NUL included. */
 #define COMPILED_MAX 4096
@@ -34,5 +35,12 @@ int compiled_get(const char *facts, const char *name, char sep, char *out, size_
  * if present but not a number (a dtype, None).
  */
 int compiled_number(const char *facts, const char *name, double *out);
+
+/*
+ * compiled_int - constexpr or option @name of @facts as a whole number.
+ * Returns 0, -ENOENT if absent, -EINVAL if present but not a whole number
+ * (a fraction, a dtype, None, beyond 2^53).
+ */
+int compiled_int(const char *facts, const char *name, int64_t *out);
 
 #endif

@@ -43,6 +43,38 @@ struct rule_tile {
 	uint32_t n_values;
 };
 
+/*
+ * A compiled-in value a tile-generic rule takes from the kernel's compiled
+ * facts (core/rules/compiled.h), and the values its bundled kernel computes
+ * correctly: a whole number in [min, max], a multiple of multiple_of (1:
+ * any), one of one_of[0..n_one_of) when that list is given, and a divisor of
+ * the kernel's compiled value @divides when that is above 0 (NULL: no such
+ * condition).  @why says why the bundled kernel needs it (for refusals).
+ */
+struct rule_bound {
+	const char *name;
+	int64_t min, max, multiple_of;
+	const int64_t *one_of;
+	uint32_t n_one_of;
+	const char *divides;
+	const char *why;
+};
+
+#define RULE_MAX_BOUNDS 16
+
+/*
+ * A rule's tile-generic entry (rules/README.md "generic"): with the kernel's
+ * compiled facts, the rule reroutes any configuration whose bounds all hold,
+ * whose block is num_warps * 32 threads and whose dynamic shared memory is
+ * the one @smem_model (core/rules/generic.h) computes for it; its exact tiles
+ * then serve only launches without facts.
+ */
+struct rule_generic {
+	const char *smem_model;            /* a RULE_SMEM_MODELS name */
+	const struct rule_bound *bounds;
+	uint32_t n_bounds;                 /* at most RULE_MAX_BOUNDS */
+};
+
 struct rule {
 	const char *id;
 	const char *kernel;
@@ -56,6 +88,7 @@ struct rule {
 	uint32_t n_values;
 	const char *const *settings;
 	uint32_t n_settings;
+	const struct rule_generic *generic; /* NULL: the exact tiles only */
 };
 
 #define RULE_MAX_PARAMS 64
@@ -102,13 +135,15 @@ int rule_match(const struct rule *r, const uint32_t *sizes, uint32_t n, uint64_t
 int rule_match_supported(const struct rule *r, const uint32_t *sizes, uint32_t n, uint64_t *kept,
 			 int max);
 
-/* rule_tile_for - @r's tile for a launch with @dynamic_smem bytes, or NULL. */
+/* rule_tile_for - @r's exact tile for a launch with @dynamic_smem bytes, or NULL. */
 const struct rule_tile *rule_tile_for(const struct rule *r, uint64_t dynamic_smem);
 
 /*
- * rules_max_dynamic - the most dynamic shared memory any tile of @rules[0..n)
- * reroutes: what `SM120SHIM_ADVERTISE=auto` reports, so that frameworks load
- * exactly the kernels a rule can take and no larger ones.
+ * rules_max_dynamic - the most dynamic shared memory any exact tile of
+ * @rules[0..n) reroutes: what `SM120SHIM_ADVERTISE=auto` reports, so that
+ * frameworks load exactly the kernels a rule can take and no larger ones.
+ * Generic entries are not counted: they need the compiled facts, which only
+ * the Python hook gives, and that advertises per kernel instead.
  */
 uint64_t rules_max_dynamic(const struct rule *rules, uint32_t n);
 

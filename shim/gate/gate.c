@@ -209,7 +209,7 @@ static void gather(struct kernel_rec *r, const struct shim_launch *l, uint32_t *
 		.event = ROUTE_EVENT_LAUNCH, .static_smem = r ? r->static_smem : 0,
 		.sel = { .kernel = k ? r->name : NULL, .param_sizes = sizes, .n_params = n,
 			 .params = l->params, .dynamic_smem = l->smem, .setting = shim_setting,
-			 .compiled = r ? atomic_load(&r->compiled) : NULL },
+			 .compiled = r ? atomic_load(&r->compiled) : NULL, .sm = shim_device_sm() },
 	};
 	rl->evidence = emulated ? ev : NULL; /* auto: nothing is emulated, nothing to weigh */
 	memcpy(rl->sel.grid, l->grid, sizeof(rl->sel.grid));

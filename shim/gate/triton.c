@@ -74,7 +74,8 @@ unsigned long long sm120shim_triton_begin(const char *name, unsigned long long s
 	const struct shim_config *c = shim_config();
 	const struct target_limits *t;
 	struct route_admission a;
-	struct route_kernel k = { .name = name, .shared = shared, .threads = threads };
+	struct route_kernel k = { .name = name, .shared = shared, .threads = threads,
+				  .sm = shim_device_sm() };
 
 	load.active = 1;
 	load.advertise = 0;

@@ -141,13 +141,21 @@ int shim_device_sm(void)
 
 int shim_device_sm_of(CUdevice dev)
 {
+	/* A device's architecture never changes: asked once per device (0: not yet). */
+	static atomic_int known[64];
 	shim_fn_cuDeviceGetAttribute *get = shim_real(SHIM_HOOK_cuDeviceGetAttribute);
-	int major = 0, minor = 0;
+	int major = 0, minor = 0, sm;
+
+	if (dev >= 0 && dev < 64 && (sm = atomic_load(&known[dev])) != 0)
+		return sm;
 
 	if (!get || get(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) != CUDA_SUCCESS ||
 	    get(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) != CUDA_SUCCESS)
 		return 0;
-	return major * 10 + minor;
+	sm = major * 10 + minor;
+	if (dev >= 0 && dev < 64)
+		atomic_store(&known[dev], sm);
+	return sm;
 }
 
 void shim_runtime_compiled(int on)

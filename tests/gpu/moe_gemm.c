@@ -15,7 +15,7 @@
  * of the 64 or 128 k tile, and 1024 for the 16-row kernels, which split K
  * over their warps; K 64, 192, 256 and 320 packed); 1, 7 and 33 tokens with
  * top_k 1..8 over 5..9 experts (most of them empty for one token); block_m
- * 16, 64 and 128, the smaller tiles under a larger block_m too; FP8 with
+ * 16, 32, 48, 64, 128 and 256, the smaller tiles under a larger block_m too; FP8 with
  * tensor, per-channel and 128 x 128 block scales (column-major activation
  * scales when padded); W4A16 groups of 32, 64 and 128; with and without bias
  * and routed weights; padded strides (a, b between columns and between
@@ -151,6 +151,13 @@ static const struct tcase cases[] = {
 	{ FP8, 128, 300, 4, 16, 456, 208, 128, CHANNEL, 0, RW | DROP | SAMPLE },
 	{ W4, 128, 300, 4, 16, 200, 320, 128, 0, 64, RW | PAD | OFF | DROP | SAMPLE },
 	{ FP4, 128, 300, 8, 16, 456, 192, 128, 0, 0, BIAS | PAD | OFF | SAMPLE },
+	/* block sizes the frameworks also tune (32, 48, 256): tiles of 16, 64 and 128 rows
+	   under them, for the tile-generic rules (rules/fused_moe.json admits them once
+	   these pass) */
+	{ FP8, 16, 33, 4, 8, 200, 1024, 32, BLOCK, 0, RW | PAD | OFF },
+	{ BF16, 16, 7, 2, 6, 200, 208, 48, 0, 0, RW | BIAS | PAD },
+	{ FP8, 64, 33, 8, 9, 200, 208, 256, TENSOR, 0, RW | OFF | SHORT },
+	{ BF16, 128, 300, 8, 16, 384, 1024, 256, 0, 0, RW | BIAS | PAD | SAMPLE },
 };
 #undef BF16
 #undef FP8

@@ -34,6 +34,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "oracle"))
 import frameworks  # noqa: E402
+from reroute_tap import bf16_ulp  # noqa: E402,F401  (the spacing of bf16 at a magnitude)
 
 VLLM = ("vllm", "0.33.0", "vllm/v1/attention/ops/triton_decode_attention.py")
 LQ, LV = 576, 512
@@ -130,10 +131,6 @@ def reference(inp):
         o[b] = torch.softmax(s, dim=-1) @ k[:, :LV]
         lse[b] = torch.logsumexp(s, dim=-1)
     return {"o": o, "lse": lse}
-
-
-def bf16_ulp(x):
-    return 2.0 ** (math.floor(math.log2(x)) - 7) if x > 0 else 2.0 ** -133
 
 
 def check(plain_path, shim_path):

@@ -69,8 +69,8 @@ for e in refused[:3]:
     print(f"# refused: {e.get('kernel')}: {e.get('reason')}")
 print(f"# {len(moe)} fused_moe_kernel launches logged: "
       f"{sorted({(e.get('action'), e.get('rule'), e.get('rerouted_to')) for e in moe}, key=str)}")
-sys.exit(0 if len(moe) == 4 and not refused and all(e.get("action") == "reroute" for e in moe)
+sys.exit(0 if len(moe) == 8 and not refused and all(e.get("action") == "reroute" for e in moe)
          else 1)
 PY
-then echo "ok - SGLang 0.5.9 fused_moe_kernel rerouted at every launch (4), nothing refused"
+then echo "ok - SGLang 0.5.9 fused_moe_kernel rerouted at every launch (8), nothing refused"
 else echo "not ok - SGLang 0.5.9 fused MoE: reroute events in the JSON log"; fi

@@ -95,6 +95,9 @@ class Tensor:
     def data_ptr(self):
         return self._ptr
 
+    def size(self, i=None):
+        return self.shape if i is None else self.shape[i]
+
     def numel(self):
         n = 1
         for d in self.shape:
@@ -124,6 +127,7 @@ def stub_torch(capability):
                                        is_available=lambda: True)
     torch.__dict__.update(DTYPES)
     torch.Tensor = Tensor
+    torch.dtype = DType
     torch.tensor = lambda v, dtype=None, device=None: Tensor((), dtype or DTYPES["float32"])
     torch.empty = lambda *shape, dtype=None, device=None: Tensor(
         shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape,
@@ -257,20 +261,51 @@ def sglang_extend(release, kv, batch, heads, prefix, extend, act="bfloat16", qo=
     return sink, {"kv_cache_dtype": kv} if settings is None else settings
 
 
+# SGLang's default FP8 configuration: the one every release before 2026-06-23
+# picks when no tuned file names the GPU.
+SGLANG_FP8_DEFAULT = dict(BLOCK_SIZE_M=128, BLOCK_SIZE_N=256, BLOCK_SIZE_K=128, GROUP_SIZE_M=32,
+                          num_warps=8, num_stages=4)
+
+
+def tuned(bm, bn, bk, gm, warps, stages):
+    """A tuned config file's bucket, as the frameworks read it."""
+    return dict(BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=gm,
+                num_warps=warps, num_stages=stages)
+
+
+def arch():
+    """The architecture Triton compiles for ($SM120_ORACLE_ARCH)."""
+    return int(os.environ.get("SM120_ORACLE_ARCH", "120"))
+
+
+def moe_weights(quant, experts, n, k):
+    """B, B's scale and the routing of a fused-MoE launch: B [E, N, K] in FP8
+    (bf16 for "bf16"), its scale per tensor [E], per channel [E, N, 1] or per
+    128x128 block [E, N/128, K/128]."""
+    b = Tensor((experts, n, k), "bfloat16" if quant == "bf16" else "float8_e4m3fn")
+    b_scale = {"bf16": None,
+               "fp8_tensor": Tensor((experts,), "float32"),
+               "fp8_channel": Tensor((experts, n, 1), "float32"),
+               "fp8_block": Tensor((experts, (n + 127) // 128, (k + 127) // 128), "float32")}[quant]
+    return b, b_scale
+
+
 def sglang_moe(release, quant, tokens, experts, top_k, n, k, down=False, act="bfloat16",
-               settings=None):
-    """SGLang's invoke_fused_moe_kernel at its default FP8 configuration (the
-    one every release before 2026-06-23 picks when no tuned file names the
-    GPU: 128x256x128, GROUP_SIZE_M 32, 8 warps, 4 stages), on the routing
-    buffers moe_align_block_size gives (EM = tokens x top_k + experts x
-    (BLOCK_SIZE_M - 1)).  @quant: "fp8_block" (128x128 block scales) or
-    "fp8_tensor".  @down: the down projection as fused_experts launches it
-    (one row per routed token, top_k 1 compiled in, the routed weight
-    applied), N then being the hidden size.  @act: the model's dtype (hidden
-    states and output; SGLang's compute_type follows it).  @settings replaces
-    the deployment's (top_k, hidden_size as sm120 run --model sets them).
-    The activation quantizers are host functions: stand-ins return FP8
-    activations and their scales in SGLang's shapes."""
+               settings=None, config=None):
+    """SGLang's invoke_fused_moe_kernel at @config (a tuned bucket; default
+    SGLANG_FP8_DEFAULT: 128x256x128, GROUP_SIZE_M 32, 8 warps, 4 stages), on
+    the routing buffers moe_align_block_size gives (EM = tokens x top_k +
+    experts x (BLOCK_SIZE_M - 1)).  @quant: "fp8_block" (128x128 block
+    scales), "fp8_channel" (per-channel weights, per-token activations:
+    per_channel_quant), "fp8_tensor" or "bf16".  @down: the down projection
+    as fused_experts launches it (one row per routed token, top_k 1 compiled
+    in, the routed weight applied), N then being the hidden size.  @act: the
+    model's dtype (hidden states and output; SGLang's compute_type follows
+    it).  @settings replaces the deployment's (top_k, hidden_size as sm120
+    run --model sets them).  On sm_90 SGLang swaps the dot of small FP8
+    tiles (is_sm90_supported).  The activation quantizers are host
+    functions: stand-ins return FP8 activations and their scales in
+    SGLang's shapes."""
     frameworks.STUBS["sglang"]()
     quant_mod = sys.modules["sglang.srt.layers.quantization.fp8_kernel"]
     quant_mod.scaled_fp8_quant = lambda a, scale=None, use_per_token_if_dynamic=False: (
@@ -287,22 +322,87 @@ def sglang_moe(release, quant, tokens, experts, top_k, n, k, down=False, act="bf
                           "sglang/srt/layers/moe/fused_moe_triton/fused_moe_triton_kernels.py")
     sink = []
     mod.fused_moe_kernel = Catch(mod.fused_moe_kernel, sink)
-    config = dict(BLOCK_SIZE_M=128, BLOCK_SIZE_N=256, BLOCK_SIZE_K=128, GROUP_SIZE_M=32,
-                  num_warps=8, num_stages=4)
+    mod.is_sm90_supported = lambda: arch() == 90
+    config = dict(config or SGLANG_FP8_DEFAULT)
     em = tokens * top_k + experts * (config["BLOCK_SIZE_M"] - 1)
     block = [128, 128] if quant == "fp8_block" else None
-    b_scale = (Tensor((experts, (n + 127) // 128, (k + 127) // 128), "float32") if block
-               else Tensor((experts,), "float32"))
     rows = tokens * top_k if down else tokens
+    b, b_scale = moe_weights(quant, experts, n, k)
     mod.invoke_fused_moe_kernel(
-        Tensor((rows, k), act), Tensor((experts, n, k), "float8_e4m3fn"), None,
+        Tensor((rows, k), act), b, None,
         Tensor((tokens, top_k, n), act), None, b_scale, None,
         Tensor((tokens, top_k), "float32"), Tensor((tokens, top_k), "int32"),
         Tensor((em,), "int32"), Tensor((em // config["BLOCK_SIZE_M"],), "int32"),
-        Tensor((1,), "int32"), down, 1 if down else top_k, config, tl_dtype(act), True, False,
-        False, False, False, block_shape=block)
+        Tensor((1,), "int32"), down, 1 if down else top_k, config, tl_dtype(act), quant != "bf16",
+        False, False, False, quant == "fp8_channel", block_shape=block)
     return sink, ({"top_k": str(top_k), "hidden_size": str(n if down else k)}
                   if settings is None else settings)
+
+
+def stub_vllm_moe():
+    """What vLLM 0.33's fused_moe.py imports besides its kernels: its host
+    helpers that the launch below does not reach are stand-ins; the swap of
+    small FP8 tiles is vLLM's own rule (capability 9.0, enable_swap_ab)."""
+    import logging
+    frameworks.STUBS["vllm"]()
+    env = types.SimpleNamespace(VLLM_BATCH_INVARIANT=False, VLLM_TUNED_CONFIG_FOLDER=None,
+                                VLLM_TRITON_USE_TD=None)
+    mods = {
+        "vllm.envs": vars(env),
+        "vllm._custom_ops": {},
+        "vllm.logger": {"init_logger": logging.getLogger},
+        "vllm.model_executor": {}, "vllm.model_executor.layers": {},
+        "vllm.model_executor.layers.fused_moe": {},
+        "vllm.model_executor.layers.fused_moe.modular_kernel": {},
+        "vllm.model_executor.layers.fused_moe.activation": {
+            "MoEActivation": types.SimpleNamespace(SILU="silu"), "apply_moe_activation": None},
+        "vllm.model_executor.layers.fused_moe.config": {
+            "FUSED_MOE_UNQUANTIZED_CONFIG": None, "FusedMoEQuantConfig": object,
+            "_get_config_dtype_str": None},
+        "vllm.model_executor.layers.fused_moe.moe_align_block_size": {"moe_align_block_size": None},
+        "vllm.model_executor.layers.fused_moe.utils": {
+            "enable_swap_ab": lambda bm, bn: arch() == 90 and bm < 64 and bn >= 64,
+            "moe_kernel_quantize_input": None, "resolve_moe_use_td": lambda: False,
+            "warn_if_moe_use_td_ineffective": lambda *a, **k: None},
+        "vllm.triton_utils.allocation": {"set_triton_allocator": None},
+        "vllm.utils": {}, "vllm.utils.math_utils": {"next_power_of_2": None},
+        "vllm.utils.platform_utils": {"get_device_name_as_file_name": None},
+        "vllm.utils.torch_utils": {"direct_register_custom_op": lambda **k: None},
+    }
+    for name, attrs in mods.items():
+        mod = sys.modules.setdefault(name, types.ModuleType(name))
+        mod.__dict__.update(attrs)
+        parent, _, child = name.rpartition(".")
+        setattr(sys.modules[parent], child, mod)
+
+
+def vllm_moe(release, quant, tokens, experts, top_k, n, k, config, naive=False, settings=None):
+    """vLLM's invoke_fused_moe_triton_kernel (fused_moe.py) at @config, a
+    tuned bucket, as fused_experts_impl launches gate/up: bf16 activations
+    quantized to FP8 by a stand-in (per 128-group scales [M, K/128] for
+    "fp8_block"), top_k @top_k, no routed weight.  The routing is
+    moe_align_block_size's (EM = tokens x top_k + experts x (BLOCK_SIZE_M -
+    1)), or with @naive vLLM's small-batch assignment (sorted_token_ids None,
+    expert_ids the flat topk_ids, taken when tokens x top_k x 4 <= experts)."""
+    stub_vllm_moe()
+    mod = frameworks.load("vllm", release, "vllm/model_executor/layers/fused_moe/fused_moe.py")
+    sink = []
+    mod.fused_moe_kernel = Catch(mod.fused_moe_kernel, sink)
+    bm = config["BLOCK_SIZE_M"]
+    em = tokens * top_k + experts * (bm - 1)
+    block = [128, 128] if quant == "fp8_block" else None
+    b, b_scale = moe_weights(quant, experts, n, k)
+    a_scale = (Tensor((tokens, (k + 127) // 128), "float32") if block else
+               None if quant == "bf16" else Tensor((1,), "float32"))
+    sorted_ids = None if naive else Tensor((em,), "int32")
+    expert_ids = Tensor((tokens * top_k,), "int32") if naive else Tensor((em // bm,), "int32")
+    import triton.language as tl
+    mod.invoke_fused_moe_triton_kernel(
+        Tensor((tokens, k), "bfloat16" if quant == "bf16" else "float8_e4m3fn"), b,
+        Tensor((tokens, top_k, n), "bfloat16"), a_scale, b_scale, Tensor((tokens, top_k), "float32"),
+        sorted_ids, expert_ids, Tensor((1,), "int32"), False, top_k, dict(config), tl.bfloat16,
+        quant != "bf16", False, False, False, False, block_shape=block)
+    return sink, ({"top_k": str(top_k), "hidden_size": str(k)} if settings is None else settings)
 
 
 def tl_dtype(name):
@@ -406,6 +506,41 @@ CASES = {
         {"_fwd_grouped_kernel_stage1": ("!", "-", "compiled with PAGE_SIZE 16 but "
                                         "SM120SHIM_PAGE_SIZE=64"),
          "_fwd_kernel_stage2": ("-", "-")}),
+    # --- tile-generic rules: tuned buckets of real config files, rerouted at their
+    # own configuration because the compiled facts give it (rules/fused_moe.json
+    # "generic"); without the facts only the exact tiles are rerouted ---
+    # SGLang 0.5.9 triton_3_5_1/E=161,N=384,device_name=NVIDIA_H200,dtype=fp8_w8a8,
+    # per_channel_quant=True.json, bucket 4096: 64x256x128, 4 warps, 4 stages
+    # (163840 B on sm_90: the issue's refusal; 122880 B on sm_120), GLM-4.7 at TP8.
+    "sglang-0.5.9-moe-glm-tp8-gateup-fp8chan-m4096-64x256x128": (
+        with_(sglang_moe, config=tuned(64, 256, 128, 16, 4, 4)),
+        ("0.5.9", "fp8_channel", 4096, 161, 9, 384, 5120),
+        {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_fp8_m64")}),
+    # E=256,N=256,device_name=NVIDIA_B200,dtype=fp8_w8a8,block_shape=[128, 128].json,
+    # bucket 8: BLOCK_SIZE_M 16 (105472 B on sm_120; swapped on sm_90: 140288 B),
+    # DeepSeek-V3 at TP8 (256 experts, top_k 8, hidden 7168, gate/up N 512).
+    "sglang-0.5.9-moe-dsv3-tp8-gateup-fp8block-m8-bm16": (
+        with_(sglang_moe, config=tuned(16, 256, 128, 32, 8, 4)),
+        ("0.5.9", "fp8_block", 8, 256, 8, 512, 7168),
+        {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_fp8_m16")}),
+    # E=160,N=384,device_name=NVIDIA_B200,dtype=fp8_w8a8.json, bucket 3072:
+    # BLOCK_SIZE_M 256, 256x64, 5 stages (131072 B on sm_120, 163840 B on sm_90).
+    "sglang-0.5.9-moe-glm-tp8-gateup-fp8tensor-m3072-bm256": (
+        with_(sglang_moe, config=tuned(256, 256, 64, 16, 8, 5)),
+        ("0.5.9", "fp8_tensor", 3072, 160, 8, 384, 5120),
+        {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_fp8_m128")}),
+    # vLLM 0.33 E=256,N=256,device_name=NVIDIA_B200,dtype=fp8_w8a8,block_shape=[128,128].json,
+    # bucket 8 (16x256x128, 8 warps, 4 stages), DeepSeek-V3 at TP8 with 10 tokens
+    # (10 x 8 x 4 > 256 experts: the aligned routing), through vLLM's own kernel.
+    "vllm-0.33.0-moe-dsv3-tp8-gateup-fp8block-m10-bm16": (
+        vllm_moe, ("0.33.0", "fp8_block", 10, 256, 8, 512, 7168, tuned(16, 256, 128, 32, 8, 4)),
+        {"fused_moe_kernel": ("vllm-moe-main", "moe_gemm_fp8_m16")}),
+    # ... with 4 tokens vLLM takes its naive small-batch assignment (sorted_token_ids
+    # None): moe_gemm needs the aligned routing, so it is refused (rules/AUDIT.md).
+    "vllm-0.33.0-moe-dsv3-tp8-gateup-fp8block-m4-naive": (
+        with_(vllm_moe, naive=True),
+        ("0.33.0", "fp8_block", 4, 256, 8, 512, 7168, tuned(16, 256, 128, 64, 8, 4)),
+        {"fused_moe_kernel": ("!", "-", "naive_block_assignment")}),
 }
 
 

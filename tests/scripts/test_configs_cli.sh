@@ -1,16 +1,19 @@
 #!/bin/sh
 # test_configs_cli.sh - `sm120 configs` on tuned fused-MoE config files:
 # the fixtures of tests/fixtures/configs (SGLang- and vLLM-style names
-# written for this test: buckets that fit, one a rule reroutes, one no rule
-# does, the INT4 kernel, a file no framework reads, bad names, bad JSON, a
-# bad bucket, directories), every exit status, --json checked line by line,
+# written for this test: buckets that fit, buckets the rules reroute at
+# their exact tiles and at other configurations (tile-generic rules, with
+# the compiled facts the Python hook records), ones no rule takes and why
+# (a tensor descriptor, int8 weights, a K step over the block-scale group),
+# the INT4 kernel, a file no framework reads, bad names, bad JSON, a bad
+# bucket, directories), every exit status, --json checked line by line,
 # --arch 90 (a Hopper GPU under the shim's sm120 emulation); then, where
 # they are at hand, the real config files of a cached framework wheel
 # (~/.cache/sm120-oracle, tests/oracle/fetch.sh) and live Triton compiles
 # (build/oracle-venv) of a few buckets against the shared memory the command
 # computes.  Prints "ok - ...".
 set -u
-echo 1..30 # plan: the number of checks below
+echo 1..36 # plan: the number of checks below
 B=${SM120_BUILD:-build}
 FX=tests/fixtures/configs
 SG="$FX/good/sglang/triton_3_5_1/E=161,N=384,device_name=NVIDIA_H200,dtype=fp8_w8a8,per_channel_quant=True.json"
@@ -27,24 +30,24 @@ check "no PATH: usage, exit 2" 2 "$B/sm120" configs
 check "a file whose every bucket fits: exit 0" 0 "$B/sm120" configs "$FITS"
 expect "(Triton's defaults, 4 warps and 3 stages, where the bucket has none)" \
 	"  *1    16    64   128     1   4   3    40960  fits"
-check "SGLang per-channel FP8 with an over-limit bucket no rule takes: exit 1" 1 \
+check "SGLang per-channel FP8, every over-limit bucket rerouted: exit 0" 0 \
 	"$B/sm120" configs "$SG"
 expect "(the small bucket fits)" "  *1    16    64   128     1   4   4    30720  fits"
 expect "(SGLang's default FP8 tile is rerouted by SGLang's rule)" \
 	"2048   128   256   128    32   8   4   147456  rerouted by sglang-moe-2026-03"
-expect "(64x256x128, 4 stages is refused with route_admit's reason)" \
-	"4096    64   256   128    16   4   4   122880  refused: rule sglang-moe-2026-03 has no tile of 122880 B"
+expect "(64x256x128, 4 stages: rerouted at its own configuration by the generic rule)" \
+	"4096    64   256   128    16   4   4   122880  rerouted by sglang-moe-2026-03"
 "$B/sm120" configs "$VL" >"$out" 2>&1
 expect "vLLM block FP8: BLOCK_SIZE_K clamped to the block shape, its scale scratch counted" \
 	"  *1    16   128   128     1   4   3    37376  fits"
 expect "(the 148480 B block-scale tile is rerouted, by vLLM's rule)" \
 	"512   128   256   128    32   8   4   148480  rerouted by vllm-moe-main"
-check "--arch 90: Hopper's compile of the same file under the sm120 emulation: exit 1" 1 \
+check "--arch 90: Hopper's compile of the same file under the sm120 emulation: exit 0" 0 \
 	"$B/sm120" configs --arch 90 "$SG"
 expect "(196608 B on sm_90, the rule's Hopper tile)" \
 	"2048   128   256   128    32   8   4   196608  rerouted by sglang-moe-2026-03"
-expect "(163840 B: the issue's 64x256x128 refusal)" \
-	"4096    64   256   128    16   4   4   163840  refused: rule sglang-moe-2026-03 has no tile of 163840 B"
+expect "(163840 B: the issue's 64x256x128 bucket, rerouted)" \
+	"4096    64   256   128    16   4   4   163840  rerouted by sglang-moe-2026-03"
 check "--target sm90: Hopper's own limit, everything fits: exit 0" 0 \
 	"$B/sm120" configs --target sm90 "$SG" "$VL"
 "$B/sm120" configs "$W4" >"$out" 2>&1
@@ -53,7 +56,18 @@ expect "INT4 w4a16 is fused_moe_kernel_gptq_awq, rerouted by its rule at 163840 
 check "a directory: searched recursively, exit 1 (a bucket is refused)" 1 \
 	"$B/sm120" configs "$FX/good"
 expect "(the summary counts files, buckets and verdicts)" \
-	"4 files, 11 buckets compiled for sm_120 against sm120 (101376 B): 6 fit, 5 over (3 rerouted, 2 refused); 1 file skipped, 0 errors"
+	"7 files, 18 buckets compiled for sm_120 against sm120 (101376 B): 10 fit, 8 over (6 rerouted, 2 refused); 1 file skipped, 0 errors"
+expect "(SGLang's TMA bucket: the tensor descriptor no rule takes)" \
+	"4096   128   256    64     1   8   4   147480  refused: the kernel takes b_desc at run time, which rule sglang-moe-2026-03 cannot reroute"
+expect "(int8 weights: the rules' value)" \
+	"256   256    64   128     1   8   3   147456  refused: compiled with use_int8_w8a16 1; rule sglang-moe-2026-03 reroutes the kernel's 147456 B only with use_int8_w8a16 0"
+expect "(SGLang block FP8 at BLOCK_SIZE_M 64, rerouted at its own configuration)" \
+	"1024    64   256   128    16   4   4   123904  rerouted by sglang-moe-2026-03"
+check "--arch 90 over the directory: exit 1" 1 "$B/sm120" configs --arch 90 "$FX/good"
+expect "(a K step of 256 over 128-wide scale groups, refused with why)" \
+	"64    16   128   256     1   4   3   110592  refused: the kernel was compiled with BLOCK_SIZE_K 256 and group_k 128; rule sglang-moe-2026-03 reroutes it only when BLOCK_SIZE_K divides group_k"
+expect "(and counted)" \
+	"7 files, 18 buckets compiled for sm_90 against sm120 (101376 B): 9 fit, 9 over (6 rerouted, 3 refused)"
 expect "(a dtype no framework looks up is skipped, saying why)" \
 	"skipped: dtype=float8: neither SGLang nor vLLM looks up"
 expect "(other files in the tree are passed over and counted)" \
@@ -67,7 +81,7 @@ kinds = [l["type"] for l in lines]
 assert kinds[-1] == "summary" and kinds.count("summary") == 1, kinds
 buckets = [l for l in lines if l["type"] == "bucket"]
 s = lines[-1]
-assert len(buckets) == s["buckets"] == 11, s
+assert len(buckets) == s["buckets"] == 18, s
 for v in ("fits", "rerouted", "refused"):
     assert sum(b["verdict"] == v for b in buckets) == s[v], (v, s)
 for b in buckets:
@@ -105,8 +119,8 @@ if [ -n "$wheel" ] && unzip -q "$wheel" 'sglang/srt/layers/moe/fused_moe_triton/
 	"$B/sm120" configs "$work/wheel" >"$out" 2>&1
 	rc=$?
 	if [ "$rc" -le 1 ] && grep -q ", 0 errors$" "$out" &&
-		grep -q "279 files, 5104 buckets" "$out"; then
-		echo "ok - SGLang 0.5.9's 279 tuned files read without an error (exit $rc)"
+		grep -q "279 files, 5104 buckets compiled for sm_120 against sm120 (101376 B): 4143 fit, 961 over (941 rerouted, 20 refused)" "$out"; then
+		echo "ok - SGLang 0.5.9's 279 tuned files read without an error, 941 of the 961 over-limit buckets rerouted (exit $rc)"
 	else
 		echo "not ok - SGLang 0.5.9's tuned files (exit $rc)"
 		grep '^sm120 configs' "$out" | head -n 5 | sed 's/^/#   /'

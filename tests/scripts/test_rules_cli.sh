@@ -2,10 +2,11 @@
 # test_rules_cli.sh - `sm120 rules check|compile`: the shipped rules are
 # valid, and every kind of mistake in a rules file is named with its file,
 # line, rule and field: unknown keys (with the nearest valid name), keys
-# given twice, numbers out of range, misspelt tile names.  Prints
+# given twice, numbers out of range, misspelt tile names, and the generic
+# entries of tile-generic rules (model, bounds, their names).  Prints
 # "ok - ..." / "not ok - ...".
 set -u
-echo 1..60 # plan: the number of checks below
+echo 1..89 # plan: the number of checks below
 B=${SM120_BUILD:-build}
 sm120=$B/sm120
 work=$(mktemp -d)
@@ -101,6 +102,61 @@ expect "naming both" "settings\[1\]: 'kv_cache_dtype' is also settings\[0\]"
 bad dupkey 's/"BLOCK_M": 32/"BLOCK_M": 32, "BLOCK_M": 64/'
 check "a JSON key given twice is an error" 1 "$sm120" rules check "$work/dupkey.json"
 expect "said so" "dupkey.json:4: rule 'r1': tiles\[0\].BLOCK_M: given twice (first on line 4)"
+
+# A generic entry (tile-generic rules): a shared-memory model and the bounds
+# of the compiled-in values; each mistake named with its field.
+sed 's/"values": {"IS_CAUSAL": true}/"values": {"IS_CAUSAL": true}, "generic": {"shared_memory": "triton_fused_moe_sglang",\
+  "compiled": {"BLOCK_M": {"min": 16, "max": 128, "multiple_of": 16, "why": "rows"},\
+  "BLOCK_K": {"min": 16, "max": 256, "divides": "group_k"}, "group_k": {"one_of": [0, 128]}}}/' \
+	"$work/good.json" >"$work/gen.json"
+check "a rule with a generic entry passes" 0 "$sm120" rules check "$work/gen.json"
+check "and compiles" 0 "$sm120" rules compile -o "$work/gen.c" "$work/gen.json"
+grep -q 'static const struct rule_generic generic_0 = { "triton_fused_moe_sglang", bounds_0, 3 };' "$work/gen.c" &&
+	grep -q '{ "BLOCK_K", 16, 256, 1, NULL, 0, "group_k", NULL },' "$work/gen.c" &&
+	grep -q 'values_0, VALUES_0, settings_0, 0, GENERIC_0 }' "$work/gen.c" &&
+	cc -std=gnu11 -Wall -Wextra -Werror -Icore -c "$work/gen.c" -o "$work/gen.o" &&
+	echo "ok - into a struct rule_generic that compiles cleanly" ||
+	{ echo "not ok - compiled generic entry"; sed 's/^/#   /' "$work/gen.c"; }
+gbad() { sed "$2" "$work/gen.json" >"$work/$1.json"; }
+gbad model 's/"triton_fused_moe_sglang"/"triton_moe_sglang"/'
+check "an unknown shared-memory model is an error" 1 "$sm120" rules check "$work/model.json"
+expect "naming the models" "generic.shared_memory: 'triton_moe_sglang' is not one of the shim's shared-memory models (triton_fused_moe_sglang, triton_fused_moe_vllm or triton_fused_moe_gptq_awq) (did you mean 'triton_fused_moe_sglang'?)"
+gbad memroy 's/"shared_memory"/"shared_memroy"/'
+check "a misspelt generic key is an error" 1 "$sm120" rules check "$work/memroy.json"
+expect "naming the nearest key" "generic.shared_memroy: unknown key in a generic entry (did you mean 'shared_memory'?)"
+gbad multiple 's/"multiple_of": 16/"multiple": 16/'
+check "a misspelt bound key is an error" 1 "$sm120" rules check "$work/multiple.json"
+expect "naming the nearest key" "generic.compiled.BLOCK_M.multiple: unknown key in a bound (did you mean 'multiple_of'?)"
+gbad both 's/"one_of": \[0, 128\]/"one_of": [0, 128], "min": 0/'
+check "a list and a range in one bound is an error" 1 "$sm120" rules check "$work/both.json"
+expect "said so" "generic.compiled.group_k: give one_of or min/max (and multiple_of), not both"
+gbad nomax 's/"min": 16, "max": 256, /"min": 16, /'
+check "a range without max is an error" 1 "$sm120" rules check "$work/nomax.json"
+expect "said so" "generic.compiled.BLOCK_K: needs min and max"
+gbad minmax 's/"min": 16, "max": 128/"min": 200, "max": 128/'
+check "min above max is an error" 1 "$sm120" rules check "$work/minmax.json"
+expect "naming both" "generic.compiled.BLOCK_M.min: 200 is above max 128"
+gbad huge 's/"max": 256/"max": 100000/'
+check "a bound out of range is an error" 1 "$sm120" rules check "$work/huge.json"
+expect "naming the range" "generic.compiled.BLOCK_K.max: must be a whole number from 0 to 65536, not 100000"
+gbad twice 's/"one_of": \[0, 128\]/"one_of": [0, 128, 0]/'
+check "a value listed twice is an error" 1 "$sm120" rules check "$work/twice.json"
+expect "naming both" "generic.compiled.group_k.one_of\[2\]: 0 is also one_of\[0\]"
+gbad self 's/"divides": "group_k"/"divides": "BLOCK_K"/'
+check "a bound dividing itself is an error" 1 "$sm120" rules check "$work/self.json"
+expect "said so" "generic.compiled.BLOCK_K.divides: names the bound itself"
+gbad blokc 's/"BLOCK_M": {"min"/"BLOKC_M": {"min"/'
+check "a bound name that misspells a tile's is an error" 1 "$sm120" rules check "$work/blokc.json"
+expect "naming the tile's" "generic.compiled.BLOKC_M: did you mean 'BLOCK_M'? The rule's tiles give BLOCK_M, none gives BLOKC_M"
+gbad empty 's/"compiled": {.*$/"compiled": {}}}/; /"BLOCK_K": {"min"/d'
+check "no bounds is an error" 1 "$sm120" rules check "$work/empty.json"
+expect "said so" "generic.compiled: 0 names; give 1 to 16"
+gbad notobj 's/"group_k": {"one_of": \[0, 128\]}/"group_k": 128/'
+check "a bound that is not an object is an error" 1 "$sm120" rules check "$work/notobj.json"
+expect "said so" "generic.compiled.group_k: must be an object (a bound), not 128"
+gbad nomodel 's/"shared_memory": "triton_fused_moe_sglang",//'
+check "a generic entry without a model is an error" 1 "$sm120" rules check "$work/nomodel.json"
+expect "said so" "generic: no \"shared_memory\" (required: one of the shim's shared-memory models"
 
 printf '{"schema": 1,\n "rules": [\n  {"id": "r1",, }\n]}\n' >"$work/syntax.json"
 check "broken JSON is an error" 1 "$sm120" rules check "$work/syntax.json"

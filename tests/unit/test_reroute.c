@@ -25,7 +25,9 @@
 #include "../../core/adapters/facts.h"
 #include "../../core/adapters/fused_moe.h"
 #include "../../core/adapters/select.h"
+#include "../../core/limits/triton_smem.h"
 #include "../../core/rules/compiled.h"
+#include "../../core/route/admit.h"
 #include "../../core/route/route.h"
 
 /* One fake SGLang launch: parameter values by name, and which are dropped. */
@@ -953,9 +955,14 @@ static void test_facts_moe_formats(void **state)
 	moe_facts(&f, 9, 0, NULL, NULL);
 	refact(&f, "use_int8_w8a8=0", "use_int8_w8a8=1");
 	expect_refusal(&f, "compiled with use_int8_w8a8 1");
-	/* use_fp8_w8a8 off with both scale pointers */
+	/* use_fp8_w8a8 off with both scale pointers: a bf16 kernel of 128 x 256 x 128 has
+	   twice the FP8 one's shared memory, so the facts and the launch disagree ... */
 	moe_facts(&f, 9, 0, NULL, NULL);
 	refact(&f, "use_fp8_w8a8=1", "use_fp8_w8a8=0");
+	expect_refusal(&f, "fused_moe_kernel has 147456 B of dynamic shared memory, but Triton "
+			   "compiles 294912 B on sm_120");
+	/* ... and at BLOCK_SIZE_K 64, where bf16 has the FP8 size, the adapter says it */
+	refact(&f, "BLOCK_SIZE_K=128", "BLOCK_SIZE_K=64");
 	expect_refusal(&f, "compiled with use_fp8_w8a8 0, the launch passes scale pointers");
 	/* F4: SGLang main's fused all-reduce down launch is refused; off, rerouted */
 	glm_down(&f, "sglang-moe-main");
@@ -965,9 +972,11 @@ static void test_facts_moe_formats(void **state)
 	refact(&f, "FUSE_SUM_ALL_REDUCE=1", "FUSE_SUM_ALL_REDUCE=0");
 	a = moe_plan_args(&f, "sglang-moe-main", "sglang-moe-2026-03");
 	assert_int_equal(a.mul_routed_weight, 1);
-	/* a tile value: BLOCK_SIZE_N 128 at the tile's bytes */
+	/* another configuration (BLOCK_SIZE_N 128) at the tile's bytes: not the formula's */
 	refact(&f, "BLOCK_SIZE_N=256", "BLOCK_SIZE_N=128");
-	expect_refusal(&f, "compiled with BLOCK_SIZE_N 128");
+	expect_refusal(&f, "has 147456 B of dynamic shared memory, but Triton compiles 98304 B on "
+			   "sm_120, 98304 B on sm_121, 131072 B on sm_90 for BLOCK_SIZE_M 128, "
+			   "BLOCK_SIZE_N 128");
 	/* F6(b): vLLM per tensor passes stride_bse = 1 (dropped), the other scale strides 0 */
 	glm_moe(&f, "vllm-moe-main");
 	drop(&f, "stride_bse");
@@ -984,10 +993,14 @@ static void test_facts_moe_formats(void **state)
 	moe_facts(&f, 9, 0, "per_channel_quant=1;group_n=0;group_k=0", NULL);
 	expect_refusal(&f, "are not the per-channel layout the kernel was compiled for");
 	moe_facts(&f, 9, 0, "per_channel_quant=0;group_n=64;group_k=64", NULL);
-	expect_refusal(&f, "compiled with 64 x 64 block scales; moe_gemm's are 128 x 128");
+	expect_refusal(&f, "compiled with group_n 64; rule sglang-moe-2026-03 reroutes group_n "
+			   "only at 0 or 128 (no block scales, or moe_gemm's 128 x 128 ones)");
 	set(&f, "stride_asm", 40), set(&f, "stride_bse", 3 * 40), set(&f, "stride_bsn", 40);
 	drop(&f, "stride_ask"), drop(&f, "stride_bsk");
 	moe_facts(&f, 9, 0, "per_channel_quant=0;group_n=128;group_k=128", NULL);
+	expect_refusal(&f, "has 147456 B of dynamic shared memory, but Triton compiles 148480 B on "
+			   "sm_120");
+	f.l.dynamic_smem = 148480; /* the B scales' layout scratch */
 	a = moe_plan_args(&f, "sglang-moe-2026-03", NULL);
 	assert_int_equal(a.scale, MOE_SCALE_BLOCK);
 	assert_int_equal(a.as_stride_m, 40);
@@ -1044,6 +1057,246 @@ static void test_facts_gptq(void **state)
 	expect_refusal(&f, "compiled with has_zp 1");
 }
 
+/* ------------------------------------------------------------------ tile-generic rules */
+
+/* One tuned configuration of fused_moe_kernel, as a config file bucket gives it. */
+struct moe_cfg {
+	int bm, bn, bk, warps, stages;
+	int quant;          /* 0 bf16, 1 FP8 per tensor, 2 FP8 128x128 blocks, 3 FP8 64x64 blocks */
+	int sm;             /* the architecture Triton compiles for */
+};
+
+/* cfg_smem - the shared memory Triton compiles for @c under @vllm's or SGLang's kernel. */
+static uint64_t cfg_smem(const struct moe_cfg *c, int vllm)
+{
+	struct triton_moe_tile t = { .sm = c->sm, .kernel = TRITON_MOE_FUSED,
+				     .a_bytes = c->quant ? 1 : 2, .b_bits = c->quant ? 8 : 16,
+				     .block_m = (uint32_t)c->bm, .block_n = (uint32_t)c->bn,
+				     .block_k = (uint32_t)c->bk, .num_warps = (uint32_t)c->warps,
+				     .num_stages = (uint32_t)c->stages };
+
+	if (c->quant >= 2) {
+		t.group_n = t.group_k = c->quant == 2 ? 128 : 64;
+		t.b_scale_vector = vllm || t.block_n > t.group_n;
+	}
+	t.swap_ab = triton_moe_swap_ab(c->sm, triton_moe_dtype_find(c->quant ? "fp8_w8a8" : ""),
+				       t.block_m, t.block_n);
+	return triton_moe_smem(&t);
+}
+
+/*
+ * moe_cfg_launch - kimi_moe's gate/up launch (N 512, K 7168, 300 tokens) as
+ * rule @rule_id's framework launches it at configuration @c: EM aligned to
+ * BLOCK_SIZE_M, its grid and block, the shared memory Triton compiles (plus
+ * @smem_off), and the compiled facts the Python hook records; @tell_sm: the
+ * launch says which architecture (else 0, unknown).
+ */
+static void moe_cfg_launch(struct fake *f, const char *rule_id, const struct moe_cfg *c,
+			   int smem_off, int tell_sm)
+{
+	static const struct ptype bf16_types[] = {
+		{ "a_ptr", "*bf16" }, { "b_ptr", "*bf16" }, { "c_ptr", "*bf16" },
+		{ "topk_weights_ptr", "*fp32" }, { "sorted_token_ids_ptr", "*i32" },
+		{ "expert_ids_ptr", "*i32" }, { "num_tokens_post_padded_ptr", "*i32" }, { NULL, NULL },
+	};
+	int vllm = strncmp(rule_id, "vllm", 4) == 0, group = c->quant == 2 ? 128 : c->quant == 3 ? 64 : 0;
+	int swap = triton_moe_swap_ab(c->sm, triton_moe_dtype_find(c->quant ? "fp8_w8a8" : ""),
+				      (uint32_t)c->bm, (uint32_t)c->bn);
+	int64_t em = 2400 + 385 * (int64_t)(c->bm - 1);
+	char text[1024];
+
+	kimi_moe(f, rule_id);
+	set(f, "EM", em);
+	f->l.grid[0] = (unsigned)(((em + c->bm - 1) / c->bm) * ((512 + c->bn - 1) / c->bn));
+	f->l.block[0] = (unsigned)c->warps * 32;
+	f->l.dynamic_smem = cfg_smem(c, vllm) + (uint64_t)smem_off;
+	f->l.sm = tell_sm ? c->sm : 0;
+	if (c->quant == 0) {
+		drop(f, "a_scale_ptr"), drop(f, "b_scale_ptr");
+	} else if (c->quant >= 2) {
+		int kg = 7168 / group, ng = 512 / group;
+
+		set(f, "stride_asm", kg), set(f, "stride_bse", ng * kg), set(f, "stride_bsn", kg);
+		drop(f, "stride_ask"), drop(f, "stride_bsk");
+	}
+	snprintf(text, sizeof(text), "num_warps=%d;num_stages=%d;BLOCK_SIZE_M=%d;BLOCK_SIZE_N=%d;"
+		 "BLOCK_SIZE_K=%d;GROUP_SIZE_M=8;MUL_ROUTED_WEIGHT=0;top_k=8;compute_type=bf16;"
+		 "use_fp8_w8a8=%d;use_int8_w8a8=0;use_int8_w8a16=0;per_channel_quant=0;group_n=%d;"
+		 "group_k=%d;even_Ks=1;c_sorted=0;%s=%d%s", c->warps, c->stages, c->bm, c->bn, c->bk,
+		 c->quant != 0, group, group, vllm ? "SWAP_AB" : "filter_expert=0;swap_ab", swap,
+		 vllm ? ";SPLIT_K=1;HAS_BIAS=0;naive_block_assignment=0;USE_TD=0" : "");
+	with_facts(f, text, c->quant ? moe_fp8_types : bf16_types, NULL);
+}
+
+/*
+ * Tuned buckets of real config files, rerouted at their own configuration
+ * with the compiled facts (the generic entries of rules/fused_moe.json), and
+ * what the facts, the launch and the formula must agree on.
+ */
+static void test_generic_moe(void **state)
+{
+	/* SGLang 0.5.9 E=161,N=384 H200 per-channel FP8, bucket 4096 (the issue's) */
+	static const struct moe_cfg issue = { 64, 256, 128, 4, 4, 1, 90 };
+	/* DeepSeek-V3 block FP8 on B200 (E=256,N=256), bucket 4: BLOCK_SIZE_M 16 */
+	static const struct moe_cfg ds16 = { 16, 256, 128, 8, 4, 2, 120 };
+	/* E=129,N=352 B200 FP8, bucket 3072: BLOCK_SIZE_M 256 */
+	static const struct moe_cfg m256 = { 256, 256, 64, 8, 5, 1, 120 };
+	/* vLLM E=128,N=768 GB200 block FP8, bucket 4096: 64 x 256 x 128, 3 stages */
+	static const struct moe_cfg gb200 = { 64, 256, 128, 8, 3, 2, 90 };
+	/* vLLM E=128,N=768 B200 bf16, bucket 3072: 256 x 256 x 64, 3 stages */
+	static const struct moe_cfg bf16 = { 256, 256, 64, 8, 3, 0, 120 };
+	struct reroute_plan plan;
+	struct moe_gemm_args a;
+	struct fake f;
+
+	(void)state;
+	moe_cfg_launch(&f, "sglang-moe-2026-03", &issue, 0, 1);
+	assert_int_equal(f.l.dynamic_smem, 163840);
+	a = moe_plan_args(&f, "sglang-moe-2026-03", NULL);
+	assert_int_equal(a.block_m, 64);
+	assert_int_equal(a.EM, 2400 + 385 * 63);
+	assert_int_equal(a.scale, MOE_SCALE_TENSOR);
+	assert_int_equal(a.top_k, 8);
+	/* ... the architecture not told: 163840 B is the formula's on sm_90 */
+	moe_cfg_launch(&f, "sglang-moe-2026-03", &issue, 0, 0);
+	expect_plan(&f, "sglang-moe-2026-03", NULL, &plan);
+	assert_string_equal(plan.kernel, moe_gemm_kernel_name(MOE_FP8, 16));
+	/* ... without the facts (no hook): only the exact tiles */
+	f.l.compiled = NULL;
+	expect_refusal(&f, "rule sglang-moe-2026-03 reroutes fused_moe_kernel only at the "
+			   "shared-memory sizes of its tiles, not 163840 B (at any other "
+			   "configuration only with the compiled facts of the Python hook)");
+	/* ... a grid of BLOCK_SIZE_M 128 with facts of 64: the two readings disagree */
+	moe_cfg_launch(&f, "sglang-moe-2026-03", &issue, 0, 1);
+	f.l.grid[0] = (unsigned)(((2400 + 385 * 63 + 127) / 128) * 2);
+	expect_refusal(&f, "grid (418, 1, 1) is not cdiv(EM 26655, 64) * cdiv(N 512, 256)");
+	/* ... a block of 8 warps with facts of 4 */
+	moe_cfg_launch(&f, "sglang-moe-2026-03", &issue, 0, 1);
+	f.l.block[0] = 256;
+	expect_refusal(&f, "runs 256 threads a block, but its compiled num_warps 4 makes 128");
+	/* ... shared memory the facts' configuration does not have */
+	moe_cfg_launch(&f, "sglang-moe-2026-03", &issue, 32, 1);
+	expect_refusal(&f, "has 163872 B of dynamic shared memory, but Triton compiles 163840 B on "
+			   "sm_90");
+	/* ... the architecture told wrong */
+	moe_cfg_launch(&f, "sglang-moe-2026-03", &issue, 0, 1);
+	f.l.sm = 120;
+	expect_refusal(&f, "Triton compiles 122880 B on sm_120");
+	f.l.sm = 89;
+	expect_refusal(&f, "the formula models Triton's compiles for sm_90, sm_120 and sm_121, not "
+			   "sm_89");
+	/* BLOCK_SIZE_M 16: the 16-row kernel, one moe_gemm block per framework block */
+	moe_cfg_launch(&f, "sglang-moe-main", &ds16, 0, 1);
+	assert_int_equal(f.l.dynamic_smem, 105472);
+	a = moe_plan_args(&f, "sglang-moe-main", "sglang-moe-2026-03");
+	assert_int_equal(a.block_m, 16);
+	assert_int_equal(a.scale, MOE_SCALE_BLOCK);
+	expect_plan(&f, "sglang-moe-main", "sglang-moe-2026-03", &plan);
+	assert_string_equal(plan.kernel, moe_gemm_kernel_name(MOE_FP8, 16));
+	/* BLOCK_SIZE_M 256: moe_gemm's blocks tile it (16 rows here: 6 rows per expert) */
+	moe_cfg_launch(&f, "sglang-moe-2026-03", &m256, 0, 1);
+	assert_int_equal(f.l.dynamic_smem, 131072);
+	a = moe_plan_args(&f, "sglang-moe-2026-03", NULL);
+	assert_int_equal(a.block_m, 256);
+	expect_plan(&f, "sglang-moe-2026-03", NULL, &plan);
+	assert_int_equal(plan.grid[1], (2400 + 385 * 255 + 15) / 16);
+	/* ... 4096 tokens: 128-row blocks, two to a framework block */
+	moe_cfg_launch(&f, "sglang-moe-2026-03", &m256, 0, 1);
+	set(&f, "num_valid_tokens", 4096 * 8), set(&f, "EM", 4096 * 8 + 385 * 255);
+	f.l.grid[0] = (unsigned)(((4096 * 8 + 385 * 255 + 255) / 256) * 2);
+	expect_plan(&f, "sglang-moe-2026-03", NULL, &plan);
+	assert_string_equal(plan.kernel, moe_gemm_kernel_name(MOE_FP8, 128));
+	/* vLLM: block FP8 on sm_90 (its B scales always a vector), and bf16 */
+	moe_cfg_launch(&f, "vllm-moe-main", &gb200, 0, 1);
+	assert_int_equal(f.l.dynamic_smem, 123904);
+	a = moe_plan_args(&f, "vllm-moe-main", NULL);
+	assert_int_equal(a.block_m, 64);
+	assert_int_equal(a.scale, MOE_SCALE_BLOCK);
+	moe_cfg_launch(&f, "vllm-moe-main", &bf16, 0, 1);
+	expect_plan(&f, "vllm-moe-main", NULL, &plan);
+	assert_string_equal(plan.kernel, moe_gemm_kernel_name(MOE_BF16, 16));
+	/* ... its tensor-descriptor path: the formula does not model it */
+	refact(&f, "USE_TD=0", "USE_TD=1");
+	expect_refusal(&f, "USE_TD 1, VLLM_TRITON_USE_TD) is not modelled");
+	/* bounds: BLOCK_SIZE_M 8, 64x64 block scales, BLOCK_SIZE_K over the scale group */
+	moe_cfg_launch(&f, "sglang-moe-2026-03", &(struct moe_cfg){ 8, 256, 128, 8, 4, 1, 90 }, 0, 1);
+	expect_refusal(&f, "compiled with BLOCK_SIZE_M 8; rule sglang-moe-2026-03 reroutes "
+			   "BLOCK_SIZE_M from 16 to 256 in multiples of 16");
+	moe_cfg_launch(&f, "sglang-moe-2026-03", &(struct moe_cfg){ 64, 256, 256, 4, 4, 2, 90 }, 0, 1);
+	expect_refusal(&f, "compiled with BLOCK_SIZE_K 256 and group_k 128");
+	moe_cfg_launch(&f, "sglang-moe-2026-03", &(struct moe_cfg){ 64, 256, 64, 4, 4, 3, 120 }, 0, 1);
+	expect_refusal(&f, "compiled with group_n 64");
+}
+
+/* cfg_admitted - route_admit's answer for the kernel of @f's launch: the rule, or NULL. */
+static const struct rule *cfg_admitted(const struct fake *f, const struct moe_cfg *c,
+				       struct sm_err *why)
+{
+	struct route_kernel k = { "fused_moe_kernel", f->l.dynamic_smem, (uint32_t)c->warps * 32,
+				  f->l.compiled, f->l.sm };
+	struct target_limits t;
+	struct route_admission a;
+
+	assert_int_equal(target_parse("sm120", &t, NULL), 0);
+	route_admit(&k, &t, SHIM_MODE_REROUTE, rules_builtin, rules_builtin_count, &a);
+	*why = a.why;
+	return a.rule;
+}
+
+/*
+ * A kernel admitted at load is rerouted at launch, and one refused at load
+ * is refused at launch: a walk over configurations (both frameworks, bf16 and
+ * FP8 per tensor and in 128x128 and 64x64 blocks, BLOCK_SIZE_M 8 to 512,
+ * every N and K block, warps, stages, sm_90 and sm_120, the architecture told
+ * or not), each as the framework launches it and with shared memory the
+ * facts do not give.  Configurations that fit SM120 are not over the limit
+ * and are passed over.
+ */
+static void test_generic_admit_agrees(void **state)
+{
+	static const int bms[] = { 8, 16, 32, 64, 128, 256, 512 }, sizes[] = { 64, 128, 256 };
+	static const int warps[] = { 4, 8 }, stages[] = { 2, 3, 4, 5 }, sms[] = { 90, 120 };
+	static const char *const rules[] = { "sglang-moe-2026-03", "vllm-moe-main" };
+	int r, q, m, n, k, w, st, sm, off, counts[2] = { 0, 0 };
+	struct fake f;
+
+	(void)state;
+	for (r = 0; r < 2; r++)
+	for (q = 0; q < 4; q++)
+	for (m = 0; m < 7; m++)
+	for (n = 0; n < 3; n++)
+	for (k = 0; k < 3; k++)
+	for (w = 0; w < 2; w++)
+	for (st = 0; st < 4; st++)
+	for (sm = 0; sm < 2; sm++)
+	for (off = 0; off < 2; off++) {
+		const struct moe_cfg c = { bms[m], sizes[n], sizes[k], warps[w], stages[st], q, sms[sm] };
+		struct reroute_plan plan;
+		const struct rule *chosen = NULL, *admitted;
+		struct sm_err why = { "" }, load = { "" };
+		int rc;
+
+		moe_cfg_launch(&f, rules[r], &c, off * 16, (m + n + k) % 2);
+		if (f.l.dynamic_smem <= 101376)
+			continue;
+		pack(&f);
+		admitted = cfg_admitted(&f, &c, &load);
+		rc = reroute_select(rules_builtin, rules_builtin_count, &f.l, &plan, &chosen, &why);
+		if ((rc == 0) != (admitted != NULL))
+			fail_msg("%s %dx%dx%d %dw %ds quant %d sm_%d +%d B: admitted %s (%s), launch %s "
+				 "(%s)", rules[r], c.bm, c.bn, c.bk, c.warps, c.stages, c.quant, c.sm,
+				 off * 16, admitted ? admitted->id : "no", load.msg,
+				 rc ? "refused" : chosen->id, why.msg);
+		if (rc == 0 && strcmp(admitted->adapter, chosen->adapter) != 0)
+			fail_msg("admitted by %s, rerouted by %s", admitted->id, chosen->id);
+		counts[rc == 0]++;
+	}
+	/* both outcomes, many times each */
+	print_message("load and launch agree on %d over-limit kernels: %d rerouted, %d refused\n",
+		      counts[0] + counts[1], counts[1], counts[0]);
+	assert_true(counts[0] > 1000 && counts[1] > 1000);
+}
+
 /* F2, F3 and the cache dtype: the extend kernel's pointers and flags. */
 static void test_facts_extend(void **state)
 {
@@ -1059,6 +1312,11 @@ static void test_facts_extend(void **state)
 	with_facts(&f, EXTEND_CONSTEXPRS, extend_types, NULL);
 	expect_plan(&f, "sglang-extend-2026-03", NULL, &plan);
 	assert_string_equal(plan.kernel, ATTN_EXTEND_MLA576_BF16);
+	/* the attention rules have no generic entry: with the facts too, only their tiles */
+	f.l.dynamic_smem = 110592;
+	expect_refusal(&f, "reroutes _fwd_kernel only at the shared-memory sizes of its tiles, not "
+			   "110592 B");
+	f.l.dynamic_smem = 106496;
 	/* F2: an int64 qo_indptr (SGLang 0.5.23's extend path), or kv_indptr */
 	refact(&f, "qo_indptr:*i32", "qo_indptr:*i64");
 	expect_refusal(&f, "qo_indptr is *i64 in the compiled kernel; attn_extend reads it as *i32");
@@ -1257,6 +1515,8 @@ int main(void)
 		cmocka_unit_test(test_facts_gptq),
 		cmocka_unit_test(test_facts_extend),
 		cmocka_unit_test(test_facts_decode),
+		cmocka_unit_test(test_generic_moe),
+		cmocka_unit_test(test_generic_admit_agrees),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

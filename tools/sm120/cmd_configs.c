@@ -10,7 +10,10 @@
  * (core/limits/triton_smem.c) for the architecture Triton compiles for, and
  * judged as the shim judges it when Triton loads the kernel: it fits the
  * target, or it is over and a rule admits it (rerouted, by that rule's id),
- * or it is over and refused with route_admit's reason.  That is the very
+ * or it is over and refused with route_admit's reason.  The kernel is
+ * described to route_admit by the compiled facts the Python hook would
+ * record for it (compiled_text), so the tile-generic rules judge it at its
+ * own configuration, and by the architecture it is compiled for.  That is the very
  * decision the shim's Python hook asks for (core/route/admit.h), so this
  * pre-flight and the shim cannot disagree on which kernels load; each launch
  * of an admitted kernel is still checked by its rule's adapter.
@@ -461,28 +464,64 @@ static struct triton_moe_tile bucket_tile(const struct cfg_name *nm, const struc
 	return t;
 }
 
+/* GPTQ/AWQ checkpoints' scale group: no config file names it (judge()). */
+#define GPTQ_GROUP_SIZE 128
+
+/*
+ * compiled_text - the compiled facts the Python hook would record for the
+ * kernel Triton builds from @t with @group_m for a file of dtype @d, into
+ * @out: the configuration, the weight format's constexprs (use_fp8_w8a8,
+ * ..., per_channel_quant, group_n, group_k), compute_type (bf16: an fp16
+ * model has the same shared memory), the swap flag under both frameworks'
+ * names, c_sorted (SGLang's sorted output of a TMA down launch), and
+ * SGLang's tensor descriptors as passed arguments.  For the INT4 kernel the
+ * checkpoint's group size, which no config file names, is taken as
+ * GPTQ_GROUP_SIZE: the rules take 32, 64 and 128 alike.  No argument types
+ * otherwise: the facts then say nothing of the signature.
+ */
+static void compiled_text(const struct triton_moe_tile *t, const struct triton_moe_dtype *d,
+			  int per_channel, uint32_t group_m, int c_sorted, char *out, size_t n)
+{
+	int w8a8 = d->scaled, int8 = strncmp(d->name, "int8_w8a8", 9) == 0;
+	int o = snprintf(out, n, "num_warps=%u;num_stages=%u;BLOCK_SIZE_M=%u;BLOCK_SIZE_N=%u;"
+			 "BLOCK_SIZE_K=%u;GROUP_SIZE_M=%u;compute_type=%s", t->num_warps,
+			 t->num_stages, t->block_m, t->block_n, t->block_k, group_m,
+			 t->a_bytes == 4 ? "fp32" : "bf16");
+
+	if (o < 0 || (size_t)o >= n)
+		return;
+	if (t->kernel == TRITON_MOE_GPTQ_AWQ)
+		snprintf(out + o, n - (size_t)o, ";group_size=%d;use_int4_w4a16=%d;use_int8_w8a16=%d",
+			 GPTQ_GROUP_SIZE, t->b_bits == 4, t->b_bits == 8);
+	else
+		snprintf(out + o, n - (size_t)o, ";use_fp8_w8a8=%d;use_int8_w8a8=%d;use_int8_w8a16=%d;"
+			 "per_channel_quant=%d;group_n=%u;group_k=%u;swap_ab=%d;SWAP_AB=%d%s%s%s",
+			 w8a8 && !int8, w8a8 && int8, !w8a8 && t->b_bits == 8, per_channel,
+			 t->group_n, t->group_k, t->swap_ab, t->swap_ab, c_sorted ? ";c_sorted=1" : "",
+			 t->tma_a ? ";a_desc:tensordesc" : "", t->tma_b ? ";b_desc:tensordesc" : "");
+}
+
 /*
  * judge - the shim's admission (route_admit, in reroute mode) of a kernel
- * of @shared bytes compiled from @t with @group_m (and c_sorted, SGLang's
- * sorted output of a TMA down launch), read by @fw: fits, rerouted (@rule
- * set) or refused (@why set).
+ * of @shared bytes compiled for sm_@c->sm from @t with @group_m (and
+ * c_sorted, SGLang's sorted output of a TMA down launch) for a file of
+ * dtype @d, read by @fw: fits, rerouted (@rule set) or refused (@why set).
  */
 static enum verdict judge(const struct configs *c, enum framework fw,
-			  const struct triton_moe_tile *t, uint32_t group_m, uint64_t shared,
-			  int c_sorted, const char **rule, char *why, size_t n)
+			  const struct triton_moe_tile *t, const struct triton_moe_dtype *d,
+			  int per_channel, uint32_t group_m, uint64_t shared, int c_sorted,
+			  const char **rule, char *why, size_t n)
 {
-	char compiled[256];
+	char compiled[512];
 	struct route_kernel k = { 0 };
 	struct route_admission a;
 
-	snprintf(compiled, sizeof(compiled),
-		 "BLOCK_SIZE_M=%u;BLOCK_SIZE_N=%u;BLOCK_SIZE_K=%u;GROUP_SIZE_M=%u;num_warps=%u;"
-		 "num_stages=%u%s", t->block_m, t->block_n, t->block_k, group_m, t->num_warps,
-		 t->num_stages, c_sorted ? ";c_sorted=1" : "");
+	compiled_text(t, d, per_channel, group_m, c_sorted, compiled, sizeof(compiled));
 	k.name = triton_moe_kernel_name(t->kernel);
 	k.shared = shared;
 	k.threads = t->num_warps * 32;
 	k.compiled = compiled;
+	k.sm = c->sm;
 	route_admit(&k, &c->target, SHIM_MODE_REROUTE, c->rules[fw], rules_builtin_count, &a);
 	*rule = NULL;
 	why[0] = '\0';
@@ -672,7 +711,8 @@ static void config_file(struct configs *c, const char *path)
 		}
 		t = bucket_tile(&nm, d, fw, &bk, c->sm);
 		shared = triton_moe_smem(&t);
-		v = judge(c, fw, &t, bk.group_m, shared, t.tma_a, &rule, why, sizeof(why));
+		v = judge(c, fw, &t, d, nm.per_channel, bk.group_m, shared, t.tma_a, &rule, why,
+			  sizeof(why));
 		c->buckets++;
 		c->verdicts[v]++;
 		if (v == VERDICT_REFUSED)

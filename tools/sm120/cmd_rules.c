@@ -6,14 +6,16 @@
  *                                        the shim is built with (rules.h)
  *
  * One strict schema (rules/README.md).  The tables under "Schema" describe
- * every key a file, a rule, a parameter, a tile and a rule's values may hold,
- * with its type and range, and one walker checks each file against them:
- * unknown keys (with the nearest valid name), keys given twice, wrong types,
- * numbers out of range.  What a table cannot say is checked after the walk:
- * a parameter's dropped_when against its type, ids unique over all files,
- * tile and value names that look like misspellings of the names other rules
- * of the same adapter give.  compile runs exactly that check and writes
- * nothing unless it passes.  Every error names the file, the line of the
+ * every key a file, a rule, a parameter, a tile, a rule's values and a
+ * generic entry (its shared-memory model and the bounds of its compiled-in
+ * names) may hold, with its type and range, and one walker checks each file
+ * against them: unknown keys (with the nearest valid name), keys given twice,
+ * wrong types, numbers out of range.  What a table cannot say is checked
+ * after the walk: a parameter's dropped_when against its type, ids unique
+ * over all files, tile and value names that look like misspellings of the
+ * names other rules of the same adapter give, a bound's range or list and
+ * the name it divides, bound names that misspell a tile's.  compile runs
+ * exactly that check and writes nothing unless it passes.  Every error names the file, the line of the
  * key, the rule, the field and what is accepted; checking goes on past an
  * error so one run lists them all.
  */
@@ -28,6 +30,7 @@
 #include <string.h>
 
 #include "../../core/adapters/adapter_table.h"
+#include "../../core/rules/generic.h"
 #include "../../core/rules/rules.h"
 #include "commands.h"
 
@@ -412,6 +415,38 @@ static const struct shape tile_shape = {
 	.what = "a tile", .fields = tile_fields, .n_fields = COUNT(tile_fields), .other = &tile_value,
 };
 
+/* A generic entry: its shared-memory model and the bounds of each compiled-in value. */
+static const struct range bound_value = { 0, 65536 };
+static const struct range bound_step = { 1, 65536 };
+static const struct range one_of_count = { 1, 16 };
+static const struct range why_chars = { 1, 1024 };
+static const struct field bound_number = { .kind = K_INT, .range = &bound_value };
+static const struct field bound_fields[] = {
+	{ .key = "min", .kind = K_INT, .range = &bound_value },
+	{ .key = "max", .kind = K_INT, .range = &bound_value },
+	{ .key = "multiple_of", .kind = K_INT, .range = &bound_step },
+	{ .key = "one_of", .kind = K_LIST, .range = &one_of_count, .item = &bound_number },
+	{ .key = "divides", .kind = K_NAME },
+	{ .key = "why", .kind = K_TEXT, .range = &why_chars },
+};
+static const struct shape bound_shape = {
+	.what = "a bound", .fields = bound_fields, .n_fields = COUNT(bound_fields),
+};
+static const struct field bound_item = {
+	.kind = K_OBJECT, .shape = &bound_shape,
+	.why = "the values of a compiled-in name the bundled kernel computes correctly",
+};
+static const struct shape bounds_shape = { .what = "compiled", .other = &bound_item };
+static const struct field generic_fields[] = {
+	{ .key = "shared_memory", .kind = K_ONE_OF, .flags = F_REQUIRED,
+	  .names = rule_smem_model_names, .n_names = RULE_NSMEM_MODELS,
+	  .names_are = "the shim's shared-memory models" },
+	{ .key = "compiled", .kind = K_OBJECT, .flags = F_REQUIRED, .shape = &bounds_shape },
+};
+static const struct shape generic_shape = {
+	.what = "a generic entry", .fields = generic_fields, .n_fields = COUNT(generic_fields),
+};
+
 static const struct field rule_value = {
 	.kind = K_NUMBER, .flags = F_BOOL, .range = &value_range,
 };
@@ -437,6 +472,7 @@ static const struct field rule_fields[] = {
 	{ .key = "values", .kind = K_OBJECT, .shape = &values_shape },
 	{ .key = "settings", .kind = K_LIST, .flags = F_ONCE, .range = &settings_count,
 	  .item = &setting_item },
+	{ .key = "generic", .kind = K_OBJECT, .shape = &generic_shape },
 };
 static const struct shape rule_shape = {
 	.what = "a rule", .fields = rule_fields, .n_fields = COUNT(rule_fields), .label_key = "id",
@@ -854,6 +890,110 @@ static void check_tiles(struct rules_file *f, const char *rule, const cJSON *til
 	}
 }
 
+/* tiles_have - some tile of @tiles has the key @name. */
+static int tiles_have(const cJSON *tiles, const char *name)
+{
+	const cJSON *t;
+
+	cJSON_ArrayForEach(t, tiles)
+		if (cJSON_IsObject(t) && cJSON_GetObjectItemCaseSensitive(t, name))
+			return 1;
+	return 0;
+}
+
+/*
+ * tile_near - a key of @tiles that @name (a bound of @compiled that no tile
+ * gives) misspells and that is no bound of @compiled itself, or NULL.
+ */
+static const char *tile_near(const cJSON *tiles, const cJSON *compiled, const char *name)
+{
+	const cJSON *t, *k;
+
+	if (tiles_have(tiles, name))
+		return NULL;
+	cJSON_ArrayForEach(t, tiles)
+		if (cJSON_IsObject(t))
+			cJSON_ArrayForEach(k, t)
+				if (strcmp(k->string, "dynamic_smem") != 0 && misspelling(name, k->string) &&
+				    !cJSON_GetObjectItemCaseSensitive(compiled, k->string))
+					return k->string;
+	return NULL;
+}
+
+/*
+ * check_bound - what the bound table cannot say: a list or a range (min and
+ * max, min <= max, a step only with a range), a list's values once each, and
+ * divides naming another compiled-in name.
+ */
+static void check_bound(struct rules_file *f, const char *rule, const char *name, const cJSON *b)
+{
+	const cJSON *min = cJSON_GetObjectItemCaseSensitive(b, "min");
+	const cJSON *max = cJSON_GetObjectItemCaseSensitive(b, "max");
+	const cJSON *step = cJSON_GetObjectItemCaseSensitive(b, "multiple_of");
+	const cJSON *list = cJSON_GetObjectItemCaseSensitive(b, "one_of");
+	const char *divides = string_of(b, "divides");
+	const cJSON *v, *w;
+	int i = 0, j;
+
+	if (list && (min || max || step))
+		complain(f, rule, b, "generic.compiled.%s: give one_of or min/max (and multiple_of), "
+			 "not both: a value is taken from a list or from a range", name);
+	else if (!list && (!min || !max))
+		complain(f, rule, b, "generic.compiled.%s: needs min and max (whole numbers from 0 "
+			 "to 65536), or one_of: the values the bundled kernel computes correctly",
+			 name);
+	else if (!list && cJSON_IsNumber(min) && cJSON_IsNumber(max) &&
+		 min->valuedouble > max->valuedouble)
+		complain(f, rule, min, "generic.compiled.%s.min: %.0f is above max %.0f", name,
+			 min->valuedouble, max->valuedouble);
+	if (cJSON_IsArray(list))
+		cJSON_ArrayForEach(v, list) {
+			for (w = list->child, j = 0; w != v; w = w->next, j++)
+				if (cJSON_IsNumber(v) && cJSON_IsNumber(w) &&
+				    v->valuedouble == w->valuedouble) {
+					complain(f, rule, v, "generic.compiled.%s.one_of[%d]: %.0f is also "
+						 "one_of[%d]: each value is listed once", name, i,
+						 v->valuedouble, j);
+					break;
+				}
+			i++;
+		}
+	if (divides && strcmp(divides, name) == 0)
+		complain(f, rule, cJSON_GetObjectItemCaseSensitive(b, "divides"),
+			 "generic.compiled.%s.divides: names the bound itself; give the compiled-in "
+			 "name whose value it must divide (group_k)", name);
+}
+
+/*
+ * check_generic - a generic entry's bounds: 1 to RULE_MAX_BOUNDS names, each
+ * bound sound (check_bound), and no name that misspells one the rule's tiles
+ * give and its bounds lack (they are read from the facts by name: a misspelt
+ * one refuses every kernel).
+ */
+static void check_generic(struct rules_file *f, const char *rule, const cJSON *generic,
+			  const cJSON *tiles)
+{
+	const cJSON *compiled = cJSON_GetObjectItemCaseSensitive(generic, "compiled");
+	const cJSON *b;
+	const char *near;
+	int n;
+
+	if (!cJSON_IsObject(compiled))
+		return;
+	n = cJSON_GetArraySize(compiled);
+	if (n < 1 || n > RULE_MAX_BOUNDS)
+		complain(f, rule, compiled, "generic.compiled: %d names; give 1 to %d, the compiled-in "
+			 "values the bundled kernel needs", n, RULE_MAX_BOUNDS);
+	cJSON_ArrayForEach(b, compiled) {
+		if (!is_name(b->string) || !cJSON_IsObject(b))
+			continue;
+		check_bound(f, rule, b->string, b);
+		if (cJSON_IsArray(tiles) && (near = tile_near(tiles, compiled, b->string)))
+			complain(f, rule, b, "generic.compiled.%s: did you mean '%s'? The rule's tiles "
+				 "give %s, none gives %s", b->string, near, near, b->string);
+	}
+}
+
 /* check_rule - what the schema tables cannot say about rule @r. */
 static void check_rule(struct rules_file *f, const cJSON *r, int index)
 {
@@ -867,6 +1007,8 @@ static void check_rule(struct rules_file *f, const cJSON *r, int index)
 		check_params(f, label, params);
 	if (cJSON_IsArray(tiles))
 		check_tiles(f, label, tiles, cJSON_GetObjectItemCaseSensitive(r, "values"));
+	if (cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(r, "generic")))
+		check_generic(f, label, cJSON_GetObjectItemCaseSensitive(r, "generic"), tiles);
 }
 
 /* ---------------------------------------------------------------- over all files */
@@ -1165,6 +1307,66 @@ static int emit_values(FILE *out, const char *name, const cJSON *obj, const char
 	return n;
 }
 
+/* number_or - @key of @obj as a whole number, @def when absent. */
+static long long number_or(const cJSON *obj, const char *key, long long def)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	return cJSON_IsNumber(v) ? (long long)v->valuedouble : def;
+}
+
+/* emit_generic - rule @k's struct rule_generic (generic_@k) from @g, or GENERIC_@k NULL. */
+static void emit_generic(FILE *out, const cJSON *g, int k)
+{
+	const cJSON *compiled = cJSON_GetObjectItemCaseSensitive(g, "compiled"), *b, *v;
+	int i = 0;
+
+	if (!cJSON_IsObject(g)) {
+		fprintf(out, "#define GENERIC_%d NULL\n", k);
+		return;
+	}
+	cJSON_ArrayForEach(b, compiled) {
+		const cJSON *list = cJSON_GetObjectItemCaseSensitive(b, "one_of");
+
+		if (!list)
+			continue;
+		fprintf(out, "static const int64_t one_of_%d_%d[] = { ", k, i);
+		cJSON_ArrayForEach(v, list)
+			fprintf(out, "%.0f, ", v->valuedouble);
+		fputs("};\n", out);
+		i++;
+	}
+	fprintf(out, "static const struct rule_bound bounds_%d[] = {\n", k);
+	i = 0;
+	cJSON_ArrayForEach(b, compiled) {
+		const cJSON *list = cJSON_GetObjectItemCaseSensitive(b, "one_of");
+		const char *divides = string_of(b, "divides"), *why = string_of(b, "why");
+
+		fputs("\t{ ", out);
+		c_string(out, b->string);
+		fprintf(out, ", %lld, %lld, %lld, ", number_or(b, "min", 0), number_or(b, "max", 0),
+			number_or(b, "multiple_of", 1));
+		if (list)
+			fprintf(out, "one_of_%d_%d, %d, ", k, i++, cJSON_GetArraySize(list));
+		else
+			fputs("NULL, 0, ", out);
+		if (divides)
+			c_string(out, divides);
+		else
+			fputs("NULL", out);
+		fputs(", ", out);
+		if (why)
+			c_string(out, why);
+		else
+			fputs("NULL", out);
+		fputs(" },\n", out);
+	}
+	fprintf(out, "};\nstatic const struct rule_generic generic_%d = { ", k);
+	c_string(out, string_of(g, "shared_memory"));
+	fprintf(out, ", bounds_%d, %d };\n#define GENERIC_%d (&generic_%d)\n", k,
+		cJSON_GetArraySize(compiled), k, k);
+}
+
 static void emit_rule(FILE *out, const cJSON *r, int k)
 {
 	static const char *const type_enum[] = { [RULE_PTR] = "RULE_PTR", [RULE_I64] = "RULE_I64",
@@ -1211,6 +1413,7 @@ static void emit_rule(FILE *out, const cJSON *r, int k)
 		fputs(", ", out);
 	}
 	fprintf(out, "NULL };\n#define VALUES_%d %d\n", k, nv);
+	emit_generic(out, cJSON_GetObjectItemCaseSensitive(r, "generic"), k);
 }
 
 static int compile(const char *out_path, struct rules_file *files, int n)
@@ -1242,10 +1445,10 @@ static int compile(const char *out_path, struct rules_file *files, int n)
 				fputs(", ", out);
 			}
 			fprintf(out, "params_%d, %d, tiles_%d, %d, values_%d, VALUES_%d, settings_%d, "
-				"%d },\n", k,
+				"%d, GENERIC_%d },\n", k,
 				cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "params")), k,
 				cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "tiles")), k, k, k,
-				cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "settings")));
+				cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "settings")), k);
 			k++;
 		}
 	if (!k)
@@ -1268,6 +1471,8 @@ static void usage(FILE *out)
 	fprintf(out, "adapters: %s\n", names_list(names, sizeof(names), adapters, COUNT(adapters)));
 	fprintf(out, "settings: %s\n",
 		names_list(names, sizeof(names), rule_setting_names, RULE_NSETTINGS));
+	fprintf(out, "shared-memory models (generic.shared_memory): %s\n",
+		names_list(names, sizeof(names), rule_smem_model_names, RULE_NSMEM_MODELS));
 }
 
 /* usage_error - "sm120 rules: " @fmt, then the usage, on stderr; returns 2. */
