@@ -61,26 +61,12 @@ class Utils:
 
 
 def install_driver():
-    from triton.backends.compiler import GPUTarget
+    """launches.py's stub driver for sm_90, with the utilities above."""
     from triton.runtime.driver import driver
 
-    class Driver:
-        utils = Utils()
-        launcher_cls = staticmethod(lambda src, metadata: None)
-
-        def get_current_target(self):
-            return GPUTarget("cuda", 90, 32)
-
-        def get_current_device(self):
-            return 0
-
-        def get_current_stream(self, device=None):
-            return 0
-
-        def get_active_torch_device(self):
-            return "cuda"
-
-    driver.set_active(Driver())
+    launches.install_stub_driver(90)
+    driver.active.utils = Utils()
+    driver.active.launcher_cls = lambda src, metadata: None
 
 
 def plain_kernel():
