@@ -4,7 +4,7 @@
 # are the shim's own after its fallbacks (the same parser: a bad value is
 # worded as the shim's stderr line).  Prints "ok - ..." lines.
 set -u
-echo 1..48 # plan: the number of checks below
+echo 1..51 # plan: the number of checks below
 unset SM120SHIM_MODE SM120SHIM_TARGET SM120SHIM_LOG SM120SHIM_ADVERTISE SM120SHIM_TRACE \
 	SM120SHIM_LIB SM120SHIM_KV_CACHE_DTYPE SM120SHIM_PAGE_SIZE SM120SHIM_TOP_K \
 	SM120SHIM_HIDDEN_SIZE
@@ -102,6 +102,17 @@ expect "saying the driver is missing" "^driver  *NOT USABLE: the NVIDIA driver (
 check "a library that is not the shim exits 1" 1 \
 	env LD_LIBRARY_PATH="$fake" SM120SHIM_LIB="$fake/libcuda.so.1" "$sm120" doctor --target sm120
 expect "naming what it lacks" "^shim  *.*libcuda.so.1: exports [0-9]* of $hooks hooked entry points, but NOT dlsym$"
+
+# The Python hook beside the shim: named when there, a failure when missing.
+expect_in() { grep -q "$2" "$1" && echo "ok - $3" || { echo "not ok - $3"; sed 's/^/#   /' "$1"; }; }
+env LD_LIBRARY_PATH="$fake" "$sm120" doctor --target sm120 >"$work/hook.out" 2>&1
+expect_in "$work/hook.out" "^python hook .*/python: put first on PYTHONPATH by the shim" \
+	"doctor names the Python hook beside the shim"
+mkdir -p "$work/nohook"
+cp "$B/libsm120shim.so" "$work/nohook/"
+check "a shim without its python/ directory exits 1" 1 \
+	env LD_LIBRARY_PATH="$fake" SM120SHIM_LIB="$work/nohook/libsm120shim.so" "$sm120" doctor --target sm120
+expect "saying what to copy" "^python hook MISSING: .*/nohook/python/sitecustomize.py: copy build/python/ beside the shim"
 
 check "doctor --help exits 0" 0 "$sm120" doctor --help
 check "doctor with a stray argument exits 2" 2 "$sm120" doctor extra

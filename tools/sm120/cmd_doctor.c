@@ -137,7 +137,34 @@ static int defines(void *lib, struct link_map *map, const char *sym)
 	return p && dladdr(p, &info) && info.dli_fname && strcmp(info.dli_fname, map->l_name) == 0;
 }
 
-/* check_shim - where the shim is and whether it exports every hook; 0 if usable. */
+/*
+ * check_python_hook - the Python hook beside the shim at @shim (python/ with
+ * sitecustomize.py and sm120shim_hook.py: the shim puts that directory on
+ * PYTHONPATH); 0 if both files are there.
+ */
+static int check_python_hook(const char *shim)
+{
+	static const char *const files[] = { "sitecustomize.py", "sm120shim_hook.py" };
+	const char *slash = strrchr(shim, '/');
+	char file[PATH_MAX + 64];
+	size_t i;
+
+	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(file, sizeof(file), "%.*s/python/%s", slash ? (int)(slash - shim) : 1,
+			 slash ? shim : ".", files[i]);
+		if (access(file, R_OK) != 0) {
+			printf("python hook MISSING: %s: copy build/python/ beside the shim; without it "
+			       "Triton kernels see the target's limit and none is rerouted\n", file);
+			return -1;
+		}
+	}
+	printf("python hook %.*s/python: put first on PYTHONPATH by the shim (advertise kernel), "
+	       "so Triton loads past the limit only what a rule reroutes\n",
+	       slash ? (int)(slash - shim) : 1, slash ? shim : ".");
+	return 0;
+}
+
+/* check_shim - where the shim is, whether it exports every hook and has its Python hook; 0 if usable. */
 static int check_shim(void)
 {
 	char path[PATH_MAX];
@@ -165,7 +192,7 @@ static int check_shim(void)
 	own_dlsym = defines(shim, map, "dlsym");
 	printf("shim        %s: exports %zu of %zu hooked entry points%s\n", path, exported,
 	       NHOOKS, own_dlsym ? " and dlsym" : ", but NOT dlsym");
-	return exported == NHOOKS && own_dlsym ? 0 : -1;
+	return exported == NHOOKS && own_dlsym && check_python_hook(path) == 0 ? 0 : -1;
 }
 
 /* The bad values settings_resolve reported, to print after the settings. */
