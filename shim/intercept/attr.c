@@ -98,11 +98,14 @@ CUresult shim_hook_cuDeviceGetAttribute(int *value, CUdevice_attribute attr, CUd
 	SHIM_REAL_OR_RETURN(cuDeviceGetAttribute);
 	SHIM_TRACE(cuDeviceGetAttribute);
 	rc = real(value, attr, dev);
-	if (rc == CUDA_SUCCESS && value && (t = emulated_on(dev)) &&
-	    route_device_attr((int)attr, *value, t, shim_config()->mode, shim_advertise()) != *value &&
-	    !shim_library_caller(__builtin_return_address(0), dev, t))
-		*value = route_device_attr((int)attr, *value, t, shim_config()->mode,
-					   shim_advertise());
+	if (rc == CUDA_SUCCESS && value && (t = emulated_on(dev))) {
+		int target = route_device_attr((int)attr, *value, t, shim_config()->mode,
+					       shim_advertise());
+
+		/* only a changed answer asks who is calling (dladdr) */
+		if (target != *value && !shim_library_caller(__builtin_return_address(0), dev, t))
+			*value = target;
+	}
 	return rc;
 }
 
