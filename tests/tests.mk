@@ -87,6 +87,11 @@ $(T)/shim_reroute: tests/shim/reroute.c $(FAKE_DIR)/libcuda.so.1
 $(T)/shim_limits: tests/shim/limits.c $(FAKE_DIR)/libcuda.so.1
 	$(msg) CC $@
 	$(Q)$(CC) $(PLAIN_CFLAGS) -I$(CUDA_HOME)/include -o $@ $< $(FAKE_DIR)/libcuda.so.1
+# SM120SHIM_EMULATE_OCCUPANCY (tests/scripts/test_occupancy.sh)
+SHIM_TEST_BINS += $(T)/shim_occupancy
+$(T)/shim_occupancy: tests/shim/occupancy.c $(FAKE_DIR)/libcuda.so.1
+	$(msg) CC $@
+	$(Q)$(CC) $(PLAIN_CFLAGS) -I$(CUDA_HOME)/include -o $@ $< $(FAKE_DIR)/libcuda.so.1
 $(T)/libctor.so: tests/shim/ctor_lib.c $(FAKE_DIR)/libcuda.so.1
 	$(msg) CC $@
 	$(Q)$(CC) $(PLAIN_CFLAGS) -I$(CUDA_HOME)/include -shared -o $@ $< $(FAKE_DIR)/libcuda.so.1 -ldl

@@ -32,7 +32,7 @@ _Static_assert(SETTINGS_NVARS <= 32, "settings.given and .fallback hold a bit pe
 
 static const char *const var_names[SETTINGS_RULE0] = {
 	"SM120SHIM_MODE", "SM120SHIM_TARGET", "SM120SHIM_ADVERTISE", "SM120SHIM_TRACE",
-	"SM120SHIM_LOG",
+	"SM120SHIM_LOG", "SM120SHIM_EMULATE_OCCUPANCY",
 };
 
 const char *settings_var_name(enum settings_var v)
@@ -51,6 +51,7 @@ const char *settings_accepted(enum settings_var v)
 	case SETTINGS_ADVERTISE:
 		return "kernel, auto, off or a byte count up to 16777216";
 	case SETTINGS_TRACE:
+	case SETTINGS_OCCUPANCY:
 		return "1, 0, true, false, yes, no, on or off";
 	case SETTINGS_LOG:
 		return "a file path (%p: the pid) shorter than 4096 bytes";
@@ -157,6 +158,7 @@ void settings_env_read(struct settings_env *env, char *(*get)(const char *name))
 	env->advertise = get("SM120SHIM_ADVERTISE");
 	env->trace = get("SM120SHIM_TRACE");
 	env->log = get("SM120SHIM_LOG");
+	env->occupancy = get("SM120SHIM_EMULATE_OCCUPANCY");
 	for (i = 0; i < RULE_NSETTINGS; i++) {
 		settings_rule_var(i, var, sizeof(var));
 		env->rule[i] = get(var);
@@ -313,7 +315,8 @@ void settings_resolve(const struct settings_env *env, uint32_t advertise_auto, i
 	memset(out, 0, sizeof(*out));
 	out->given = (given(env->mode) << SETTINGS_MODE) | (given(env->target) << SETTINGS_TARGET) |
 		     (given(env->advertise) << SETTINGS_ADVERTISE) |
-		     (given(env->trace) << SETTINGS_TRACE) | (given(env->log) << SETTINGS_LOG);
+		     (given(env->trace) << SETTINGS_TRACE) | (given(env->log) << SETTINGS_LOG) |
+		     (given(env->occupancy) << SETTINGS_OCCUPANCY);
 
 	out->mode = SHIM_MODE_REROUTE;
 	if (given(env->mode)) {
@@ -344,6 +347,16 @@ void settings_resolve(const struct settings_env *env, uint32_t advertise_auto, i
 			out->trace = 0;
 			report(&r, SETTINGS_TRACE, "SM120SHIM_TRACE", env->trace,
 			       settings_accepted(SETTINGS_TRACE), NULL, "using off (no trace)");
+		}
+	}
+
+	if (given(env->occupancy)) {
+		out->emulate_occupancy = settings_bool_parse(env->occupancy);
+		if (out->emulate_occupancy < 0) {
+			out->emulate_occupancy = 0;
+			report(&r, SETTINGS_OCCUPANCY, "SM120SHIM_EMULATE_OCCUPANCY", env->occupancy,
+			       settings_accepted(SETTINGS_OCCUPANCY), NULL,
+			       "using off (launches keep their own dynamic shared memory)");
 		}
 	}
 

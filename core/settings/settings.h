@@ -24,6 +24,8 @@
  *                           Triton, through the Python hook, a rule-covered
  *                           kernel's need while it loads)
  *   SM120SHIM_TRACE      -> off
+ *   SM120SHIM_EMULATE_OCCUPANCY -> off (launches keep their own dynamic
+ *                           shared memory)
  *   SM120SHIM_LOG        -> no log file (a path too long once %p is expanded)
  *   SM120SHIM_<SETTING>  -> unset: the launches a rule reroutes only with it
  *                           are refused as the target refuses them, never
@@ -52,13 +54,14 @@ enum settings_var {
 	SETTINGS_ADVERTISE,
 	SETTINGS_TRACE,
 	SETTINGS_LOG,
+	SETTINGS_OCCUPANCY,  /* SM120SHIM_EMULATE_OCCUPANCY */
 	SETTINGS_RULE0,      /* + the RULE_SETTINGS row */
 	SETTINGS_NVARS = SETTINGS_RULE0 + RULE_NSETTINGS
 };
 
 /* The raw values (NULL: unset), as the environment holds them. */
 struct settings_env {
-	const char *mode, *target, *advertise, *trace, *log;
+	const char *mode, *target, *advertise, *trace, *log, *occupancy;
 	const char *rule[RULE_NSETTINGS];    /* SM120SHIM_<NAME>, by RULE_SETTINGS row */
 };
 
@@ -72,6 +75,8 @@ struct settings {
 	int advertise_auto;                  /* advertise is the rules' most (SM120SHIM_ADVERTISE=auto) */
 	int advertise_kernel;                /* per kernel, through the Python hook (the default) */
 	int trace;                           /* one stderr line per hooked call */
+	int emulate_occupancy;               /* pad dynamic shared memory so that the device
+						keeps the target's blocks per SM */
 	char log_path[SETTINGS_LOG_MAX];     /* %p expanded; "" for no log */
 	char rule[RULE_NSETTINGS][SETTINGS_VALUE_MAX]; /* "" unset */
 	uint32_t given;                      /* 1u << settings_var: a non-empty value was given */

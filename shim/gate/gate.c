@@ -9,6 +9,7 @@
 #include "../reroute/reroute.h"
 #include "../settings/config.h"
 #include "../state/facts.h"
+#include "occupancy.h"
 #include "triton.h"
 
 uint32_t shim_advertise(void)
@@ -242,7 +243,8 @@ static __attribute__((noinline)) int judge_launch(const struct shim_launch *l,
 	v.reason = d.why.msg[0] ? d.why.msg : NULL;
 	v.found = d.evidence.msg[0] ? d.evidence.msg : NULL;
 	if (d.action == ROUTE_REROUTE) {
-		CUresult cr = reroute_launch(&d.plan, l->stream, per_thread(l->via), &d.why);
+		CUresult cr = reroute_launch(&d.plan, l->stream, per_thread(l->via),
+					     shim_occupancy_bundled, &d.why);
 
 		if (cr == CUDA_SUCCESS) {
 			v.action = "reroute";

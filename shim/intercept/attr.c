@@ -5,6 +5,7 @@
 #include "../settings/config.h"
 #include "../state/facts.h"
 #include "../gate/gate.h"
+#include "../gate/occupancy.h"
 #include "../gate/triton.h"
 #include "../driver/hooks.h"
 #include "trace.h"
@@ -45,50 +46,95 @@ static uint32_t static_of(CUfunction fn)
 	return r ? r->static_smem : 0;
 }
 
-/* clamp_blocks - the occupancy answer @rc/@blocks, as the target would give it to @caller. */
+/*
+ * clamp_blocks - the occupancy answer @rc/@blocks, as the target would give it to @caller.
+ * More dynamic bytes than the process allowed @fn get 0 blocks, as from the driver, also
+ * where the shim raised the attribute for its occupancy padding.
+ */
 static CUresult clamp_blocks(CUresult rc, int *blocks, CUfunction fn, size_t dynamic_smem,
 			     const void *caller)
 {
 	const struct target_limits *t;
+	int base;
 
+	if (rc == CUDA_SUCCESS && blocks && shim_occupancy_base(fn, -1, &base) &&
+	    dynamic_smem > (size_t)base)
+		*blocks = 0;
 	if (rc == CUDA_SUCCESS && blocks && (t = emulated_for(caller)))
 		*blocks = route_occupancy_blocks(*blocks, static_of(fn), dynamic_smem, t,
 						 shim_config()->mode);
 	return rc;
 }
 
+/* The driver's set of one kernel's MAX_DYNAMIC_SHARED_SIZE_BYTES, for shim_occupancy_set. */
+struct dynamic_set {
+	shim_fn_cuFuncSetAttribute *fset;
+	shim_fn_cuKernelSetAttribute *kset;
+	void *handle;
+	CUdevice dev;
+};
+
+static CUresult dynamic_set(void *ctx, int value)
+{
+	const struct dynamic_set *d = ctx;
+
+	if (d->fset)
+		return d->fset((CUfunction)d->handle, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+			       value);
+	return d->kset(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, value, (CUkernel)d->handle,
+		       d->dev);
+}
+
+/* seen_dynamic - a MAX_DYNAMIC_SHARED_SIZE_BYTES answer @rc/@value as the process set it. */
+static CUresult seen_dynamic(CUresult rc, int *value, CUfunction_attribute attr, void *handle,
+			     CUdevice dev)
+{
+	int base;
+
+	if (rc == CUDA_SUCCESS && value && attr == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES &&
+	    shim_occupancy_base(handle, dev, &base))
+		*value = base;
+	return rc;
+}
+
 CUresult shim_hook_cuFuncSetAttribute(CUfunction fn, CUfunction_attribute attr, int value)
 {
-	int g = 0;
+	struct dynamic_set d = { .handle = fn, .dev = -1 };
+	int g;
 	SHIM_REAL_OR_RETURN(cuFuncSetAttribute);
 	SHIM_TRACE(cuFuncSetAttribute);
-	if (attr == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
-		g = shim_set_dynamic_gate(SHIM_HOOK_cuFuncSetAttribute, fn, 0, &value);
-	return g ? (CUresult)g : real(fn, attr, value);
+	if (attr != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
+		return real(fn, attr, value);
+	g = shim_set_dynamic_gate(SHIM_HOOK_cuFuncSetAttribute, fn, 0, &value);
+	d.fset = real;
+	return g ? (CUresult)g : shim_occupancy_set(fn, -1, value, dynamic_set, &d);
 }
 
 CUresult shim_hook_cuFuncGetAttribute(int *value, CUfunction_attribute attr, CUfunction fn)
 {
 	SHIM_REAL_OR_RETURN(cuFuncGetAttribute);
 	SHIM_TRACE(cuFuncGetAttribute);
-	return real(value, attr, fn);
+	return seen_dynamic(real(value, attr, fn), value, attr, fn, -1);
 }
 
 CUresult shim_hook_cuKernelSetAttribute(CUfunction_attribute attr, int value, CUkernel kernel, CUdevice dev)
 {
-	int g = 0;
+	struct dynamic_set d = { .handle = kernel, .dev = dev };
+	int g;
 	SHIM_REAL_OR_RETURN(cuKernelSetAttribute);
 	SHIM_TRACE(cuKernelSetAttribute);
-	if (attr == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
-		g = shim_set_dynamic_gate(SHIM_HOOK_cuKernelSetAttribute, kernel, 1, &value);
-	return g ? (CUresult)g : real(attr, value, kernel, dev);
+	if (attr != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
+		return real(attr, value, kernel, dev);
+	g = shim_set_dynamic_gate(SHIM_HOOK_cuKernelSetAttribute, kernel, 1, &value);
+	d.kset = real;
+	return g ? (CUresult)g : shim_occupancy_set(kernel, dev, value, dynamic_set, &d);
 }
 
 CUresult shim_hook_cuKernelGetAttribute(int *value, CUfunction_attribute attr, CUkernel kernel, CUdevice dev)
 {
 	SHIM_REAL_OR_RETURN(cuKernelGetAttribute);
 	SHIM_TRACE(cuKernelGetAttribute);
-	return real(value, attr, kernel, dev);
+	return seen_dynamic(real(value, attr, kernel, dev), value, attr, kernel, dev);
 }
 
 CUresult shim_hook_cuDeviceGetAttribute(int *value, CUdevice_attribute attr, CUdevice dev)

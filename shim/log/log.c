@@ -234,6 +234,7 @@ void shim_log_event(const struct shim_event *e)
 		return;
 	o = (size_t)snprintf(buf, n, "{\"pid\":%d", (int)getpid());
 	o = add_str(buf, o, n, "event", e->event);
+	o = add_str(buf, o, n, "level", e->level);
 	o = add_str(buf, o, n, "action", e->action);
 	o = add_str(buf, o, n, "decision", e->decision);
 	o = add_str(buf, o, n, "kernel", e->kernel);
@@ -268,6 +269,11 @@ void shim_log_event(const struct shim_event *e)
 		buf[o++] = ']';
 	o = add_args(buf, o, n, e);
 	o = add_settings(buf, o, n, e->settings);
+	if (e->pad && o + 160 < n)
+		o += (size_t)snprintf(buf + o, n - o, ",\"occupancy_pad\":{\"from\":%lld,\"to\":%lld,"
+				      "\"blocks\":%u,\"target_blocks\":%u,\"device_blocks\":%u}",
+				      (long long)e->pad->from, (long long)e->pad->to, e->pad->blocks,
+				      e->pad->target_blocks, e->pad->device_blocks);
 	if (e->grid[0] && o < n)
 		o += (size_t)snprintf(buf + o, n - o, ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u]",
 				      e->grid[0], e->grid[1], e->grid[2], e->block[0], e->block[1],

@@ -22,13 +22,22 @@ void shim_log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #include "../../core/image/image.h"
 
+/* An occupancy padding (SM120SHIM_EMULATE_OCCUPANCY, shim/gate/occupancy.h). */
+struct shim_event_pad {
+	int64_t from, to;          /* the launch's dynamic bytes, and what it ran with */
+	uint32_t blocks;           /* resident blocks per SM on the device with @to */
+	uint32_t target_blocks;    /* ... on the target */
+	uint32_t device_blocks;    /* ... on the device with @from */
+};
+
 /*
  * One event for the JSON log.  Strings may be NULL and numbers < 0: those
  * keys are omitted.  A zero-initialised event is empty, so set the numbers
  * that do not apply to -1.
  */
 struct shim_event {
-	const char *event;       /* "launch", "set_attribute", "load" */
+	const char *event;       /* "launch", "set_attribute", "load", "occupancy" */
+	const char *level;       /* "info" for an event that reports no problem; NULL: none */
 	const char *action;      /* "log", "refuse", "accept", "reroute", "library"; loads:
 				    "parsed", "deferred", "unreadable" */
 	const char *decision;    /* launches and attribute sets: route_decide's action; differs
@@ -70,6 +79,7 @@ struct shim_event {
 				    hook's text, core/rules/compiled.h), written whole or not
 				    at all so `sm120 route` replays with the same facts; NULL:
 				    none known */
+	const struct shim_event_pad *pad; /* occupancy: written as "occupancy_pad"; NULL: none */
 	unsigned int grid[3];
 	unsigned int block[3];
 };

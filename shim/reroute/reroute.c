@@ -9,6 +9,7 @@
 
 #include "../state/forklock.h"
 #include "../driver/hooks.h"
+#include "../log/log.h"
 #include "bundle.h"
 
 #define MAX_CONTEXTS 64
@@ -29,6 +30,7 @@ struct loaded_bundle {
 	struct {
 		const char *name;        /* owned by the driver while the module lives */
 		CUfunction fn;
+		uint32_t static_smem;    /* declared __shared__ bytes */
 	} kernels[MAX_BUNDLED];
 };
 
@@ -56,8 +58,11 @@ static struct loaded_bundle *find(CUcontext ctx)
 	return NULL;
 }
 
-/* allow_dynamic - let @fn use all the dynamic shared memory the device allows it. */
-static void allow_dynamic(CUfunction fn)
+/*
+ * allow_dynamic - let @fn use all the dynamic shared memory the device allows
+ * it; its static bytes, or 0 if the driver does not say.
+ */
+static uint32_t allow_dynamic(CUfunction fn)
 {
 	shim_fn_cuFuncGetAttribute *get = shim_real(SHIM_HOOK_cuFuncGetAttribute);
 	shim_fn_cuFuncSetAttribute *set = shim_real(SHIM_HOOK_cuFuncSetAttribute);
@@ -69,8 +74,9 @@ static void allow_dynamic(CUfunction fn)
 	if (!get || !set || !dev_attr || (dev_of && dev_of(&dev) != CUDA_SUCCESS) ||
 	    get(&st, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn) != CUDA_SUCCESS ||
 	    dev_attr(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev) != CUDA_SUCCESS)
-		return;
+		return 0;
 	set(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, optin - st);
+	return st > 0 ? (uint32_t)st : 0;
 }
 
 /* load - the bundle into @ctx (locked); its record, or NULL with @why. */
@@ -109,7 +115,7 @@ static struct loaded_bundle *load(CUcontext ctx, struct sm_err *why)
 		if (name_of(&b->kernels[b->n].name, fns[i]) != CUDA_SUCCESS)
 			continue;
 		b->kernels[b->n].fn = fns[i];
-		allow_dynamic(fns[i]);
+		b->kernels[b->n].static_smem = allow_dynamic(fns[i]);
 		b->n++;
 	}
 	atomic_store_explicit(&b->ctx, ctx, memory_order_release);
@@ -153,14 +159,16 @@ static int capturing(CUstream stream)
 }
 
 CUresult reroute_launch(const struct reroute_plan *plan, CUstream stream, int per_thread,
-			struct sm_err *why)
+			reroute_pad_fn *pad_of, struct sm_err *why)
 {
 	shim_fn_cuLaunchKernel *launch = shim_real(per_thread ? SHIM_HOOK_cuLaunchKernel_ptsz :
 								SHIM_HOOK_cuLaunchKernel);
 	CUcontext ctx = current_context();
 	struct loaded_bundle *b = find(ctx);
 	void *params[1] = { (void *)plan->args };
-	unsigned int i;
+	unsigned int i, pad;
+	char key[320];
+	CUresult rc;
 
 	if (!ctx || !launch) {
 		sm_err_set(why, -EINVAL, "no current CUDA context to launch %s in", plan->kernel);
@@ -174,11 +182,29 @@ CUresult reroute_launch(const struct reroute_plan *plan, CUstream stream, int pe
 	}
 	if (!b && !(b = bundle_in(ctx, 1, why)))
 		return CUDA_ERROR_NOT_FOUND;
-	for (i = 0; i < b->n; i++)
-		if (strcmp(b->kernels[i].name, plan->kernel) == 0)
-			return launch(b->kernels[i].fn, plan->grid[0], plan->grid[1], plan->grid[2],
-				      plan->block[0], plan->block[1], plan->block[2],
-				      plan->dynamic_smem, stream, params, NULL);
+	for (i = 0; i < b->n; i++) {
+		if (strcmp(b->kernels[i].name, plan->kernel) != 0)
+			continue;
+		/* Padded, and as planned if the driver refuses that. */
+		pad = pad_of ? pad_of(plan->kernel, b->kernels[i].static_smem, plan->block,
+				      plan->dynamic_smem) : plan->dynamic_smem;
+		if (pad != plan->dynamic_smem) {
+			rc = launch(b->kernels[i].fn, plan->grid[0], plan->grid[1], plan->grid[2],
+				    plan->block[0], plan->block[1], plan->block[2], pad, stream,
+				    params, NULL);
+			if (rc == CUDA_SUCCESS)
+				return rc;
+			snprintf(key, sizeof(key), "reroute|pad-refused|%s", plan->kernel);
+			if (shim_log_first(key))
+				shim_log_warn("bundled kernel %s padded to %u B of dynamic shared memory "
+					      "was refused by the driver (CUresult %d): launched with "
+					      "its own %u B", plan->kernel, pad, (int)rc,
+					      plan->dynamic_smem);
+		}
+		return launch(b->kernels[i].fn, plan->grid[0], plan->grid[1], plan->grid[2],
+			      plan->block[0], plan->block[1], plan->block[2], plan->dynamic_smem,
+			      stream, params, NULL);
+	}
 	sm_err_set(why, -ENOENT, "this shim's bundle has no kernel %s", plan->kernel);
 	return CUDA_ERROR_NOT_FOUND;
 }

@@ -11,6 +11,7 @@
 #define SM120_SHIM_REROUTE_REROUTE_H
 
 #include <cuda.h>
+#include <stdint.h>
 
 #include "../../core/common/err.h"
 #include "../../core/adapters/adapter.h"
@@ -23,14 +24,23 @@
 void reroute_prepare(void);
 
 /*
+ * reroute_pad_fn - the dynamic bytes to launch bundled kernel @kernel
+ * (@static_smem declared) with, in @block threads, instead of its planned
+ * @dynamic (shim/gate/occupancy.h pads them).
+ */
+typedef unsigned int reroute_pad_fn(const char *kernel, uint32_t static_smem,
+				    const unsigned int block[3], unsigned int dynamic);
+
+/*
  * reroute_launch - launch @plan on @stream in the current context, through
  * the per-thread-default-stream entry point if @per_thread (as the original
- * launch came).  Loads the bundle first if needed, unless @stream is
+ * launch came), with the dynamic bytes @pad_of gives (NULL: the plan's; a
+ * padded launch the driver refuses is made again with the plan's, said once).  Loads the bundle first if needed, unless @stream is
  * capturing (loading a module is not allowed there: the launch is then
  * refused with that reason).  Returns CUDA_SUCCESS, or the driver's error
  * with @why saying what failed.
  */
 CUresult reroute_launch(const struct reroute_plan *plan, CUstream stream, int per_thread,
-			struct sm_err *why);
+			reroute_pad_fn *pad_of, struct sm_err *why);
 
 #endif

@@ -38,6 +38,7 @@ static void cfg_init(void)
 	cfg.advertise = s.advertise;
 	cfg.advertise_kernel = s.advertise_kernel;
 	cfg.trace = s.trace;
+	cfg.emulate_occupancy = s.emulate_occupancy;
 	memcpy(cfg.log_path, s.log_path, sizeof(cfg.log_path));
 	memcpy(cfg.settings, s.rule, sizeof(cfg.settings));
 	shim_log_setup(cfg.log_path, cfg.target_auto ? "device's" : cfg.target.name,

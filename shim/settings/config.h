@@ -13,6 +13,10 @@
  *   SM120SHIM_TRACE      1/0, true/false, yes/no, on/off (any case): one
  *                        stderr line per hooked call (default off)
  *   SM120SHIM_LOG        JSON-lines log file; %p is replaced by the pid
+ *   SM120SHIM_EMULATE_OCCUPANCY  1/0 ... (as TRACE): pad dynamic shared
+ *                        memory so that the device keeps no more blocks per
+ *                        SM than the emulated target (shim/gate/occupancy.h;
+ *                        default off)
  *   SM120SHIM_<SETTING>  values rules need that a launch cannot show
  *                        (RULE_SETTINGS: KV_CACHE_DTYPE, PAGE_SIZE, TOP_K,
  *                        HIDDEN_SIZE), checked when read
@@ -33,6 +37,7 @@
  *     nothing.  off stays off, diagnose stays diagnose;
  *   - a bad advertise: off (frameworks see the target's own limit);
  *   - a bad trace: off;
+ *   - a bad emulate-occupancy: off;
  *   - a log path too long once %p is expanded: no log file;
  *   - a bad rule setting: unset, so the launches that need it are refused as
  *     the target refuses them instead of rerouted on a misread value.
@@ -54,6 +59,7 @@ struct shim_config {
 	uint32_t advertise;           /* reported to every caller; 0: none */
 	int advertise_kernel;         /* per kernel, to the Python hook (shim/gate/triton.h) */
 	int trace;                    /* SM120SHIM_TRACE: one stderr line per hooked call */
+	int emulate_occupancy;        /* SM120SHIM_EMULATE_OCCUPANCY */
 	char log_path[SETTINGS_LOG_MAX]; /* "" if no log */
 	/* SM120SHIM_<SETTING>, by RULE_SETTINGS row; "" unset (or not valid) */
 	char settings[RULE_NSETTINGS][SETTINGS_VALUE_MAX];

@@ -8,7 +8,7 @@ SGLang 2026-03 launch interface of tests/gpu/standins_moe.py.
 
 Run as: python3 bench_moe.py CONFIG [--quant fp8_tensor,bf16[,int4]]
             [--models kimi,glm] [--batches 1,16,512,4096] [--grid full|quick]
-            [--jobs N]
+            [--jobs N] [--retime FILE]
   hopper      the over-limit configuration of standins_moe.CONFIGS (what the
               shim reroutes), run natively on the Hopper GPU
   sm120       the best configuration that fits SM120, per case: every point of
@@ -25,7 +25,13 @@ Run as: python3 bench_moe.py CONFIG [--quant fp8_tensor,bf16[,int4]]
               most 16) into the Triton cache.  Runs with DISABLE_MMA_V3=1 (set
               here unless set) so Triton keeps to the instructions SM120 has
               (mma.sync, no wgmma).  --grid quick: GROUP_SIZE_M {1,32},
-              stages {2,3,4}.
+              stages {2,3,4}.  Each record lists the TOP_KEEP fastest
+              configurations of the search ("top").
+              --retime FILE (a previous sm120 run's output): no search; per
+              case, the configurations FILE lists under "top" are timed again
+              (20 replays each) and the best kept.  Run so under the shim with
+              SM120SHIM_EMULATE_OCCUPANCY=1 and --target sm120, it gives the
+              search's result with SM120's blocks per SM (bench_moe.sh).
   rerouted    the hopper configuration under `sm120 run --mode reroute
               --target sm120 --set top_k=8 --set hidden_size=<hidden>`: the
               launches run on the bundled kernels.  One model per process
@@ -70,6 +76,7 @@ CONFIGS = ("hopper", "sm120", "rerouted", "grouped_mm")
 SMEM_BUDGET = sm.SM120_SMEM_LIMIT - 1024
 SEED = 20260911
 REPLAYS, SEARCH_REPLAYS, FINALISTS = 20, 5, 3
+TOP_KEEP = 5   # configurations an sm120 record lists for --retime
 FLUSH_BYTES = 256 << 20   # larger than the H200's L2 (50 MB)
 
 
@@ -245,7 +252,8 @@ def precompile(jobs, n_procs):
 
 
 def search(case, cands, compiled, timer):
-    """Time every candidate that compiled; the best (ms, config, smem, timed count)."""
+    """Time every candidate that compiled; the best (ms, config, smem, timed count, the
+    TOP_KEEP fastest configurations)."""
     limit = max(16, triton.next_power_of_2(case.most_rows))
     scores = []
     for cfg in cands:
@@ -266,7 +274,23 @@ def search(case, cands, compiled, timer):
     final = [(timer(case.launch(cfg).run, REPLAYS), cfg, smem) for _, cfg, smem in
              scores[:FINALISTS]]
     final.sort(key=lambda s: s[0])
-    return (*final[0], len(scores)) if final else (None, None, None, len(scores))
+    top = [cfg for _, cfg, _ in final] + [cfg for _, cfg, _ in scores[FINALISTS:TOP_KEEP]]
+    return (*final[0], len(scores), top) if final else (None, None, None, len(scores), [])
+
+
+def retime(case, configs, timer):
+    """Time each of `configs` again; the best (ms, config), (None, None) if none runs."""
+    best = (None, None)
+    for cfg in configs:
+        try:
+            ms = timer(case.launch(cfg).run, REPLAYS)
+        except Exception as e:  # noqa: BLE001  (does not run here: skipped)
+            print(f"# {case.model} {case.quant} M={case.batch} {tile_text(cfg)}: "
+                  f"{type(e).__name__}", file=sys.stderr)
+            continue
+        if best[0] is None or ms < best[0]:
+            best = (ms, cfg)
+    return best
 
 
 # -----------------------------------------------------------------------------
@@ -285,7 +309,7 @@ def grouped_mm_ms(case, timer):
 def parse(argv):
     opts = {"--quant": "fp8_tensor,bf16", "--models": ",".join(sm.MODELS),
             "--batches": "1,16,512,4096", "--grid": "full",
-            "--jobs": str(min(16, os.cpu_count() or 1))}
+            "--jobs": str(min(16, os.cpu_count() or 1)), "--retime": ""}
     rest = list(argv)
     for opt in list(opts):
         if opt in rest:
@@ -297,16 +321,22 @@ def parse(argv):
     split = lambda s: [x for x in s.replace(" ", ",").split(",") if x]  # noqa: E731
     return dict(config=rest[0], quants=split(opts["--quant"]), models=split(opts["--models"]),
                 batches=[int(b) for b in split(opts["--batches"])], grid=opts["--grid"],
-                jobs=int(opts["--jobs"]))
+                jobs=int(opts["--jobs"]), retime=opts["--retime"])
 
 
 def main(argv):
     o = parse(argv)
     if not o or any(q not in sm.QUANTS for q in o["quants"]) or \
-            any(m not in sm.MODELS for m in o["models"]):
+            any(m not in sm.MODELS for m in o["models"]) or \
+            (o["retime"] and o["config"] != "sm120"):
         print(__doc__)
         return 2
     config = o["config"]
+    tops = {}
+    if o["retime"]:
+        for line in open(o["retime"]):
+            r = json.loads(line)
+            tops[(r["model"], r["quant"], r["batch"])] = r.get("top") or []
     models = o["models"]
     hidden = os.environ.get("SM120SHIM_HIDDEN_SIZE")
     if config == "rerouted" and hidden:
@@ -321,7 +351,7 @@ def main(argv):
             weights = make_weight(e, 2 * inter, hid, quant, g, "cuda")
             cases = [Case(model, quant, m, weights) for m in o["batches"]]
             compiled = {}
-            if config == "sm120":
+            if config == "sm120" and not o["retime"]:
                 cands = candidates(quant, o["grid"])
                 jobs = [_encode(c.launch(cfg)) for c in cases for cfg in cands
                         if cfg["BLOCK_SIZE_M"] <= max(16, triton.next_power_of_2(c.most_rows))]
@@ -337,10 +367,15 @@ def main(argv):
                     except Exception as e:  # noqa: BLE001  (e.g. over this GPU's limit)
                         rec = case.record(config, None, tile=tile_text(cfg),
                                           error=f"{type(e).__name__}: {e}")
-                elif config == "sm120":
-                    ms, cfg, smem, n = search(case, cands, compiled, timer)
+                elif config == "sm120" and o["retime"]:
+                    top = tops.get((model, quant, case.batch), [])
+                    ms, cfg = retime(case, top, timer)
                     rec = case.record(config, ms, tile=tile_text(cfg) if cfg else None,
-                                      smem=smem, candidates=n)
+                                      retimed=len(top))
+                elif config == "sm120":
+                    ms, cfg, smem, n, top = search(case, cands, compiled, timer)
+                    rec = case.record(config, ms, tile=tile_text(cfg) if cfg else None,
+                                      smem=smem, candidates=n, top=top)
                 else:
                     try:
                         rec = case.record(config, grouped_mm_ms(case, timer), tile=None)

@@ -9,6 +9,13 @@
  * Occupancy is computed like an H200 (2048 threads, 32 blocks and the
  * opt-in + 1 KiB of shared memory per SM, 1 KiB reserved per block, 132 SMs)
  * for kernels of $FAKECUDA_STATIC static bytes and at most 1024 threads.
+ * With $FAKECUDA_OCCUPANCY set it also keeps each handle's
+ * MAX_DYNAMIC_SHARED_SIZE_BYTES (default 49152 - static), refuses a launch of
+ * more dynamic bytes than that (CUDA_ERROR_INVALID_VALUE), and a cooperative
+ * launch whose grid is not co-resident (CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE),
+ * records each launch's dynamic bytes ("smem <n>" after its symbol), rounds
+ * shared memory to 128 B in its occupancy, and reports a stream as being
+ * captured while $FAKECUDA_CAPTURING is set: as the driver does.
  * cuGetProcAddress answers as the 580 driver was measured to: a version
  * newer than 13000 is CUDA_ERROR_INVALID_VALUE, an unknown or empty name is
  * success with NULL and status 1, flag 2 selects the _ptsz twin, and
@@ -99,6 +106,9 @@ EXPORT CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d)
 	case 111: *v = 1024; break;
 	case 8: *v = 49152; break;
 	case 16: *v = 132; break;
+	case 10: *v = 32; break;
+	case 39: *v = sm >= 120 ? 1536 : 2048; break;
+	case 106: *v = sm >= 120 ? 24 : 32; break;
 	case 75: *v = sm / 10; break;
 	case 76: *v = sm % 10; break;
 	default: *v = 1; break;
@@ -106,14 +116,53 @@ EXPORT CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d)
 	return CUDA_SUCCESS;
 }
 
+/* FAKECUDA_OCCUPANCY: each handle's MAX_DYNAMIC_SHARED_SIZE_BYTES (-1: the default). */
+static int max_dynamic[sizeof(handles)];
+static int max_dynamic_set[sizeof(handles)];
+
+static int strict(void)
+{
+	return getenv("FAKECUDA_OCCUPANCY") != NULL;
+}
+
+static int static_smem(void);
+static int h200_blocks(int size, size_t dyn);
+
+/* dynamic_of - @h's MAX_DYNAMIC_SHARED_SIZE_BYTES (a pointer into handles[]). */
+static int *dynamic_of(const void *h)
+{
+	static int other;
+	size_t i = (size_t)((const char *)h - handles);
+
+	if (i >= sizeof(handles))
+		return &other;
+	if (!max_dynamic_set[i]) {
+		max_dynamic[i] = 49152 - static_smem();
+		max_dynamic_set[i] = 1;
+	}
+	return &max_dynamic[i];
+}
+
+/* launched - record a launch of @f with @smem bytes; FAKECUDA_OCCUPANCY: refuse it as the driver does. */
+static CUresult launched(const char *sym, const void *f, unsigned smem)
+{
+	char line[64];
+
+	record(sym);
+	if (!strict())
+		return CUDA_SUCCESS;
+	snprintf(line, sizeof(line), "smem %u", smem);
+	record(line);
+	return (int)smem > *dynamic_of(f) ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+
 #define LAUNCH(sym)                                                                          \
 	EXPORT CUresult sym(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,  \
 			    unsigned by, unsigned bz, unsigned smem, CUstream s, void **p, void **e) \
 	{                                                                                    \
-		(void)f; (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz;          \
-		(void)smem; (void)s; (void)p; (void)e;                                        \
-		record(#sym);                                                                \
-		return CUDA_SUCCESS;                                                         \
+		(void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz;                   \
+		(void)s; (void)p; (void)e;                                                    \
+		return launched(#sym, f, smem);                                               \
 	}
 LAUNCH(cuLaunchKernel)
 LAUNCH(cuLaunchKernel_ptsz)
@@ -121,12 +170,35 @@ LAUNCH(cuLaunchKernel_ptsz)
 #define LAUNCH_EX(sym)                                                                       \
 	EXPORT CUresult sym(const CUlaunchConfig *c, CUfunction f, void **p, void **e)        \
 	{                                                                                    \
-		(void)c; (void)f; (void)p; (void)e;                                           \
-		record(#sym);                                                                \
-		return CUDA_SUCCESS;                                                         \
+		(void)p; (void)e;                                                             \
+		return launched(#sym, f, c ? c->sharedMemBytes : 0);                          \
 	}
 LAUNCH_EX(cuLaunchKernelEx)
 LAUNCH_EX(cuLaunchKernelEx_ptsz)
+
+/* Cooperative: the grid must be co-resident on the 132 SMs. */
+#define LAUNCH_COOP(sym)                                                                     \
+	EXPORT CUresult sym(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,  \
+			    unsigned by, unsigned bz, unsigned smem, CUstream s, void **p)     \
+	{                                                                                    \
+		CUresult rc = launched(#sym, f, smem);                                        \
+		(void)s; (void)p;                                                             \
+		if (rc == CUDA_SUCCESS && strict() &&                                         \
+		    (unsigned long)gx * gy * gz >                                             \
+			    (unsigned long)h200_blocks((int)(bx * by * bz), smem) * 132)      \
+			rc = CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;                         \
+		return rc;                                                                   \
+	}
+LAUNCH_COOP(cuLaunchCooperativeKernel)
+LAUNCH_COOP(cuLaunchCooperativeKernel_ptsz)
+
+EXPORT CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *st)
+{
+	(void)s;
+	*st = getenv("FAKECUDA_CAPTURING") ? CU_STREAM_CAPTURE_STATUS_ACTIVE :
+					     CU_STREAM_CAPTURE_STATUS_NONE;
+	return CUDA_SUCCESS;
+}
 
 EXPORT CUresult cuModuleLoadData(CUmodule *m, const void *img)
 {
@@ -168,7 +240,7 @@ EXPORT CUresult cuLibraryGetKernel(CUkernel *k, CUlibrary l, const char *name)
  * refused.  With $FAKECUDA_VALUES set, the value the driver was given is
  * recorded too ("MAX_DYNAMIC_SHARED_SIZE_BYTES <v>").
  */
-static CUresult set_attr(CUfunction_attribute a, int v)
+static CUresult set_attr(const void *h, CUfunction_attribute a, int v)
 {
 	char line[64];
 
@@ -178,30 +250,34 @@ static CUresult set_attr(CUfunction_attribute a, int v)
 	}
 	if (a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES && v > device_optin(0))
 		return CUDA_ERROR_INVALID_VALUE;
+	if (a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES && v < 0 && strict())
+		return CUDA_ERROR_INVALID_VALUE;
+	if (a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
+		*dynamic_of(h) = v;
 	return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int v)
 {
-	(void)f;
 	record("cuFuncSetAttribute");
-	return set_attr(a, v);
+	return set_attr(f, a, v);
 }
 
 /* Static smem of every kernel: $FAKECUDA_STATIC (default 0); 1024 threads at most. */
-static int func_attr(CUfunction_attribute a)
+static int func_attr(const void *h, CUfunction_attribute a)
 {
 	const char *st = getenv("FAKECUDA_STATIC");
 
+	if (a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES && strict())
+		return *dynamic_of(h);
 	return a == CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES && st ? atoi(st) :
 	       a == CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK ? 1024 : 0;
 }
 
 EXPORT CUresult cuFuncGetAttribute(int *v, CUfunction_attribute a, CUfunction f)
 {
-	(void)f;
 	record("cuFuncGetAttribute");
-	*v = func_attr(a);
+	*v = func_attr(f, a);
 	return CUDA_SUCCESS;
 }
 
@@ -215,16 +291,16 @@ EXPORT CUresult cuFuncGetName(const char **name, CUfunction f)
 
 EXPORT CUresult cuKernelSetAttribute(CUfunction_attribute a, int v, CUkernel k, CUdevice d)
 {
-	(void)k; (void)d;
+	(void)d;
 	record("cuKernelSetAttribute");
-	return set_attr(a, v);
+	return set_attr(k, a, v);
 }
 
 EXPORT CUresult cuKernelGetAttribute(int *v, CUfunction_attribute a, CUkernel k, CUdevice d)
 {
-	(void)k; (void)d;
+	(void)d;
 	record("cuKernelGetAttribute");
-	*v = func_attr(a);
+	*v = func_attr(k, a);
 	return CUDA_SUCCESS;
 }
 
@@ -244,7 +320,7 @@ EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t i, size_t *off, size_t *
 
 static int static_smem(void)
 {
-	return func_attr(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES);
+	return func_attr(NULL, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES);
 }
 
 /* h200_blocks - resident blocks per SM of @size threads using @dyn dynamic bytes. */
@@ -256,15 +332,16 @@ static int h200_blocks(int size, size_t dyn)
 	int by_threads = size > 0 && size <= 1024 ? 2048 / size : 0;
 	int by_smem = (int)(per_sm / smem);
 
+	if (strict())
+		by_smem = (int)(per_sm / ((smem + 127) / 128 * 128));
 	by_threads = by_threads < 32 ? by_threads : 32;
 	return by_threads < by_smem ? by_threads : by_smem;
 }
 
 EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f, int size, size_t dyn)
 {
-	(void)f;
 	record("cuOccupancyMaxActiveBlocksPerMultiprocessor");
-	*n = h200_blocks(size, dyn);
+	*n = strict() && dyn > (size_t)*dynamic_of(f) ? 0 : h200_blocks(size, dyn);
 	return CUDA_SUCCESS;
 }
 

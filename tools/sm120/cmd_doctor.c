@@ -270,6 +270,10 @@ static int print_settings(const struct settings_env *env)
 		       origin(&s, SETTINGS_ADVERTISE, buf, sizeof(buf)));
 	printf("trace       %s%s\n", s.trace ? "on" : "off",
 	       origin(&s, SETTINGS_TRACE, buf, sizeof(buf)));
+	printf("occupancy   %s%s\n", !s.emulate_occupancy ? "off" :
+	       s.target_auto || s.mode == SHIM_MODE_OFF ? "on, but nothing is emulated: no padding" :
+	       "on: dynamic shared memory is padded so that each GPU keeps no more blocks per SM "
+	       "than the target", origin(&s, SETTINGS_OCCUPANCY, buf, sizeof(buf)));
 	if (!s.log_path[0])
 		printf("log         none%s\n", origin(&s, SETTINGS_LOG, buf, sizeof(buf)));
 	else if (settings_log_check(s.log_path, &err) == 0)
