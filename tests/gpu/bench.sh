@@ -8,7 +8,9 @@
 #     configuration it replaces (Triton with wgmma, and without: the SM120
 #     instruction set) and against the configuration a user would pick
 #     instead on SM120 (without wgmma), as ratios and as a fraction of the
-#     ceiling.  Target emulated as sm120; every figure is an H200 figure.
+#     ceiling.  Target emulated as sm120; every figure is an H200 figure;
+#  4. the fused-MoE benchmark (bench_moe.sh), the reference engine
+#     (bench_engine.sh) and the patch-versus-shim table (bench_patch.py).
 set -u
 B=${SM120_BUILD:-build}
 SHIM=$(pwd)/$B/libsm120shim.so
@@ -105,3 +107,8 @@ sh tests/gpu/bench_moe.sh || exit 1
 echo
 # The reference engine at real dimensions, with and without the shim rerouting.
 sh tests/gpu/bench_engine.sh "$B" || exit 1
+
+echo
+# Patch or shim: each kernel `sm120 patch` changes, the patched framework kernel
+# against the shim's reroute of the unpatched one, side by side in one process.
+python3 tests/gpu/bench_patch.py bench "$work/patch" || exit 1

@@ -5,6 +5,7 @@
  *   sm120 patch check  [--framework sglang|vllm] [--site-packages DIR]
  *   sm120 patch apply  [...]
  *   sm120 patch revert [...]
+ *   sm120 patch configs --model DIR --tp N [...]   (cmd_patch_configs.c)
  *
  * The installed release is read from its package metadata
  * (DIR/<name>-<version>.dist-info/METADATA); without --site-packages, DIR is
@@ -34,33 +35,27 @@
  * version, a file not recognised, a file that cannot be written), 2 usage
  * or bad input (no framework found, a malformed patch set).
  */
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../../core/common/file.h"
 #include "commands.h"
+#include "patch_site.h"
 
 #define MAX_PATCHES 64
 #define MAX_PATCH_BYTES (1u << 20)
-#define MAX_METADATA_BYTES (16u << 20)
 #define MAX_SOURCE_BYTES (64u << 20)
-#define MAX_SITES 4
 #define BACKUP_SUFFIX ".sm120-orig"
 #define PATCH_PROGRAM "patch"
-
-extern char **environ;
 
 /* The frameworks sm120 patch knows: distribution name = import package name. */
 static const char *const frameworks[] = { "sglang", "vllm" };
@@ -108,15 +103,6 @@ struct patch {
 	int done;      /* this run applied or reverted it */
 };
 
-/* One installed framework: where, which version, which patch set. */
-struct install {
-	const char *framework;
-	char site[PATH_MAX];
-	char dist[NAME_MAX + 1]; /* sglang-0.5.8.dist-info */
-	char version[128];
-	char set[PATH_MAX]; /* patches/<framework>/<line> */
-};
-
 static int fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int fail(int code, const char *fmt, ...)
 {
@@ -130,30 +116,6 @@ static int fail(int code, const char *fmt, ...)
 	return code;
 }
 
-/* say - a message into @out (@cap bytes), cut short if it must be. */
-static void say(char *out, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void say(char *out, size_t cap, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(out, cap, fmt, ap);
-	va_end(ap);
-}
-
-/* pathf - a path into @out (PATH_MAX bytes): 0, or -ENAMETOOLONG when it does not fit. */
-static int pathf(char *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int pathf(char *out, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(out, PATH_MAX, fmt, ap);
-	va_end(ap);
-	return n < 0 || n >= PATH_MAX ? -ENAMETOOLONG : 0;
-}
-
 static int usage(FILE *out, int code)
 {
 	fprintf(out,
@@ -161,62 +123,14 @@ static int usage(FILE *out, int code)
 		"  check   say what apply would change in the installed SGLang / vLLM, and why\n"
 		"  apply   apply our SM120 patches for its release (backup: FILE" BACKUP_SUFFIX ")\n"
 		"  revert  put the backed-up originals back\n"
+		"  configs write our SM120 fused-MoE config tables for a model where the framework\n"
+		"          reads them ('sm120 patch configs --help')\n"
 		"  --framework       only this one (default: every one installed)\n"
 		"  --site-packages   where it is installed (default: the purelib and platlib\n"
 		"                    directories of $PYTHON, else python3)\n"
 		"patches: $SM120_PATCHES, else patches/ beside the sm120 program or above it\n"
 		"exit: 0 done or nothing to do, 1 something refused, 2 usage or bad input\n");
 	return code;
-}
-
-/* ------------------------------------------------------------ processes */
-
-/*
- * run - run @argv (argv[0] looked up on PATH) with stdin from /dev/null and
- * stdout and stderr into @out (@cap bytes, NUL-terminated, the rest
- * dropped).  Returns its exit status, 128 + the signal that ended it, or
- * -errno when it could not be started.
- */
-static int run(char *const argv[], char *out, size_t cap)
-{
-	posix_spawn_file_actions_t fa;
-	int fds[2], st, rc;
-	size_t n = 0;
-	ssize_t got;
-	char drop[512];
-	pid_t pid;
-
-	if (pipe2(fds, O_CLOEXEC) != 0)
-		return -errno;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-	posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
-	rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	close(fds[1]);
-	if (rc != 0) {
-		close(fds[0]);
-		return -rc;
-	}
-	for (;;) {
-		if (n + 1 < cap)
-			got = read(fds[0], out + n, cap - 1 - n);
-		else
-			got = read(fds[0], drop, sizeof(drop));
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0)
-			break;
-		if (n + 1 < cap)
-			n += (size_t)got;
-	}
-	out[n] = '\0';
-	close(fds[0]);
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			return -errno;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
 /* first_line - @text up to its first newline, in @out (@cap bytes). */
@@ -259,7 +173,7 @@ static int gnu_patch(struct patch *p, const char *file, enum patch_mode mode, co
 	argv[n++] = p->path;
 	argv[n++] = (char *)file;
 	argv[n] = NULL;
-	rc = run(argv, msg, sizeof(msg));
+	rc = patch_run(argv, msg, sizeof(msg));
 	if (rc < 0)
 		return rc;
 	if (rc != 0)
@@ -267,197 +181,7 @@ static int gnu_patch(struct patch *p, const char *file, enum patch_mode mode, co
 	return rc == 0 ? 0 : 1;
 }
 
-/* ------------------------------------------------------- site-packages */
-
-/*
- * python_sites - the purelib and platlib directories of $PYTHON (else
- * python3), distinct, in @sites; their number, or -1 with @err saying why.
- */
-static int python_sites(char sites[MAX_SITES][PATH_MAX], const char **who, char *err,
-			size_t cap)
-{
-	const char *py = getenv("PYTHON");
-	char *argv[4], out[2 * PATH_MAX + 16], *line, *save = NULL;
-	int rc, n = 0, i, dup;
-
-	argv[0] = (char *)(py && *py ? py : "python3");
-	*who = argv[0];
-	argv[1] = "-c";
-	argv[2] = "import sysconfig; p = sysconfig.get_paths(); print(p['purelib']); "
-		  "print(p['platlib'])";
-	argv[3] = NULL;
-	rc = run(argv, out, sizeof(out));
-	if (rc != 0) {
-		say(err, cap, "cannot ask %s where its packages are (%s); pass "
-			 "--site-packages DIR, or set PYTHON to the Python that runs the framework",
-			 argv[0], rc < 0 ? strerror(-rc) : "it failed");
-		return -1;
-	}
-	for (line = strtok_r(out, "\n", &save); line && n < MAX_SITES;
-	     line = strtok_r(NULL, "\n", &save)) {
-		for (dup = 0, i = 0; i < n; i++)
-			dup |= strcmp(sites[i], line) == 0;
-		if (!dup && *line == '/' && strlen(line) < PATH_MAX)
-			strcpy(sites[n++], line);
-	}
-	if (n == 0)
-		say(err, cap, "%s printed no package directory; pass --site-packages DIR",
-			 argv[0]);
-	return n ? n : -1;
-}
-
-/* header - the value of "@key: value" among the first lines of @text, up to
- * the first empty line (a METADATA file's headers), in @out; 0 or -1. */
-static int header(const char *text, const char *key, char *out, size_t cap)
-{
-	size_t klen = strlen(key);
-	const char *line = text;
-
-	while (*line && *line != '\n') {
-		size_t n = strcspn(line, "\r\n");
-
-		if (n > klen && strncmp(line, key, klen) == 0 && line[klen] == ':') {
-			const char *v = line + klen + 1;
-
-			while (*v == ' ' || *v == '\t')
-				v++;
-			snprintf(out, cap, "%.*s", (int)(n - (size_t)(v - line)), v);
-			return 0;
-		}
-		line += n;
-		line += *line == '\r';
-		line += *line == '\n';
-	}
-	return -1;
-}
-
-/* same_name - distribution names equal as the registry compares them
- * (case-insensitive, '-', '_' and '.' alike). */
-static int same_name(const char *a, size_t alen, const char *b)
-{
-	size_t i;
-
-	if (alen != strlen(b))
-		return 0;
-	for (i = 0; i < alen; i++) {
-		int x = strchr("-_.", a[i]) ? '-' : tolower((unsigned char)a[i]);
-		int y = strchr("-_.", b[i]) ? '-' : tolower((unsigned char)b[i]);
-
-		if (x != y)
-			return 0;
-	}
-	return 1;
-}
-
-/*
- * find_install - @fw installed in @site: fills @in (site, dist-info name,
- * version from its METADATA).  Returns 1 found, 0 not there, -1 with @err
- * when what is there cannot be used (two versions, an editable install, an
- * unreadable METADATA).
- */
-static int find_install(const char *site, const char *fw, struct install *in, char *err,
-			size_t cap)
-{
-	char path[PATH_MAX], name[128], *meta;
-	struct dirent *de;
-	struct stat st;
-	size_t len;
-	DIR *d = opendir(site);
-	int found = 0;
-
-	if (!d)
-		return 0;
-	while ((de = readdir(d))) {
-		const char *dash = strchr(de->d_name, '-');
-		size_t n = strlen(de->d_name);
-
-		if (!dash || n < 11 || strcmp(de->d_name + n - 10, ".dist-info") != 0 ||
-		    !same_name(de->d_name, (size_t)(dash - de->d_name), fw))
-			continue;
-		if (found++) {
-			say(err, cap, "%s holds two installs of %s (%s, %s): uninstall one "
-				 "(pip uninstall %s) and reinstall the one you use", site, fw,
-				 in->dist, de->d_name, fw);
-			closedir(d);
-			return -1;
-		}
-		snprintf(in->dist, sizeof(in->dist), "%s", de->d_name);
-	}
-	closedir(d);
-	if (!found)
-		return 0;
-	in->framework = fw;
-	meta = pathf(in->site, "%s", site) || pathf(path, "%s/%s/METADATA", site, in->dist) ? (errno = ENAMETOOLONG, NULL)
-		: sm_read_small(path, MAX_METADATA_BYTES, &len);
-	if (!meta) {
-		say(err, cap, "%s: %s; reinstall %s (pip install --force-reinstall --no-deps %s)",
-			 path, strerror(errno), fw, fw);
-		return -1;
-	}
-	if (header(meta, "Name", name, sizeof(name)) != 0 || !same_name(name, strlen(name), fw) ||
-	    header(meta, "Version", in->version, sizeof(in->version)) != 0 || !in->version[0]) {
-		say(err, cap, "%s: no \"Name: %s\" and \"Version:\" header; reinstall %s "
-			 "(pip install --force-reinstall --no-deps %s)", path, fw, fw, fw);
-		free(meta);
-		return -1;
-	}
-	free(meta);
-	if (pathf(path, "%s/%s", site, fw) != 0 || stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
-		say(err, cap, "%s %s is registered in %s but its package is not there (%s): "
-			 "an editable install? apply the patches to its source tree with "
-			 "'patch -p1' (patches/%s/)", fw, in->version, site, path, fw);
-		return -1;
-	}
-	return 1;
-}
-
 /* ------------------------------------------------------------ patch set */
-
-/*
- * patches_dir - the patches directory in @out: $SM120_PATCHES, else
- * patches/ beside the sm120 program or one level above.  0, or -1 with @err
- * naming where it looked.
- */
-static int patches_dir(char *out, char *err, size_t cap)
-{
-	const char *env = getenv("SM120_PATCHES");
-	char exe[PATH_MAX], dir[PATH_MAX], *slash;
-	struct stat st;
-	ssize_t n;
-	int up;
-
-	if (env && *env) {
-		if (stat(env, &st) == 0 && S_ISDIR(st.st_mode) && strlen(env) < PATH_MAX) {
-			strcpy(out, env);
-			return 0;
-		}
-		say(err, cap, "SM120_PATCHES=%s is not a directory; point it at the "
-			 "patches/ directory of sm120-shim", env);
-		return -1;
-	}
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n < 0) {
-		say(err, cap, "cannot find the sm120 program (/proc/self/exe: %s); set "
-			 "SM120_PATCHES to the patches/ directory", strerror(errno));
-		return -1;
-	}
-	exe[n] = '\0';
-	for (up = 0; up < 2; up++) {
-		if ((slash = strrchr(exe, '/')))
-			*slash = '\0';
-		if (up == 0)
-			snprintf(dir, sizeof(dir), "%s", exe);
-		if (pathf(out, "%s/patches", exe) == 0 && stat(out, &st) == 0 &&
-		    S_ISDIR(st.st_mode)) {
-			if (realpath(out, dir)) /* messages show it without "/.." */
-				pathf(out, "%s", dir);
-			return 0;
-		}
-	}
-	say(err, cap, "no patches/ directory beside the sm120 program (%s) or above it; set "
-	    "SM120_PATCHES to the patches/ directory of sm120-shim", dir);
-	return -1;
-}
 
 /* by_version - qsort order of release line names: 0.5.8 < 0.5.9 < 0.5.23. */
 static int by_version(const void *a, const void *b)
@@ -480,7 +204,7 @@ static int line_matches(const char *line, const char *version)
  * under @root/<framework>/ that covers the version.  0, or 1 with @err
  * naming the version and the lines there are.
  */
-static int pick_set(const char *root, struct install *in, char *err, size_t cap)
+static int pick_set(const char *root, struct patch_install *in, char *err, size_t cap)
 {
 	char dir[PATH_MAX], lines[32][NAME_MAX + 1], have[512] = "";
 	const char *best = NULL;
@@ -488,7 +212,7 @@ static int pick_set(const char *root, struct install *in, char *err, size_t cap)
 	size_t n = 0, i, at = 0;
 	DIR *d;
 
-	d = pathf(dir, "%s/%s", root, in->framework) == 0 ? opendir(dir) : NULL;
+	d = patch_pathf(dir, "%s/%s", root, in->framework) == 0 ? opendir(dir) : NULL;
 	while (d && (de = readdir(d)) && n < 32)
 		if (de->d_name[0] != '.')
 			snprintf(lines[n++], sizeof(lines[0]), "%s", de->d_name);
@@ -503,14 +227,14 @@ static int pick_set(const char *root, struct install *in, char *err, size_t cap)
 					       lines[i]);
 	}
 	if (!best) {
-		say(err, cap, "%s %s (%s/%s) is a version sm120 patch does not know: %s has "
+		patch_say(err, cap, "%s %s (%s/%s) is a version sm120 patch does not know: %s has "
 		    "patch sets for %s only; install one of those releases, or run the "
 		    "unmodified %s under the shim (sm120 run)", in->framework, in->version,
 		    in->site, in->dist, dir, n ? have : "no release", in->framework);
 		return 1;
 	}
-	if (pathf(in->set, "%s/%s", dir, best) != 0) {
-		say(err, cap, "%s/%s: path too long", dir, best);
+	if (patch_pathf(in->set, "%s/%s", dir, best) != 0) {
+		patch_say(err, cap, "%s/%s: path too long", dir, best);
 		return 1;
 	}
 	return 0;
@@ -530,7 +254,7 @@ static int parse_patch(struct patch *p, const char *fw, char *err, size_t cap)
 
 	p->text = sm_read_small(p->path, MAX_PATCH_BYTES, &len);
 	if (!p->text) {
-		say(err, cap, "%s: %s", p->path, strerror(errno));
+		patch_say(err, cap, "%s: %s", p->path, strerror(errno));
 		return -1;
 	}
 	for (line = p->text; *line; after_minus = strncmp(line, "--- ", 4) == 0,
@@ -554,14 +278,14 @@ static int parse_patch(struct patch *p, const char *fw, char *err, size_t cap)
 		}
 	}
 	if (targets != 1 || !p->fixes[0] || !p->upstream[0]) {
-		say(err, cap, "%s: malformed: a patch here is a header with \"# Fixes:\" and "
+		patch_say(err, cap, "%s: malformed: a patch here is a header with \"# Fixes:\" and "
 			 "\"# Upstream:\" lines and a unified diff of exactly one file (%d found); "
 			 "see patches/README.md", p->path, targets);
 		return -1;
 	}
 	if (strncmp(p->target, fw, fwlen) != 0 || p->target[fwlen] != '/' ||
 	    strstr(p->target, "/../") || strstr(p->target, "//")) {
-		say(err, cap, "%s: changes '%s', which is not a file of the %s package "
+		patch_say(err, cap, "%s: changes '%s', which is not a file of the %s package "
 			 "(b/%s/...); fix the patch", p->path, p->target, fw, fw);
 		return -1;
 	}
@@ -587,14 +311,14 @@ static int by_name(const void *a, const void *b)
  * (MAX_PATCHES); their number, or -1 with @err (a malformed patch, two
  * patches of one file, an empty set).
  */
-static int load_set(const struct install *in, struct patch *ps, char *err, size_t cap)
+static int load_set(const struct patch_install *in, struct patch *ps, char *err, size_t cap)
 {
 	struct dirent *de;
 	DIR *d = opendir(in->set);
 	int n = 0, i, j;
 
 	if (!d) {
-		say(err, cap, "%s: %s", in->set, strerror(errno));
+		patch_say(err, cap, "%s: %s", in->set, strerror(errno));
 		return -1;
 	}
 	while ((de = readdir(d))) {
@@ -603,14 +327,14 @@ static int load_set(const struct install *in, struct patch *ps, char *err, size_
 		if (len < 7 || strcmp(de->d_name + len - 6, ".patch") != 0)
 			continue;
 		if (n == MAX_PATCHES) {
-			say(err, cap, "%s: more than %d patches", in->set, MAX_PATCHES);
+			patch_say(err, cap, "%s: more than %d patches", in->set, MAX_PATCHES);
 			closedir(d);
 			return -1;
 		}
 		memset(&ps[n], 0, sizeof(ps[n]));
 		snprintf(ps[n].name, sizeof(ps[n].name), "%s", de->d_name);
-		if (pathf(ps[n].path, "%s/%s", in->set, de->d_name) != 0) {
-			say(err, cap, "%s/%s: path too long", in->set, de->d_name);
+		if (patch_pathf(ps[n].path, "%s/%s", in->set, de->d_name) != 0) {
+			patch_say(err, cap, "%s/%s: path too long", in->set, de->d_name);
 			closedir(d);
 			return -1;
 		}
@@ -623,22 +347,22 @@ static int load_set(const struct install *in, struct patch *ps, char *err, size_
 			free_set(ps, n);
 			return -1;
 		}
-		if (pathf(ps[i].file, "%s/%s", in->site, ps[i].target) != 0 ||
-		    pathf(ps[i].backup, "%s" BACKUP_SUFFIX, ps[i].file) != 0) {
-			say(err, cap, "%s/%s: path too long", in->site, ps[i].target);
+		if (patch_pathf(ps[i].file, "%s/%s", in->site, ps[i].target) != 0 ||
+		    patch_pathf(ps[i].backup, "%s" BACKUP_SUFFIX, ps[i].file) != 0) {
+			patch_say(err, cap, "%s/%s: path too long", in->site, ps[i].target);
 			free_set(ps, n);
 			return -1;
 		}
 		for (j = 0; j < i; j++)
 			if (strcmp(ps[i].target, ps[j].target) == 0) {
-				say(err, cap, "%s and %s both change %s: one patch per file",
+				patch_say(err, cap, "%s and %s both change %s: one patch per file",
 					 ps[j].path, ps[i].path, ps[i].target);
 				free_set(ps, n);
 				return -1;
 			}
 	}
 	if (n == 0)
-		say(err, cap, "%s holds no *.patch", in->set);
+		patch_say(err, cap, "%s holds no *.patch", in->set);
 	return n ? n : -1;
 }
 
@@ -669,7 +393,7 @@ static int temp_beside(const char *path, char *out)
 	const char *slash = strrchr(path, '/');
 	int fd;
 
-	if (pathf(out, "%.*s.%s.sm120-new.XXXXXX", (int)(slash + 1 - path), path, slash + 1))
+	if (patch_pathf(out, "%.*s.%s.sm120-new.XXXXXX", (int)(slash + 1 - path), path, slash + 1))
 		return -ENAMETOOLONG;
 	fd = mkostemp(out, O_CLOEXEC);
 	if (fd < 0)
@@ -684,7 +408,7 @@ static int temp_file(char *out)
 	const char *t = getenv("TMPDIR");
 	int fd;
 
-	if (pathf(out, "%s/sm120-patch.XXXXXX", t && *t ? t : "/tmp") != 0)
+	if (patch_pathf(out, "%s/sm120-patch.XXXXXX", t && *t ? t : "/tmp") != 0)
 		return -ENAMETOOLONG;
 	fd = mkostemp(out, O_CLOEXEC);
 	if (fd < 0)
@@ -740,33 +464,33 @@ static int assess(struct patch *p)
 }
 
 /* refusal - why @p (a refused state) is refused and what to do, for @in. */
-static void refusal(const struct install *in, const struct patch *p, char *out, size_t cap)
+static void refusal(const struct patch_install *in, const struct patch *p, char *out, size_t cap)
 {
 	switch (p->state) {
 	case ST_NO_FILE:
-		say(out, cap, "%s is missing: not a complete %s %s install; reinstall it "
+		patch_say(out, cap, "%s is missing: not a complete %s %s install; reinstall it "
 			 "(pip install --force-reinstall --no-deps %s==%s)", p->file, in->framework,
 			 in->version, in->framework, in->version);
 		break;
 	case ST_NOT_REGULAR:
-		say(out, cap, "%s or its backup %s is not a regular file (a symbolic link?); "
+		patch_say(out, cap, "%s or its backup %s is not a regular file (a symbolic link?); "
 			 "patch the installed files themselves: --site-packages DIR", p->file,
 			 p->backup);
 		break;
 	case ST_ELSEWHERE:
-		say(out, cap, "%s already holds this change, but not from 'sm120 patch "
+		patch_say(out, cap, "%s already holds this change, but not from 'sm120 patch "
 			 "apply' (no backup %s): patched by hand; nothing to do, or reinstall "
 			 "%s %s to start from the release", p->file, p->backup, in->framework,
 			 in->version);
 		break;
 	case ST_MISMATCH:
-		say(out, cap, "%s does not match what the patch expects (patch: %s): edited "
+		patch_say(out, cap, "%s does not match what the patch expects (patch: %s): edited "
 			 "by hand, or another build of %s %s; reinstall it (pip install "
 			 "--force-reinstall --no-deps %s==%s) and retry", p->file, p->why,
 			 in->framework, in->version, in->framework, in->version);
 		break;
 	case ST_CHANGED_SINCE:
-		say(out, cap, "%s changed since 'sm120 patch apply' (it is no longer its "
+		patch_say(out, cap, "%s changed since 'sm120 patch apply' (it is no longer its "
 			 "backup %s plus this patch): changed by hand or by a reinstall; to "
 			 "keep the file as it is, delete the backup; to return to the original, "
 			 "mv %s %s", p->file, p->backup, p->backup, p->file);
@@ -842,20 +566,20 @@ static int apply_one(struct patch *p, char *err, size_t cap)
 	int rc;
 
 	if (stat(p->file, &st) != 0 || (rc = temp_beside(p->file, tmp)) != 0) {
-		say(err, cap, "cannot write beside %s (%s): run as the owner of %s", p->file,
+		patch_say(err, cap, "cannot write beside %s (%s): run as the owner of %s", p->file,
 			 strerror(errno), p->file);
 		return 1;
 	}
 	rc = gnu_patch(p, p->file, WRITE, tmp);
 	if (rc != 0) {
 		unlink(tmp);
-		say(err, cap, "GNU patch failed on %s (%s)", p->file,
+		patch_say(err, cap, "GNU patch failed on %s (%s)", p->file,
 			 rc < 0 ? strerror(-rc) : p->why);
 		return 1;
 	}
 	if ((rc = copy_as_backup(p, &st)) != 0) {
 		unlink(tmp);
-		say(err, cap, "cannot write the backup %s (%s): run as the owner of %s",
+		patch_say(err, cap, "cannot write the backup %s (%s): run as the owner of %s",
 			 p->backup, strerror(-rc), p->file);
 		return 1;
 	}
@@ -864,7 +588,7 @@ static int apply_one(struct patch *p, char *err, size_t cap)
 		rc = errno;
 		unlink(tmp);
 		unlink(p->backup);
-		say(err, cap, "cannot replace %s (%s): run as its owner", p->file,
+		patch_say(err, cap, "cannot replace %s (%s): run as its owner", p->file,
 			 strerror(rc));
 		return 1;
 	}
@@ -881,7 +605,7 @@ static int refused_by(enum action action, const struct patch *p)
 }
 
 /* report - the line(s) saying what @action did or would do with @p. */
-static void report(enum action action, const struct install *in, const struct patch *p)
+static void report(enum action action, const struct patch_install *in, const struct patch *p)
 {
 	char why[1536];
 
@@ -910,7 +634,7 @@ static void report(enum action action, const struct install *in, const struct pa
  * them all if one is refused, else act.  Prints one line per patch (check
  * also the lines each would change) and a summary; returns the exit status.
  */
-static int do_set(enum action action, const struct install *in)
+static int do_set(enum action action, const struct patch_install *in)
 {
 	static struct patch ps[MAX_PATCHES];
 	char err[1024];
@@ -941,7 +665,7 @@ static int do_set(enum action action, const struct install *in)
 			if (action == APPLY) {
 				rc = apply_one(p, err, sizeof(err));
 			} else if (rename(p->backup, p->file) != 0) {
-				say(err, sizeof(err), "cannot restore %s from %s (%s): run as "
+				patch_say(err, sizeof(err), "cannot restore %s from %s (%s): run as "
 					 "the owner of %s; 'sm120 patch revert' again restores the "
 					 "rest", p->file, p->backup, strerror(errno), p->file);
 				rc = 1;
@@ -985,19 +709,21 @@ int cmd_patch(int argc, char **argv)
 	};
 	static const char *const actions[] = { [CHECK] = "check", [APPLY] = "apply",
 					       [REVERT] = "revert" };
-	char sites[MAX_SITES][PATH_MAX], root[PATH_MAX], err[2048];
+	char sites[PATCH_MAX_SITES][PATH_MAX], root[PATH_MAX], err[2048];
 	const char *only = NULL, *site = NULL, *python = NULL;
-	struct install in;
+	struct patch_install in;
 	int action = -1, nsites, i, c, rc = 0, any = 0;
 	size_t f;
 
 	if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0))
 		return usage(stdout, 0);
+	if (argc >= 2 && strcmp(argv[1], "configs") == 0)
+		return patch_configs(argc - 1, argv + 1);
 	for (i = 0; argc >= 2 && i < 3; i++)
 		if (strcmp(argv[1], actions[i]) == 0)
 			action = i;
 	if (action < 0)
-		return argc >= 2 ? fail(2, "unknown action '%s': check, apply or revert", argv[1])
+		return argc >= 2 ? fail(2, "unknown action '%s': check, apply, revert or configs", argv[1])
 				 : usage(stderr, 2);
 	optind = 1;
 	opterr = 0;
@@ -1028,10 +754,10 @@ int cmd_patch(int argc, char **argv)
 				    "directory the framework is installed in", site);
 		strcpy(sites[0], site);
 		nsites = 1;
-	} else if ((nsites = python_sites(sites, &python, err, sizeof(err))) < 0) {
+	} else if ((nsites = patch_python_sites(sites, &python, err, sizeof(err))) < 0) {
 		return fail(2, "%s", err);
 	}
-	if (patches_dir(root, err, sizeof(err)) != 0)
+	if (patch_patches_dir(root, err, sizeof(err)) != 0)
 		return fail(2, "%s", err);
 	for (f = 0; f < NFRAMEWORKS; f++) {
 		int found = 0, r;
@@ -1040,7 +766,7 @@ int cmd_patch(int argc, char **argv)
 			continue;
 		for (i = 0; i < nsites && !found; i++) {
 			memset(&in, 0, sizeof(in));
-			found = find_install(sites[i], frameworks[f], &in, err, sizeof(err));
+			found = patch_find_install(sites[i], frameworks[f], &in, err, sizeof(err));
 		}
 		if (found < 0) {
 			r = fail(2, "%s", err);

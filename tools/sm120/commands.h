@@ -39,8 +39,10 @@ int cmd_ref(int argc, char **argv);
 
 /*
  * cmd_patch - `sm120 patch check|apply|revert`: patches/<framework>/<release
- * line>/ on the installed SGLang / vLLM: exit 0 done or nothing to do, 1
- * something refused (unknown version, unrecognised file), 2 usage or bad input.
+ * line>/ on the installed SGLang / vLLM; `sm120 patch configs`: the
+ * fused-MoE config tables of patches/configs/ (cmd_patch_configs.c): exit 0
+ * done or nothing to do, 1 something refused (unknown version, unrecognised
+ * file, no table), 2 usage or bad input.
  */
 int cmd_patch(int argc, char **argv);
 

@@ -9,6 +9,7 @@
  *   sm120 rules check FILE... | sm120 rules compile -o OUT.c FILE...
  *   sm120 ref make-model|run|info ...
  *   sm120 patch check|apply|revert [--framework F] [--site-packages DIR]
+ *   sm120 patch configs --model DIR --tp N [--framework F] [--site-packages DIR | --out DIR]
  *   sm120 version | sm120 --version
  *
  * Each subcommand lives in its own file (cmd_<name>.c) and is listed once in
@@ -55,7 +56,7 @@ static const struct command {
 	{ "rules", cmd_rules, "check reroute rules, or compile them into the shim's table" },
 	{ "ref", cmd_ref, "the reference engine: write synthetic checkpoints, run Kimi K2 / GLM-4.x" },
 	{ "patch", cmd_patch, "check, apply or revert our SM120 source patches for the installed "
-			      "SGLang / vLLM" },
+			      "SGLang / vLLM, or write our SM120 fused-MoE configs (patch configs)" },
 	{ "version", cmd_version, "print the version of sm120 (also sm120 --version)" },
 };
 
