@@ -57,9 +57,9 @@ $(FX)/empty_section.o: $(B)/obj/core/common/err.o
 	$(Q)mkdir -p $(FX) && objcopy --add-section .nv_fatbin=/dev/null $< $@
 
 # Unit tests compile the core sources themselves, with the sanitizers
-# (test_rules, test_reroute and test_admit also the rules table compiled from rules/).
-$(T)/test_rules $(T)/test_reroute $(T)/test_admit: EXTRA_TEST_SRCS := $(RULES_TABLE)
-$(T)/test_rules $(T)/test_reroute $(T)/test_admit: $(RULES_TABLE)
+# (test_rules, test_reroute, test_admit and test_context also the rules table compiled from rules/).
+$(T)/test_rules $(T)/test_reroute $(T)/test_admit $(T)/test_context: EXTRA_TEST_SRCS := $(RULES_TABLE)
+$(T)/test_rules $(T)/test_reroute $(T)/test_admit $(T)/test_context: $(RULES_TABLE)
 # test_scan walks files: the tool's half of the image reader.
 $(T)/test_scan: EXTRA_TEST_SRCS := tools/sm120/scan_files.c
 $(T)/test_scan: tools/sm120/scan_files.c

@@ -8,6 +8,8 @@
 
 #define SHIM_ADAPTERS(X)                                                                   \
 	X(sglang_extend, "SGLang extend attention _fwd_kernel -> attn_extend_* (extend.h)")  \
+	X(sglang_context, "SGLang context_attention_fwd _fwd_kernel (prefill_attention.py) -> " \
+			  "attn_extend_* without a prefix (extend.h)")                         \
 	X(vllm_mla_decode, "vLLM TRITON_MLA decode _fwd_grouped_kernel_stage1 -> "            \
 			   "attn_decode_mla_* (decode.h)")                                     \
 	X(sglang_fused_moe, "SGLang fused_moe_kernel (bf16, FP8 w8a8) -> moe_gemm_* (moe_gemm.h)") \

@@ -35,6 +35,11 @@
  *     models are not covered, see rules/AUDIT.md F3);
  *   - the scale quantisation: with facts, per_channel_quant, group_n and
  *     group_k decide it and the strides must be that layout's;
+ *   - vLLM's naive block assignment (sorted_token_ids None, expert_ids the
+ *     flat topk_ids, one routed row per block): with facts,
+ *     naive_block_assignment says it (compiled_naive) and moe_gemm's row mode
+ *     computes it; without them it cannot be told from the modular gate/up
+ *     (topk_weights None: the two pointers have one size) and is refused;
  *   - c_sorted, FUSE_SUM_ALL_REDUCE, the LoRA flags, int8 formats: off (the
  *     rules' values, which select.c checks against the facts; without facts
  *     see rules/fused_moe.json for why a launch with them on cannot reach a
@@ -322,6 +327,36 @@ static int scales(const struct adapter_input *in, const struct moe_launch *l, st
 			  l->bsk, l->bsn, l->k, l->n);
 }
 
+/*
+ * compiled_naive - vLLM's naive block assignment as the kernel was compiled
+ * (naive_block_assignment; a kernel without that constexpr, SGLang's and
+ * gptq's, always reads sorted_token_ids) into *@naive, checked against the
+ * launch: vLLM passes sorted_token_ids None exactly when it is on, and EM =
+ * num_valid x BLOCK_SIZE_M with it (fused_moe.py, invoke_fused_moe_triton_kernel,
+ * vLLM 0.33.0).  0, or -EINVAL with @why naming the values.
+ */
+static int compiled_naive(const struct adapter_input *in, const struct moe_launch *l, double bm,
+			  int *naive, struct sm_err *why)
+{
+	int64_t v = 0;
+	int rc = compiled_int(in->compiled, "naive_block_assignment", &v);
+
+	if (rc == -ENOENT)
+		v = 0;
+	else if (rc != 0 || (v != 0 && v != 1))
+		return sm_err_set(why, -EINVAL, "the compiled facts of %s state naive_block_assignment, "
+				  "but not as 0 or 1", in->rule->kernel);
+	if ((v != 0) == (l->sorted_ids != NULL))
+		return sm_err_set(why, -EINVAL, "the kernel was compiled with naive_block_assignment "
+				  "%lld but sorted_token_ids_ptr is %s: vLLM passes None exactly when it "
+				  "is on", (long long)v, l->sorted_ids ? "passed" : "None");
+	if (v && (int64_t)l->em != (int64_t)l->num_valid * (int64_t)bm)
+		return sm_err_set(why, -EINVAL, "naive block assignment with EM %d, not the %d routed "
+				  "rows x BLOCK_SIZE_M %g vLLM launches it with", l->em, l->num_valid, bm);
+	*naive = (int)v;
+	return 0;
+}
+
 /* plan - check @l against the tile and fill @plan; shared by the three adapters. */
 static int plan(const struct adapter_input *in, const struct moe_launch *l, struct reroute_plan *plan,
 		struct sm_err *why)
@@ -330,7 +365,8 @@ static int plan(const struct adapter_input *in, const struct moe_launch *l, stru
 	double bm, bn, warps;
 	int32_t hidden, model_top_k;
 	int quant = l->bits == 16 ? MOE_BF16 : l->bits == 8 ? MOE_FP8 : MOE_W4A16;
-	int esz = l->bits == 8 ? 1 : 2, tm, rc;
+	int esz = l->bits == 8 ? 1 : 2, tm, tn, rc, naive = 0;
+	int64_t rows;
 	const char *name;
 
 	if (adapter_value(in, "BLOCK_SIZE_M", &bm, why) || adapter_value(in, "BLOCK_SIZE_N", &bn, why) ||
@@ -360,11 +396,14 @@ static int plan(const struct adapter_input *in, const struct moe_launch *l, stru
 	    adapter_may_drop(in, "sorted_token_ids_ptr") && adapter_may_drop(in, "topk_weights_ptr"))
 		return sm_err_set(why, -EINVAL, "sorted_token_ids_ptr or topk_weights_ptr is None "
 				  "(vLLM's naive block assignment, one token per block, or its modular "
-				  "gate/up): the launch cannot show which; the Python hook's compiled "
-				  "facts tell them apart, and only the modular gate/up is rerouted");
-	if (!l->sorted_ids)
+				  "gate/up): the launch cannot show which; with the Python hook's "
+				  "compiled facts, which tell them apart, both are rerouted");
+	if (in->compiled && compiled_naive(in, l, bm, &naive, why))
+		return -EINVAL;
+	if (!l->sorted_ids && !naive)
 		return sm_err_set(why, -EINVAL, "sorted_token_ids_ptr is None (vLLM's naive block "
-				  "assignment, one token per block): moe_gemm needs the aligned routing");
+				  "assignment, one token per block): rerouted only with the compiled "
+				  "facts of the Python hook, which state it");
 	if (!l->expert_ids || !l->ntpp || !l->c || (!l->topk_weights && !in->compiled))
 		return sm_err_set(why, -EINVAL, "a routing pointer is NULL");
 	if (in->compiled) {
@@ -377,9 +416,18 @@ static int plan(const struct adapter_input *in, const struct moe_launch *l, stru
 			    &a.mul_routed_weight, why)) {
 		return -EINVAL;
 	}
-	tm = moe_gemm_rows_tile((int32_t)bm, l->num_valid, l->em);
+	/* row mode: one routed row per framework block (the 16-row kernel, unless decode below) */
+	tm = naive ? 16 : moe_gemm_rows_tile((int32_t)bm, l->num_valid, l->em);
 	if (!tm)
 		return sm_err_set(why, -EINVAL, "BLOCK_SIZE_M %g is not a multiple of 16", bm);
+	rows = cdiv(l->em, naive ? (int64_t)bm : tm);
+	if (rows > 65535)
+		return sm_err_set(why, -EINVAL, "EM %d needs %lld row blocks of moe_gemm, over the "
+				  "65535 a grid's y dimension holds", l->em, (long long)rows);
+	/* decode batches (a few rows per expert; row mode: one per block) on the decode kernels,
+	 * the launches admitted the same either way */
+	tn = naive || moe_gemm_decode_wanted(quant, (int32_t)bm, l->num_valid, l->em, l->k) ?
+		     moe_gemm_decode_tn(quant, l->k) : 0;
 
 	a.a = l->a, a.b = l->b, a.c = (void *)(uintptr_t)l->c;
 	a.a_scale = l->a_scale, a.b_scale = l->b_scale;
@@ -394,15 +442,17 @@ static int plan(const struct adapter_input *in, const struct moe_launch *l, stru
 		a.group_size = l->group_size;
 		a.bs_stride_e = l->bse, a.bs_stride_n = l->bsn, a.bs_stride_k = 1;
 	}
-	name = moe_gemm_kernel_name(quant, tm);
+	name = tn ? moe_gemm_decode_name(quant, tn) : moe_gemm_kernel_name(quant, tm);
 	plan->kernel = name;
 	memcpy(plan->args, &a, sizeof(a));
 	plan->args_size = sizeof(a);
-	plan->grid[0] = (unsigned)cdiv(l->n, MOE_GEMM_TN(tm));
-	plan->grid[1] = (unsigned)cdiv(l->em, tm);
+	plan->grid[0] = tn ? (unsigned)moe_gemm_decode_cols(quant, l->n, l->k, tn, l->em, (int32_t)bm,
+							    l->num_valid)
+			   : (unsigned)cdiv(l->n, MOE_GEMM_TN(tm));
+	plan->grid[1] = tn ? (unsigned)moe_gemm_decode_blocks(l->em, (int32_t)bm, l->num_valid) : (unsigned)rows;
 	plan->grid[2] = 1;
 	plan->block[0] = MOE_GEMM_THREADS, plan->block[1] = plan->block[2] = 1;
-	plan->dynamic_smem = moe_gemm_smem(quant, tm);
+	plan->dynamic_smem = tn ? 0 : moe_gemm_smem(quant, tm);
 	return 0;
 }
 

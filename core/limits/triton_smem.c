@@ -65,16 +65,17 @@ int triton_moe_swap_ab(int sm, const struct triton_moe_dtype *d, uint32_t block_
 
 /*
  * wgmma - does the dot run as a Hopper wgmma (MMAv3)?  AccelerateMatmul's
- * conditions: sm_90, warps in whole warpgroups, the result's rows a multiple
- * of 64, at least 16 columns in multiples of 8 (an 8-column dot stays on
- * mma.sync: measured), K at least one 32-byte wgmma step of the operands.
+ * conditions: sm_90, MMA v3 not disabled (DISABLE_MMA_V3), warps in whole
+ * warpgroups, the result's rows a multiple of 64, at least 16 columns in
+ * multiples of 8 (an 8-column dot stays on mma.sync: measured), K at least
+ * one 32-byte wgmma step of the operands.
  */
 static int wgmma(const struct triton_moe_tile *t, uint32_t dot_bytes)
 {
 	uint32_t rows = t->swap_ab ? t->block_n : t->block_m;
 	uint32_t cols = t->swap_ab ? t->block_m : t->block_n;
 
-	return t->sm == 90 && t->num_warps % 4 == 0 && rows % 64 == 0 && cols % 8 == 0 &&
+	return t->sm == 90 && !t->no_mma_v3 && t->num_warps % 4 == 0 && rows % 64 == 0 && cols % 8 == 0 &&
 	       cols >= 16 && t->block_k * dot_bytes >= 32;
 }
 
@@ -146,9 +147,11 @@ uint64_t triton_moe_smem(const struct triton_moe_tile *t)
 		bytes += (uint64_t)t->block_k * t->block_n * t->a_bytes;
 	if (t->tma_a || t->tma_b)
 		bytes += (uint64_t)MBARRIER_BYTES * a_ring;
-	/* sm_121 adds 16 bytes per two buffers to block-scaled TMA loads: measured
-	 * (1 to 5 buffers, two tiles), not derived from Triton's passes. */
-	if (t->sm == 121 && t->tma_a && t->group_n && t->group_k)
+	/* Block-scaled TMA loads of A add 16 bytes per two buffers where the dot is
+	 * mma.sync, except on sm_120: measured on sm_121 (1 to 5 buffers) and on
+	 * sm_90 (1 to 5 buffers; DISABLE_MMA_V3, 2 warps, 16-row tiles), not
+	 * derived from Triton's passes. */
+	if (t->sm != 120 && !v3 && t->tma_a && t->group_n && t->group_k)
 		bytes += 16 * (uint64_t)((a_ring + 1) / 2);
 	if (t->group_n && t->group_k) {
 		uint64_t a_scale = scale_scratch(t->block_m, threads);

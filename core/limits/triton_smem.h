@@ -30,16 +30,24 @@
  *     4 bytes an element of shared memory, the larger of the two (their
  *     scratch is reused).
  *   - A tile loaded through a tensor descriptor (TMA) is always in the ring,
- *     and each buffer of the ring has an 8-byte mbarrier; on sm_121,
- *     block-scaled TMA loads add 16 bytes per two buffers (measured only).
+ *     and each buffer of the ring has an 8-byte mbarrier; on sm_121 and on
+ *     sm_90 where the dot is mma.sync, block-scaled TMA loads add 16 bytes
+ *     per two buffers (measured only).
  * fused_moe_kernel_gptq_awq (INT4 W4A16) keeps the A ring; its packed B is
  * read to registers (never cp.async: each byte is read for two rows),
  * unpacked, and goes through one [BK x BN] bf16 buffer.
  * The epilogue stores from the dot's own layout: it adds nothing.
+ * A process run with DISABLE_MMA_V3 on (benchmarks on Hopper that keep to
+ * SM120's instructions) has no wgmma: sm_90 then allocates as mma.sync does
+ * (checked against Triton's compiles, tests/oracle/moe_smem.py's nov3 rows).
  * The terms follow Triton's passes where we could read them off and were
  * fitted to its compiles where not (the scale-scratch threshold, the
- * 16-column wgmma bound, the sm_121 term); the formula equals Triton on all
- * 2527 measured compiles (sm_120, sm_121, sm_90; both frameworks' kernels).
+ * 16-column wgmma bound, the block-scaled TMA term); the formula equals
+ * Triton on all 2974 measured compiles (sm_120, sm_121, sm_90 with and
+ * without DISABLE_MMA_V3; both frameworks' kernels).  Not modelled:
+ * num_stages 1 with tensor descriptors on mma.sync, INT8 block-scaled
+ * tensor-descriptor loads of A on mma.sync outside sm_120 (the table says
+ * what Triton gives).
  * It assumes what serving processes pass: K-contiguous A and B (stride 1)
  * with rows aligned to 16 bytes (hidden and intermediate sizes multiples of
  * 16); an odd K could make a thread's vector shorter than 4 bytes.
@@ -90,6 +98,8 @@ struct triton_moe_tile {
 	int swap_ab;                  /* the frameworks' swapped dot (sm_90, see below) */
 	int b_scale_vector;           /* block scales: B's scale loaded per column, a
 					 [BN] vector (vLLM always; SGLang when BN > group_n) */
+	int no_mma_v3;                /* compiled with DISABLE_MMA_V3 on: the dot stays on
+					 mma.sync on sm_90 too (0: Triton's own choice) */
 };
 
 /*

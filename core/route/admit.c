@@ -187,6 +187,7 @@ void route_admit(const struct route_kernel *k, const struct target_limits *t, en
 		 const struct rule *rules, uint32_t n_rules, struct route_admission *a)
 {
 	enum stage furthest = STAGE_NONE;
+	int named = 0;
 	uint32_t i;
 
 	a->advertise = 0;
@@ -202,6 +203,7 @@ void route_admit(const struct route_kernel *k, const struct target_limits *t, en
 
 		if (strcmp(rules[i].kernel, k->name) != 0)
 			continue;
+		named = 1;
 		s = rule_admits(&rules[i], k, &g, &why);
 		if (s == STAGE_NONE) {
 			a->advertise = k->shared;
@@ -214,4 +216,7 @@ void route_admit(const struct route_kernel *k, const struct target_limits *t, en
 			a->why = why;
 		}
 	}
+	if (!named)
+		sm_err_set(&a->why, -ENOENT, "no rule of this shim names kernel %s (the README's "
+			   "Rerouting table lists the kernels it reroutes)", k->name);
 }

@@ -54,7 +54,7 @@ struct route_admission {
  *     - every value of that tile and of the rule that @k->compiled states
  *       equals the rule's                        advertise @k->shared
  *   otherwise                                    advertise 0, @why says which
- *                                                value differed (empty when no
+ *                                                value differed (or that no
  *                                                rule names the kernel); of
  *                                                several rules, the reason of
  *                                                the one that got furthest

@@ -46,7 +46,7 @@ static int tile_of(enum framework fw, const char *c, int sm, struct triton_moe_t
 {
 	static const char *const needed[] = { "BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K",
 					      "num_warps", "num_stages" };
-	int64_t v[COUNT(needed)], fp8, int8, w8a16, w4a16, gn, gk, swap, td;
+	int64_t v[COUNT(needed)], fp8, int8, w8a16, w4a16, gn, gk, swap, td, v3 = 1;
 	char ct[32];
 	size_t i;
 
@@ -63,8 +63,14 @@ static int tile_of(enum framework fw, const char *c, int sm, struct triton_moe_t
 	    flag(c, fw == VLLM ? "SWAP_AB" : "swap_ab", &swap) || flag(c, "USE_TD", &td))
 		return sm_err_set(why, -EINVAL, "a weight-format flag, group_n, group_k, the swap "
 				  "flag or USE_TD of the compiled facts is not a number");
+	/* mma_v3 0: compiled with DISABLE_MMA_V3 on (the hook reads it off Triton's
+	 * metadata); absent: MMA v3 allowed, as Triton does by default. */
+	if (compiled_int(c, "mma_v3", &v3) == -EINVAL || (v3 != 0 && v3 != 1))
+		return sm_err_set(why, -EINVAL, "the compiled facts state mma_v3 as neither 0 "
+				  "nor 1");
 	memset(t, 0, sizeof(*t));
 	t->sm = sm;
+	t->no_mma_v3 = v3 == 0;
 	t->kernel = fw == GPTQ ? TRITON_MOE_GPTQ_AWQ : TRITON_MOE_FUSED;
 	t->block_m = (uint32_t)v[0], t->block_n = (uint32_t)v[1], t->block_k = (uint32_t)v[2];
 	t->num_warps = (uint32_t)v[3], t->num_stages = (uint32_t)v[4];

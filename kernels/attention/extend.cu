@@ -62,6 +62,10 @@
  * SGLang's SM120 config (BLOCK 32x32, one head) reads 68 KiB per 1.1 M
  * MACs, twice the traffic per MAC, and its Hopper config (32x64) the same.
  *
+ * lq 256, lv 256 (SGLang's context_attention_fwd at head size 256): the
+ * "mla" kernel with a 64 x 256 q tile, 4 key granules and one 256-channel
+ * value half per tile: 32768 + 16384 + 8192 + 1024 + 768 = 59136 B.
+ *
  * Impossible arguments (extend.h contracts) make a block write NaN to its
  * rows; a grid too small for a sequence makes the last tile's block write NaN
  * to the rows nobody covers.
@@ -134,7 +138,7 @@ __device__ __forceinline__ bool args_ok(const attn_extend_args &a)
 	const int64_t sb = a.kb_slot | a.kb_head | a.vb_slot | a.vb_head;
 
 	return (ptrs & 15) == 0 && (s8 & 7) == 0 && (sb & (FP8 ? 15 : 7)) == 0 && a.lq == DQK && a.lv == DV &&
-	       a.kv_group_num >= 1 && (a.flags & ~7u) == 0 && isfinite(a.sm_scale) && isfinite(a.k_scale) &&
+	       a.kv_group_num >= 1 && (a.flags & ~15u) == 0 && isfinite(a.sm_scale) && isfinite(a.k_scale) &&
 	       isfinite(a.v_scale) && isfinite(a.logit_cap) && a.logit_cap >= 0.f &&
 	       ((uint64_t)a.lse & 3) == 0;
 }
@@ -171,15 +175,22 @@ __device__ __forceinline__ bool seq_setup(const attn_extend_args &a, const unsig
 	if (s.b >= a.batch)
 		return false;
 
-	const int q0 = a.qo_indptr[s.b], q1 = a.qo_indptr[s.b + 1];
-	const int k0 = a.kv_indptr[s.b], k1 = a.kv_indptr[s.b + 1];
+	const bool start_len = (a.flags & ATTN_EXTEND_START_LEN) != 0;
+	const bool prefix = (a.flags & ATTN_EXTEND_SKIP_PREFIX) == 0;
 
-	if (q0 < 0 || q1 < q0)
+	if (start_len && !a.qo_len)
+		return false; /* no rows can be located: nothing to write */
+
+	const int q0 = a.qo_indptr[s.b];
+	const int64_t q1 = start_len ? (int64_t)q0 + a.qo_len[s.b] : a.qo_indptr[s.b + 1];
+	const int k0 = prefix ? a.kv_indptr[s.b] : 0, k1 = prefix ? a.kv_indptr[s.b + 1] : 0;
+
+	if (q0 < 0 || q1 < q0 || q1 > 0x7fffffff)
 		return false; /* no rows can be located: nothing to write */
 	s.G = a.kv_group_num >= 1 ? a.kv_group_num : 1;
 	s.q0 = q0;
 	s.kv0 = k0;
-	s.E = q1 - q0;
+	s.E = (int)(q1 - q0);
 
 	const int64_t rows = (int64_t)s.E * s.G;
 	const int x = (int)(gridDim.x - 1 - blockIdx.x); /* the last (heaviest causal) tiles start first */
@@ -202,7 +213,7 @@ __device__ __forceinline__ bool seq_setup(const attn_extend_args &a, const unsig
 	s.t_lo = (int)((unsigned)s.row0 / (unsigned)s.G);
 	s.t_hi = (int)((unsigned)(s.row0 + s.nrows - 1) / (unsigned)s.G);
 	s.causal = (a.flags & ATTN_EXTEND_CAUSAL) != 0;
-	s.P = (a.flags & ATTN_EXTEND_SKIP_PREFIX) ? 0 : k1 - k0;
+	s.P = prefix ? k1 - k0 : 0;
 	s.n_ext = (a.flags & ATTN_EXTEND_SKIP_EXTEND) ? 0 : s.causal ? s.t_hi + 1 : s.E;
 	s.n_pt = (s.P + N - 1) / N;
 	s.n_tiles = s.n_pt + (s.n_ext + N - 1) / N;
@@ -704,21 +715,29 @@ __device__ __forceinline__ void extend_rows(const attn_extend_args &a, unsigned 
 	store_o<M, DV>(a, s, sq);
 }
 
-/* ------------------------------------------------------------ lq 576, lv 512 */
+/* ------------------------------------------------------------ lq 576 / lv 512, lq 256 / lv 256 */
 
-template <bool FP8>
+/*
+ * extend_mla - the "mla" kernel for head sizes DQK / DV (576 / 512, or 256 /
+ * 256): 64 rows per block, NKG 64-channel key granules and NH 256-channel
+ * value halves per tile.  SMEM is the launch's dynamic shared memory.
+ */
+template <int DQK, int DV, bool FP8, int SMEM>
 __device__ __forceinline__ void extend_mla(const attn_extend_args &a, unsigned char *smem)
 {
-	constexpr int M = 64, DQK = 576, DV = 512;
-	constexpr int NKG = DQK / 64; /* 9 key granules per tile */
+	constexpr int M = 64;
+	constexpr int NKG = DQK / 64; /* key granules per tile: 9 (576), 4 (256) */
+	constexpr int NH = DV / 256;  /* value halves: 2 (512), 1 (256) */
+	constexpr int AHEAD = 2 / NH; /* key groups from a value granule to the one two granules on */
 	constexpr int QCH = DQK / 8;
-	unsigned char *sq = smem;                         /* 64 x 576 bf16; at the end 64 x 512 o */
+	static_assert(DQK % 64 == 0 && (NH == 1 || NH == 2) && NKG >= 2, "granule shapes");
+	unsigned char *sq = smem;                         /* 64 x DQK bf16; at the end 64 x DV o */
 	unsigned char *slots = sq + M * DQK * 2;          /* 2 x 8192 */
 	unsigned char *sp = slots + 2 * SLOT;             /* P: 64 x 64 bf16 */
 	int64_t *table = (int64_t *)(sp + M * N * 2);     /* 2 x 64 slots */
 	float *red = (float *)(table + 2 * N);            /* [key half][row]: maxima, at the end sums */
 	float *rowf = red + 2 * M;                        /* [row]: rescale factor, at the end max */
-	static_assert(M * DQK * 2 + 2 * SLOT + M * N * 2 + 2 * N * 8 + 3 * M * 4 == ATTN_EXTEND_SMEM_MLA576,
+	static_assert(M * DQK * 2 + 2 * SLOT + M * N * 2 + 2 * N * 8 + 3 * M * 4 == SMEM,
 		      "extend.h states the shared memory of the launch");
 	static_assert(M * DQK * 2 >= M * DV * 2, "the o tile reuses the q tile");
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t4 = lane & 3;
@@ -763,12 +782,12 @@ __device__ __forceinline__ void extend_mla(const attn_extend_args &a, unsigned c
 	}
 	__syncthreads();
 
-	float o[2][4][4][4]; /* [half][8-col group j: cols 8(warp + 8j)][m tile][frag] */
+	float o[NH][4][4][4]; /* [half][8-col group j: cols 8(warp + 8j)][m tile][frag] */
 	float m0 = -CUDART_INF_F, m1 = -CUDART_INF_F, l0 = 0.f, l1 = 0.f;
 	int cur = 0;
 
 #pragma unroll
-	for (int hf = 0; hf < 2; hf++)
+	for (int hf = 0; hf < NH; hf++)
 #pragma unroll
 		for (int j = 0; j < 4; j++)
 #pragma unroll
@@ -784,7 +803,7 @@ __device__ __forceinline__ void extend_mla(const attn_extend_args &a, unsigned c
 		for (int j = 0; j < 4; j++)
 			x[j][0] = x[j][1] = x[j][2] = x[j][3] = 0.f;
 
-		/* S = Q K^T: warp (r, h) computes 16 rows x 32 keys over 9 granules */
+		/* S = Q K^T: warp (r, h) computes 16 rows x 32 keys over NKG granules */
 #pragma unroll 1
 		for (int kg = 0; kg < NKG; kg++) {
 			stage st;
@@ -799,7 +818,8 @@ __device__ __forceinline__ void extend_mla(const attn_extend_args &a, unsigned c
 			if (kg + 2 < NKG) /* and two granules ahead into L1 */
 				load_k<FP8, true>(st, a, s, ti, table, kg + 2);
 			else
-				load_v512<FP8, true>(st, a, s, ti, table, 0, kg + 2 - NKG);
+				load_v512<FP8, true>(st, a, s, ti, table, NH == 2 ? 0 : kg + 2 - NKG,
+						     NH == 2 ? kg + 2 - NKG : 0);
 #pragma unroll
 			for (int k4 = 0; k4 < 4; k4++) {
 				uint32_t af[4];
@@ -860,7 +880,7 @@ __device__ __forceinline__ void extend_mla(const attn_extend_args &a, unsigned c
 			const float a0 = rowf[mt * 16 + g], a1 = rowf[mt * 16 + g + 8];
 
 #pragma unroll
-			for (int hf = 0; hf < 2; hf++)
+			for (int hf = 0; hf < NH; hf++)
 #pragma unroll
 				for (int j = 0; j < 4; j++) {
 					o[hf][j][mt][0] *= a0;
@@ -870,7 +890,7 @@ __device__ __forceinline__ void extend_mla(const attn_extend_args &a, unsigned c
 				}
 		}
 
-		/* O += P V: 4 key groups x 2 column halves */
+		/* O += P V: 4 key groups x NH column halves, granule NH kk + hf */
 #pragma unroll 1
 		for (int kk = 0; kk < 4; kk++) {
 			uint32_t pf[4][4];
@@ -879,13 +899,13 @@ __device__ __forceinline__ void extend_mla(const attn_extend_args &a, unsigned c
 			for (int mt = 0; mt < 4; mt++)
 				ldsm_x4(pf[mt], (p_lane ^ (kk << 5)) + mt * 2048);
 #pragma unroll
-			for (int hf = 0; hf < 2; hf++) {
+			for (int hf = 0; hf < NH; hf++) {
 				stage st;
 				int next = 1; /* 1: value granule, 2: next tile's first key granule, 0: none */
 				const uint32_t base = smem_u32(slots + cur * SLOT) + v_lane;
 
-				if (hf == 0)
-					load_v512<FP8>(st, a, s, ti, table, kk, 1);
+				if (hf + 1 < NH) /* the next granule: (kk, hf + 1), (kk + 1, 0) or K 0 of the next tile */
+					load_v512<FP8>(st, a, s, ti, table, kk, hf + 1);
 				else if (kk + 1 < 4)
 					load_v512<FP8>(st, a, s, ti, table, kk + 1, 0);
 				else if (tile + 1 < s.n_tiles) {
@@ -894,10 +914,12 @@ __device__ __forceinline__ void extend_mla(const attn_extend_args &a, unsigned c
 				} else {
 					next = 0;
 				}
-				if (kk + 1 < 4) /* two granules ahead: (kk+1, hf), or K hf of the next tile */
-					load_v512<FP8, true>(st, a, s, ti, table, kk + 1, hf);
+				/* two granules ahead: (kk + 1, hf) for NH 2, (kk + 2, 0) for NH 1, or a
+				   key granule of the next tile (hf, or kk - 2) */
+				if (kk + AHEAD < 4)
+					load_v512<FP8, true>(st, a, s, ti, table, kk + AHEAD, NH == 2 ? hf : 0);
 				else if (tile + 1 < s.n_tiles)
-					load_k<FP8, true>(st, a, s, describe(s, tile + 1), table, hf);
+					load_k<FP8, true>(st, a, s, describe(s, tile + 1), table, NH == 2 ? hf : kk - 2);
 #pragma unroll
 				for (int p = 0; p < 2; p++) {
 					uint32_t b[4];
@@ -939,7 +961,7 @@ __device__ __forceinline__ void extend_mla(const attn_extend_args &a, unsigned c
 		const float inva = 1.f / (red[ra] + red[M + ra]), invb = 1.f / (red[rb] + red[M + rb]);
 
 #pragma unroll
-		for (int hf = 0; hf < 2; hf++)
+		for (int hf = 0; hf < NH; hf++)
 #pragma unroll
 			for (int j = 0; j < 4; j++) {
 				const int c = 32 * hf + warp + 8 * j;
@@ -965,16 +987,18 @@ __device__ __forceinline__ void extend_mla(const attn_extend_args &a, unsigned c
 /*
  * extend_block - one block of the kernel of a row of extend.h's
  * ATTN_EXTEND_KERNELS (head sizes LQ / LV, FP8 prefix, ROWS packed rows per
- * block, SMEM bytes of dynamic shared memory): extend_mla for lq 576,
- * extend_rows otherwise.  Called by all ATTN_EXTEND_THREADS threads with
+ * block, SMEM bytes of dynamic shared memory): extend_mla for lq 576 and
+ * 256, extend_rows otherwise.  Called by all ATTN_EXTEND_THREADS threads with
  * @smem the block's 1024-aligned dynamic shared memory.
  */
 template <int LQ, int LV, bool FP8, int ROWS, int SMEM>
 __device__ __forceinline__ void extend_block(const attn_extend_args &a, unsigned char *smem)
 {
-	if constexpr (LQ == 576) {
-		static_assert(LV == 512 && ROWS == 64 && SMEM == ATTN_EXTEND_SMEM_MLA576, "the mla kernel's shape");
-		extend_mla<FP8>(a, smem);
+	if constexpr (LQ == 576 || LQ == 256) {
+		static_assert(((LQ == 576 && LV == 512 && SMEM == ATTN_EXTEND_SMEM_MLA576) ||
+			       (LQ == 256 && LV == 256 && SMEM == ATTN_EXTEND_SMEM_256)) && ROWS == 64,
+			      "the mla kernel's shapes");
+		extend_mla<LQ, LV, FP8, SMEM>(a, smem);
 	} else {
 		static_assert(LV == 128 && ROWS == 128 &&
 				      SMEM == (LQ == 128 ? ATTN_EXTEND_SMEM_128 : ATTN_EXTEND_SMEM_192),

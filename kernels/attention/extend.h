@@ -4,11 +4,14 @@
  * SM120's 101376 bytes of shared memory per block.
  *
  * Per sequence b the new ("extend") tokens are rows qo_indptr[b] ..
- * qo_indptr[b+1]-1 of q, k_ext, v_ext and o; the cached prefix is the
- * kv_indptr[b+1]-kv_indptr[b] token slots kv_indices[kv_indptr[b] + j] of
- * k_buf and v_buf (page size 1).  Query i of sequence b, q head h, attends to
- * every prefix key and to extend keys 0..i (ATTN_EXTEND_CAUSAL) or to all of
- * them, through kv head h / kv_group_num:
+ * qo_indptr[b+1]-1 of q, k_ext, v_ext and o (with ATTN_EXTEND_START_LEN,
+ * qo_indptr[b] .. qo_indptr[b]+qo_len[b]-1: SGLang's context_attention_fwd,
+ * an extend without a prefix, is ATTN_EXTEND_START_LEN | SKIP_PREFIX); the
+ * cached prefix is the kv_indptr[b+1]-kv_indptr[b] token slots
+ * kv_indices[kv_indptr[b] + j] of k_buf and v_buf (page size 1).  Query i
+ * of sequence b, q head h, attends to every prefix key and to extend keys
+ * 0..i (ATTN_EXTEND_CAUSAL) or to all of them, through kv head h /
+ * kv_group_num:
  *
  *   s_j = sm_scale * k_scale * (q . kbuf_j)     prefix keys
  *   s_j = sm_scale * (q . kext_j)               extend keys
@@ -49,6 +52,7 @@
 #define ATTN_EXTEND_192_FP8 "attn_extend_192_fp8"
 #define ATTN_EXTEND_128_BF16 "attn_extend_128_bf16"       /* lq 128, lv 128: GQA / MHA */
 #define ATTN_EXTEND_128_FP8 "attn_extend_128_fp8"
+#define ATTN_EXTEND_256_BF16 "attn_extend_256_bf16"       /* lq 256, lv 256: SGLang context_attention_fwd */
 
 /*
  * Launch (every kernel): block (ATTN_EXTEND_THREADS, 1, 1), grid
@@ -65,9 +69,11 @@
 #define ATTN_EXTEND_ROWS_MLA576 64
 #define ATTN_EXTEND_ROWS_192 128
 #define ATTN_EXTEND_ROWS_128 128
+#define ATTN_EXTEND_ROWS_256 64
 #define ATTN_EXTEND_SMEM_MLA576 100096 /* both dtypes; static shared memory is 0 */
 #define ATTN_EXTEND_SMEM_192 66560
 #define ATTN_EXTEND_SMEM_128 50176
+#define ATTN_EXTEND_SMEM_256 59136 /* the mla kernel's layout with a 64 x 256 q tile */
 
 /*
  * The variant table: X(name, lq, lv, fp8, rows, smem) for every kernel, with
@@ -82,23 +88,30 @@
 	X(attn_extend_192_bf16, 192, 128, 0, ATTN_EXTEND_ROWS_192, ATTN_EXTEND_SMEM_192)          \
 	X(attn_extend_192_fp8, 192, 128, 1, ATTN_EXTEND_ROWS_192, ATTN_EXTEND_SMEM_192)           \
 	X(attn_extend_128_bf16, 128, 128, 0, ATTN_EXTEND_ROWS_128, ATTN_EXTEND_SMEM_128)          \
-	X(attn_extend_128_fp8, 128, 128, 1, ATTN_EXTEND_ROWS_128, ATTN_EXTEND_SMEM_128)
+	X(attn_extend_128_fp8, 128, 128, 1, ATTN_EXTEND_ROWS_128, ATTN_EXTEND_SMEM_128)          \
+	X(attn_extend_256_bf16, 256, 256, 0, ATTN_EXTEND_ROWS_256, ATTN_EXTEND_SMEM_256)
 
 /* flags */
 #define ATTN_EXTEND_CAUSAL 1u      /* IS_CAUSAL: query i sees extend keys 0..i */
-#define ATTN_EXTEND_SKIP_PREFIX 2u /* SKIP_PREFIX (SGLang main): ignore the prefix */
+#define ATTN_EXTEND_SKIP_PREFIX 2u /* SKIP_PREFIX (SGLang main): ignore the prefix; kv_indptr,
+				      kv_indices, k_buf and v_buf are not read (may be NULL) */
 #define ATTN_EXTEND_SKIP_EXTEND 4u /* SKIP_EXTEND (SGLang main): ignore the extend keys */
+#define ATTN_EXTEND_START_LEN 8u   /* rows of sequence b: qo_indptr[b] .. qo_indptr[b] +
+				      qo_len[b] - 1 (SGLang context_attention_fwd's b_start_loc,
+				      b_seq_len); none when qo_len[b] <= 0 */
 
 /*
  * Contracts, checked by the kernel; a violation makes the block write NaN to
  * o (and lse) for its rows instead of plausible numbers:
  *  - lq, lv equal the kernel's head sizes; kv_group_num >= 1; flags known;
+ *    qo_len not NULL with ATTN_EXTEND_START_LEN (else the launch writes nothing);
  *  - q, k_ext, v_ext, o, k_buf, v_buf 16-byte aligned, their token and head
  *    strides multiples of 8 elements (k_buf, v_buf: 16 elements for FP8);
  *  - lse NULL or 4-byte aligned;
  *  - sm_scale, k_scale, v_scale finite; logit_cap finite and >= 0;
- *  - 0 <= qo_indptr[b] <= qo_indptr[b+1], same for kv_indptr, and a
- *    sequence's extend tokens * kv_group_num < 2^31.
+ *  - 0 <= qo_indptr[b] <= qo_indptr[b+1] (with ATTN_EXTEND_START_LEN:
+ *    qo_indptr[b] >= 0 and qo_indptr[b] + qo_len[b] < 2^31), same for
+ *    kv_indptr, and a sequence's extend tokens * kv_group_num < 2^31.
  * Not checkable, the caller's duty: grid.z == batch, grid.y == kv heads,
  * kv_indices[j] a valid slot of k_buf/v_buf.
  * v_buf may alias k_buf (MLA: v_buf = k_buf[..., :512]); o must not overlap
@@ -131,6 +144,8 @@ struct attn_extend_args {
 	int32_t lq, lv;             /* head sizes, must match the kernel */
 	uint32_t flags;             /* ATTN_EXTEND_* */
 	int32_t reserved;           /* 0 */
+	const int32_t *qo_len;      /* (batch) extend tokens per sequence with ATTN_EXTEND_START_LEN,
+				       else unused */
 };
 
 #endif

@@ -1,9 +1,12 @@
 /*
  * moe_gemm.cu - the bundled moe_gemm_* kernels: one extern "C" instance of
  * moe_gemm.cuh's template per row of moe_gemm.h's MOE_GEMM_KERNELS table
- * (quant, rows tile, name), each declaring its dynamic shared memory.
+ * (quant, rows tile, name), and of moe_decode.cuh's per row of its
+ * MOE_DECODE_KERNELS table (quant, columns tile, name), each declaring its
+ * dynamic shared memory.
  */
 #include "../common.cuh"
+#include "moe_decode.cuh"
 #include "moe_gemm.cuh"
 #include "moe_gemm.h"
 
@@ -23,3 +26,16 @@
 	}
 
 MOE_GEMM_KERNELS(MOE_GEMM_DEFINE)
+
+/* The decode kernels: static shared memory only; two blocks per SM on SM120 and Hopper
+ * alike (their registers: 128 each), so that one block's k-step loads overlap the other's. */
+#define MOE_DECODE_DEFINE(quant, tn, name)                                                   \
+	SM120_DYNAMIC_SMEM(name, 0);                                                         \
+	extern "C" __global__ void __launch_bounds__(MOE_GEMM_THREADS, 2)                    \
+		name(const struct moe_gemm_args a)                                           \
+	{                                                                                    \
+		__shared__ moe_decode::smem<tn> moe_decode_smem_;                            \
+		moe_decode::decode<quant, tn>(a, moe_decode_smem_);                          \
+	}
+
+MOE_DECODE_KERNELS(MOE_DECODE_DEFINE)

@@ -85,7 +85,11 @@ struct rows {
 	int tok[TM];
 };
 
-/* load_rows - the block's routed ids; returns whether any row is valid. */
+/*
+ * load_rows - the routed ids of the block at sorted position @m0; returns
+ * whether any row is valid.  Row mode (no sorted_ids): the framework block
+ * m0 / block_m holds that routed row in its first row, padding after it.
+ */
 template <int TM>
 __device__ __forceinline__ bool load_rows(const moe_gemm_args &a, int m0, rows<TM> &r)
 {
@@ -93,7 +97,8 @@ __device__ __forceinline__ bool load_rows(const moe_gemm_args &a, int m0, rows<T
 
 	if (threadIdx.x < TM) {
 		int idx = m0 + (int)threadIdx.x;
-		int id = idx < a.EM ? a.sorted_ids[idx] : a.num_valid;
+		int id = !a.sorted_ids ? (threadIdx.x == 0 ? m0 / a.block_m : a.num_valid)
+				       : idx < a.EM ? a.sorted_ids[idx] : a.num_valid;
 
 		valid = id >= 0 && id < a.num_valid;
 		r.tok[threadIdx.x] = valid ? id : -1;
@@ -243,7 +248,8 @@ __device__ __forceinline__ float block_ascale(const moe_gemm_args &a, int id, in
 
 /*
  * gemm - the output tile of column block @bx and row block @by (blockIdx.x
- * and .y for moe_gemm_*) of moe_gemm.h's semantics.  Called by all
+ * and .y for moe_gemm_*) of moe_gemm.h's semantics (row mode when
+ * sorted_ids is NULL).  Called by all
  * MOE_GEMM_THREADS threads of the block with the same arguments; @smem is
  * moe_gemm_smem(QUANT, TM) bytes of 1024-aligned dynamic shared memory and
  * @r the block's routed ids, also in shared memory (both the caller's,
@@ -257,7 +263,8 @@ __device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, i
 	const int kg = warp / (S::WARPS_M * S::WARPS_N);             /* k slice of this warp */
 	const int wm = (warp % (S::WARPS_M * S::WARPS_N)) / S::WARPS_N;
 	const int wn = warp % S::WARPS_N;
-	const int n0 = bx * S::TN, m0 = by * TM;
+	/* the block's first row in the sorted list (row mode: the framework block by's) */
+	const int n0 = bx * S::TN, m0 = a.sorted_ids ? by * TM : by * a.block_m;
 	const uint32_t base = smem_u32(smem);
 
 	if (m0 >= a.EM || m0 >= __ldg(a.num_tokens_post_padded))

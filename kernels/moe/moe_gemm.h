@@ -10,8 +10,19 @@
  * the padding depends on) with ids >= num_valid; expert_ids[i] is the expert
  * of sorted rows i*block_m .. i*block_m + block_m - 1 (-1: not on this rank,
  * the rows are written as zeros); rows at or past *num_tokens_post_padded
- * are not touched.  Routed row id (< num_valid) reads activation row
- * id / top_k and writes output row id:
+ * are not touched.
+ *
+ * Row mode (sorted_ids NULL): vLLM's naive block assignment, which skips the
+ * align step for small batches (fused_moe.py _prepare_expert_assignment,
+ * vLLM 0.33.0).  Row block by (grid y = ceil(EM / block_m)) is the
+ * framework's block pid_m = by: it holds routed row by alone (when by <
+ * num_valid), of expert expert_ids[by] (the flat topk_ids; -1: zeros), and
+ * is not touched when by * block_m >= *num_tokens_post_padded.  Any TM
+ * computes it; the 16-row kernels waste the least (one row of 16, as vLLM's
+ * own kernel computes one of BLOCK_SIZE_M).
+ *
+ * Either way, routed row id (< num_valid) reads activation row id / top_k
+ * and writes output row id:
  *
  *   acc[id, n] = sum_k A[id / top_k, k] * W[e, n, k]      (fp32)
  *   acc *= scale                                          (quantized variants, below)
@@ -67,7 +78,8 @@ enum moe_scale { MOE_SCALE_NONE = 0, MOE_SCALE_TENSOR, MOE_SCALE_CHANNEL, MOE_SC
  *           byte of shared memory that large batches need).
  * Blocks whose rows are all padding exit at once.
  * Launch: block (MOE_GEMM_THREADS, 1, 1),
- *   grid (ceil(N / MOE_GEMM_TN(TM)), ceil(EM / TM), 1),
+ *   grid (ceil(N / MOE_GEMM_TN(TM)), ceil(EM / TM), 1)
+ *   (row mode: ceil(EM / block_m) rows of the grid),
  *   dynamic shared memory moe_gemm_smem(quant, TM).
  */
 #define MOE_GEMM_THREADS 256
@@ -151,6 +163,149 @@ static inline int moe_gemm_rows_tile(int32_t block_m, int32_t num_valid, int32_t
 /* moe_gemm_smem - the dynamic shared memory of a kernel. */
 #define moe_gemm_smem(quant, tm) (MOE_GEMM_STAGES(quant, tm) * MOE_GEMM_STAGE_BYTES(quant, tm))
 
+/*
+ * Decode kernels: moe_gemm_<quant>_d<TN>, bf16 and FP8 (every scale layout),
+ * for launches whose experts get a few routed rows each (decode batches),
+ * where reading the touched experts' weights is the whole cost.  The same
+ * semantics (sorted and row mode) and rounding contract as above; any
+ * block_m >= 1.
+ *
+ * A block takes framework blocks (block_m sorted rows each) blockIdx.y,
+ * blockIdx.y + gridDim.y, ... below *num_tokens_post_padded, and of each the
+ * column tiles (TN columns) blockIdx.x, blockIdx.x + gridDim.x, ...  It
+ * gathers a framework block's valid routed rows (up to 256 at a time) and
+ * computes them 8 at a time: each pass streams its tiles' weights once,
+ * tile after tile.  Its 8 warps split TN / 16 ways along N and the rest
+ * (MOE_DECODE_KWARPS) along K: a warp multiplies 16 weight columns (the
+ * mma.sync A operand) by the rows (the n8 operand), loading W and A from
+ * global memory straight into fragments, MOE_DECODE_DEPTH 128-byte k steps
+ * ahead (across tiles); no shared-memory staging, no barrier in the k loop.
+ * The warps' k partial sums are added in shared memory in warp order
+ * (deterministic), then the epilogue, one barrier per tile.  No workspace;
+ * one launch; any grid computes the whole result.
+ *
+ * Launch: block (MOE_GEMM_THREADS, 1, 1),
+ *   grid (moe_gemm_decode_cols(quant, N, K, TN, EM, block_m, num_valid),
+ *         moe_gemm_decode_blocks(EM, block_m, num_valid), 1),
+ *   no dynamic shared memory.
+ */
+#define MOE_DECODE_KWARPS(tn) (MOE_GEMM_THREADS / 32 / ((tn) / 16))
+#define MOE_DECODE_DEPTH 2
+
+#define MOE_DECODE_KERNELS(X)                       \
+	X(MOE_BF16, 16, moe_gemm_bf16_d16)          \
+	X(MOE_BF16, 32, moe_gemm_bf16_d32)          \
+	X(MOE_BF16, 64, moe_gemm_bf16_d64)          \
+	X(MOE_BF16, 128, moe_gemm_bf16_d128)        \
+	X(MOE_FP8, 16, moe_gemm_fp8_d16)            \
+	X(MOE_FP8, 32, moe_gemm_fp8_d32)            \
+	X(MOE_FP8, 64, moe_gemm_fp8_d64)            \
+	X(MOE_FP8, 128, moe_gemm_fp8_d128)
+
+/* moe_gemm_decode_name - "moe_gemm_<quant>_d<tn>", or NULL for another pair. */
+static inline const char *moe_gemm_decode_name(int quant, int tn)
+{
+#define MOE_DECODE_NAME_OF(q, t, name) if (quant == (q) && tn == (t)) return #name;
+	MOE_DECODE_KERNELS(MOE_DECODE_NAME_OF)
+#undef MOE_DECODE_NAME_OF
+	return 0;
+}
+
+/*
+ * moe_gemm_decode_tn - the column tile TN of the decode kernel for a launch
+ * of @quant with reduction length @k: the narrowest (the most blocks per
+ * expert, to keep every SM streaming at one token) whose warps along K
+ * still get at least 4 of the K / 128-byte k steps each (a warp's pipeline
+ * fills); 0 if no decode kernel computes @quant.  Pure, plain C.
+ */
+static inline int moe_gemm_decode_tn(int quant, int32_t k)
+{
+	const int64_t steps = ((int64_t)k * (quant == MOE_FP8 ? 1 : 2) + 127) / 128;
+	int tn;
+
+	if (quant != MOE_BF16 && quant != MOE_FP8)
+		return 0;
+	for (tn = 16; tn < 128; tn *= 2)
+		if (steps >= 4 * MOE_DECODE_KWARPS(tn))
+			return tn;
+	return 128;
+}
+
+/* moe_gemm_decode_blocks - the decode grid's y: one block per framework block
+ * up to the routed rows' count (each block below num_tokens_post_padded
+ * holds one at least), at most 65535; the blocks loop over the rest. */
+static inline int moe_gemm_decode_blocks(int32_t em, int32_t block_m, int32_t num_valid)
+{
+	int64_t n = block_m > 0 ? ((int64_t)em + block_m - 1) / block_m : 1;
+
+	if (n > num_valid)
+		n = num_valid;
+	if (n > 65535)
+		n = 65535;
+	return n < 1 ? 1 : (int)n;
+}
+
+/*
+ * moe_gemm_decode_cols - the decode grid's x for a launch of @quant, N @n,
+ * K @k on tile @tn: a block takes every x-th of the ceil(N / tn) column
+ * tiles.  A block streams about MOE_DECODE_BLOCK_BYTES of weights (its fixed
+ * costs, the routing reads and the pipeline's fill, then come once per
+ * several small tiles: the down GEMM's short K), unless that leaves fewer
+ * than MOE_DECODE_MIN_BLOCKS blocks over the moe_gemm_decode_blocks() block
+ * rows: at one token each tile gets its own block (every SM streaming), and
+ * many short blocks keep the last wave short on any SM count.
+ */
+#define MOE_DECODE_BLOCK_BYTES 131072
+#define MOE_DECODE_MIN_BLOCKS 1024
+static inline int moe_gemm_decode_cols(int quant, int32_t n, int32_t k, int tn, int32_t em, int32_t block_m,
+				       int32_t num_valid)
+{
+	const int64_t tiles = ((int64_t)n + tn - 1) / tn;
+	const int64_t tile_bytes = (int64_t)tn * k * (quant == MOE_FP8 ? 1 : 2);
+	const int64_t cap = tiles * moe_gemm_decode_blocks(em, block_m, num_valid) / MOE_DECODE_MIN_BLOCKS;
+	int64_t per = tile_bytes > 0 ? (MOE_DECODE_BLOCK_BYTES + tile_bytes - 1) / tile_bytes : 1;
+
+	if (per > cap)
+		per = cap;
+	if (per > tiles)
+		per = tiles;
+	if (per < 1)
+		per = 1;
+	return (int)((tiles + per - 1) / per);
+}
+
+/*
+ * moe_gemm_decode_wanted - whether a sorted-mode launch of @quant with K @k
+ * (@block_m, @num_valid, @em as for moe_gemm_rows_tile) is better served by
+ * the decode kernels than by the row tiles (measured on an H100 with
+ * tests/gpu/bench_moe_decode.c): @quant has them, and either K spans at
+ * most 8 of their 128-byte k steps (the down GEMM's K 192 or 256, where the
+ * 16-row tile's eight-way k split leaves most of its warps idle) and the
+ * experts get at most 24 rows each by moe_gemm_rows_tile's estimate, or K is
+ * longer (gate/up), the experts get at most one row each, and the row
+ * tiles' grid would be mostly empty: EM / 16 row blocks, 16 or more for
+ * each routed row (or expert, if fewer), as at one or two tokens or with
+ * the Hopper configurations' BLOCK_SIZE_M 128; elsewhere the 16-row tile
+ * reads W as fast.  (Row mode, one routed row per block, always is.)  Pure,
+ * plain C.
+ */
+static inline int moe_gemm_decode_wanted(int quant, int32_t block_m, int32_t num_valid, int32_t em, int32_t k)
+{
+	const int64_t steps = ((int64_t)k * (quant == MOE_FP8 ? 1 : 2) + 127) / 128;
+	int64_t experts, per, busy;
+
+	if (quant != MOE_BF16 && quant != MOE_FP8)
+		return 0;
+	experts = block_m > 1 ? (em - (int64_t)num_valid) / (block_m - 1) : 1;
+	if (experts < 1)
+		experts = 1;
+	per = num_valid / experts;
+	if (steps <= 8)
+		return per <= 24;
+	busy = num_valid < experts ? num_valid : experts;
+	return per <= 1 && em / 16 >= 16 * busy;
+}
+
 struct moe_gemm_args {
 	const void *a;                  /* [rows, K] bf16, or E4M3 for MOE_FP8 */
 	const void *b;                  /* [E, N, K] weights (packed: [E, N, K / 2] bytes) */
@@ -160,8 +315,8 @@ struct moe_gemm_args {
 	const void *b_scale;            /* fp32 (FP8), bf16 (W4A16), E4M3 (NVFP4) */
 	const float *b_global;          /* MOE_NVFP4: [E] */
 	const float *topk_weights;      /* [num_valid], read if mul_routed_weight */
-	const int32_t *sorted_ids;      /* [EM] */
-	const int32_t *expert_ids;      /* [EM / block_m] */
+	const int32_t *sorted_ids;      /* [EM], or NULL: row mode (above) */
+	const int32_t *expert_ids;      /* [EM / block_m] (row mode: [num_valid]) */
 	const int32_t *num_tokens_post_padded; /* [1] */
 	int64_t a_stride_m;
 	int64_t b_stride_e, b_stride_n; /* k is contiguous */

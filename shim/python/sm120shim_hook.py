@@ -55,14 +55,27 @@ def _text(value):
     return str(getattr(value, "value", value))
 
 
+def mma_v3(metadata):
+    """Whether Triton was free to use MMA v3 (Hopper wgmma) for this compile:
+    "0" when DISABLE_MMA_V3 was on, else "1".  Triton 3.6 reads the variable
+    in AccelerateMatmul (C++ getBoolEnv: "1", "true" or "on", any case) and
+    records it, as a cache-invalidating variable, in the kernel's metadata
+    ("true" for those values, absent when unset), so a kernel loaded from
+    Triton's cache still says how it was compiled."""
+    value = str(getattr(metadata, "DISABLE_MMA_V3", "")).lower()
+    return "0" if value in ("1", "true", "on") else "1"
+
+
 def describe(kernel):
     """The compiled text of a Triton CompiledKernel (core/rules/compiled.h):
     "name=value" for launch options and constexprs, "name:type" for the
-    runtime arguments.  Entries that would not parse are left out."""
+    runtime arguments, and mma_v3 (mma_v3(), which decides the shared memory
+    Triton gives a dot on sm_90).  Entries that would not parse are left out."""
     metadata, src = kernel.metadata, kernel.src
     entries = [("num_warps", "=", str(metadata.num_warps))]
     if getattr(metadata, "num_stages", None) is not None:
         entries.append(("num_stages", "=", str(metadata.num_stages)))
+    entries.append(("mma_v3", "=", mma_v3(metadata)))
     names = list(getattr(getattr(src, "fn", None), "arg_names", None) or [])
     for path, value in sorted(getattr(src, "constants", {}).items()):
         if isinstance(path, tuple) and len(path) == 1 and path[0] < len(names):

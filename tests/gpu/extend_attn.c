@@ -7,7 +7,7 @@
  * Inputs are random, with odd sizes: prefixes of 0, 1 and 2211 keys, extends
  * of 1, 17 and 1000 tokens, several sequences of different lengths per
  * launch starting at a non-zero qo_indptr, kv_indices shuffled over the slot
- * pool, all three head-size pairs, bf16 and FP8 E4M3 prefixes with non-unit
+ * pool, all four head-size pairs, bf16 and FP8 E4M3 prefixes with non-unit
  * k_scale / v_scale, causal and non-causal, logit cap, the LSE output,
  * padded (non-contiguous) strides and v aliasing the first lv channels of k.
  * Everything the kernel must not read is NaN: stride padding, slots that no
@@ -82,8 +82,9 @@ static const struct kind kinds[] = {
 	{ ATTN_EXTEND_192_FP8, 192, 128, ATTN_EXTEND_ROWS_192, ATTN_EXTEND_SMEM_192, 1 },
 	{ ATTN_EXTEND_128_BF16, 128, 128, ATTN_EXTEND_ROWS_128, ATTN_EXTEND_SMEM_128, 0 },
 	{ ATTN_EXTEND_128_FP8, 128, 128, ATTN_EXTEND_ROWS_128, ATTN_EXTEND_SMEM_128, 1 },
+	{ ATTN_EXTEND_256_BF16, 256, 256, ATTN_EXTEND_ROWS_256, ATTN_EXTEND_SMEM_256, 0 },
 };
-enum { MLA_BF16, MLA_FP8, D192_BF16, D192_FP8, D128_BF16, D128_FP8, NKINDS };
+enum { MLA_BF16, MLA_FP8, D192_BF16, D192_FP8, D128_BF16, D128_FP8, D256_BF16, NKINDS };
 
 enum bad { GOOD, BAD_LQ, BAD_STRIDE, SMALL_GRID };
 
@@ -130,6 +131,10 @@ static const struct tcase cases[] = {
 	  { 9 } },
 	{ "128 grid too small: uncovered rows NaN, covered rows right", D128_BF16, 1, 4, C, 0, 1, 1, 3, 1, 0, 0,
 	  0, SMALL_GRID, 2, { 40, 3 }, { 70, 20 } },
+	{ "256 bf16 causal GQA 2x6 heads, prefix, k/v scales, padded strides", D256_BF16, 2, 6, C, 0, 0.8, 1.3,
+	  3, 1, 0, 1, 0, GOOD, 3, { 130, 0, 1 }, { 333, 17, 64 } },
+	{ "256 bf16 non-causal MHA 4 heads, skip prefix (SGLang context_attention_fwd)", D256_BF16, 4, 1,
+	  ATTN_EXTEND_SKIP_PREFIX, 0, 1, 1, 3, 0, 0, 0, 1, GOOD, 3, { 5, 0, 9 }, { 1025, 1, 64 } },
 };
 #undef C
 

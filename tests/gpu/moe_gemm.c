@@ -34,6 +34,15 @@
  * rows, rows of blocks past it, the stride padding, the guard rows) must
  * still hold that pattern.
  *
+ * Row mode (NAIVE: sorted_ids NULL, vLLM's naive block assignment): expert_ids
+ * is the flat top-k list itself (-1 for DROP's slots and OFF's experts: rows
+ * of zeros), EM = num_valid x block_m, grid y = EM / block_m, and
+ * num_tokens_post_padded = EM (SHORT: cut inside the last third, not on a
+ * block boundary, so routed rows from there on must stay poisoned); cases at
+ * block_m 16 and 64 over every FP8 scale layout and bf16, in the 16-row
+ * kernels the shim launches, and one each for W4A16, NVFP4 and the 64- and
+ * 128-row tiles (the header says every tile computes it).
+ *
  * Inputs: A ~ U(-1, 1) in bf16, or any finite E4M3 code (zeros, subnormals
  * and 256..448 included); weights and scales drawn so that outputs are O(1);
  * bias ~ U(-1, 1), routed weights ~ U(0.05, 1).
@@ -62,6 +71,20 @@
  * significant bits (as in Ada and Hopper FP8 MMAs) would show here as
  * errors of about 2^-13 S per MMA, several times the bound.
  *
+ * The decode kernels (moe_gemm_<quant>_d<TN>, DEC(TN) below) run the same
+ * semantics on the same checks, launched as moe_gemm.h says (grid
+ * moe_gemm_decode_cols() x moe_gemm_decode_blocks()), or on a grid of 2 x 3
+ * (GRID3: each block loops over several column tiles and framework
+ * blocks).  Their cases: one token over a block_m of 128 (most of
+ * the grid past num_tokens_post_padded), N not a multiple of the 16-column
+ * warp tile, K ending inside a 128-byte k step (bf16 208, FP8 48, 192 and
+ * 320: half steps and 16-byte pieces past K), every FP8 scale layout (block
+ * scales per k step, partial groups along N and K), framework blocks of
+ * more than 8 valid rows (several passes) and of more than 256 (several
+ * windows, block_m 512), experts on another rank, short and dropped rows,
+ * row mode, and two model-like shapes (gate/up N 512 K 2048, down N 1024 K
+ * 256 at 16 tokens).
+ *
  * MOE_GEMM_CASE=n runs case n only (for compute-sanitizer).
  */
 #include "../../kernels/moe/moe_gemm.h"
@@ -76,14 +99,18 @@
 
 /* ------------------------------------------------------------ cases */
 
+/* tm: the row tile, or DEC(TN) for the decode kernel of TN columns */
 struct kernel {
 	const char *name;
 	int quant, tm;
 };
 
+#define DEC(tn) (-(tn))
 #define KERNEL_ROW(quant, tm, name) { #name, quant, tm },
-static const struct kernel kernels[] = { MOE_GEMM_KERNELS(KERNEL_ROW) };
+#define DECODE_ROW(quant, tn, name) { #name, quant, DEC(tn) },
+static const struct kernel kernels[] = { MOE_GEMM_KERNELS(KERNEL_ROW) MOE_DECODE_KERNELS(DECODE_ROW) };
 #undef KERNEL_ROW
+#undef DECODE_ROW
 
 #define RW (1u << 0)     /* mul_routed_weight */
 #define BIAS (1u << 1)   /* a bias */
@@ -92,6 +119,8 @@ static const struct kernel kernels[] = { MOE_GEMM_KERNELS(KERNEL_ROW) };
 #define SHORT (1u << 4)  /* num_tokens_post_padded a third of the used blocks short */
 #define DROP (1u << 5)   /* about one routed row in 6 listed nowhere */
 #define SAMPLE (1u << 6) /* reference for a sample of the rows, finiteness for the rest */
+#define NAIVE (1u << 7)  /* row mode: no sorted_ids, one routed row per block of block_m */
+#define GRID3 (1u << 8)  /* decode kernels: grid (2, 3), each block looping over tiles and framework blocks */
 
 struct tcase {
 	int quant, tm; /* the kernel */
@@ -158,6 +187,38 @@ static const struct tcase cases[] = {
 	{ BF16, 16, 7, 2, 6, 200, 208, 48, 0, 0, RW | BIAS | PAD },
 	{ FP8, 64, 33, 8, 9, 200, 208, 256, TENSOR, 0, RW | OFF | SHORT },
 	{ BF16, 128, 300, 8, 16, 384, 1024, 256, 0, 0, RW | BIAS | PAD | SAMPLE },
+	/* row mode (vLLM's naive block assignment): one routed row per block_m */
+	{ FP8, 16, 4, 8, 35, 200, 1024, 16, BLOCK, 0, NAIVE | PAD | OFF },
+	{ FP8, 16, 2, 8, 17, 456, 320, 64, TENSOR, 0, NAIVE | RW | SHORT },
+	{ FP8, 16, 5, 3, 9, 72, 48, 16, CHANNEL, 0, NAIVE | RW | PAD | DROP },
+	{ BF16, 16, 12, 8, 40, 200, 1024, 16, 0, 0, NAIVE | RW | BIAS | OFF },
+	{ BF16, 16, 1, 1, 5, 200, 208, 64, 0, 0, NAIVE },
+	{ FP8, 16, 3, 8, 12, 200, 208, 128, BLOCK, 0, NAIVE | RW | SHORT | DROP },
+	{ W4, 16, 3, 4, 9, 200, 256, 32, 0, 64, NAIVE | RW | PAD },
+	{ FP4, 16, 3, 4, 9, 72, 192, 16, 0, 0, NAIVE | OFF },
+	{ FP8, 64, 3, 4, 9, 200, 208, 64, CHANNEL, 0, NAIVE | RW | OFF },
+	{ BF16, 128, 2, 4, 9, 456, 192, 128, 0, 0, NAIVE | BIAS | PAD | SHORT },
+	/* the decode kernels (see the top comment) */
+	{ BF16, DEC(16), 1, 8, 9, 200, 1024, 128, 0, 0, RW | BIAS | PAD },
+	{ BF16, DEC(128), 7, 2, 6, 456, 208, 16, 0, 0, OFF | SHORT },
+	{ BF16, DEC(32), 33, 8, 9, 72, 192, 64, 0, 0, RW | DROP },
+	{ BF16, DEC(64), 300, 8, 9, 384, 320, 512, 0, 0, RW | BIAS | PAD | SAMPLE },
+	{ BF16, DEC(16), 1, 1, 5, 72, 16, 16, 0, 0, 0 },
+	{ BF16, DEC(64), 33, 4, 8, 200, 256, 32, 0, 0, BIAS | OFF | GRID3 },
+	{ FP8, DEC(16), 1, 8, 9, 200, 1024, 128, TENSOR, 0, RW | PAD },
+	{ FP8, DEC(16), 7, 4, 8, 200, 1024, 16, BLOCK, 0, BIAS | PAD | OFF | SHORT },
+	{ FP8, DEC(32), 5, 8, 12, 200, 320, 64, BLOCK, 0, RW | DROP },
+	{ FP8, DEC(64), 33, 8, 9, 456, 208, 128, CHANNEL, 0, RW | BIAS | PAD },
+	{ FP8, DEC(128), 3, 8, 17, 456, 192, 16, BLOCK, 0, RW | PAD | OFF },
+	{ FP8, DEC(128), 2, 4, 9, 72, 48, 32, CHANNEL, 0, SHORT },
+	{ FP8, DEC(32), 33, 8, 9, 200, 320, 64, BLOCK, 0, RW | PAD | GRID3 },
+	{ FP8, DEC(16), 16, 8, 16, 512, 2048, 16, BLOCK, 0, RW | PAD },
+	{ BF16, DEC(128), 16, 8, 16, 1024, 256, 128, 0, 0, RW | BIAS },
+	/* ... row mode */
+	{ FP8, DEC(16), 4, 8, 35, 200, 1024, 16, BLOCK, 0, NAIVE | PAD | OFF },
+	{ BF16, DEC(128), 2, 8, 17, 456, 320, 64, 0, 0, NAIVE | RW | SHORT | DROP },
+	{ FP8, DEC(32), 5, 3, 9, 72, 48, 16, CHANNEL, 0, NAIVE | RW | PAD },
+	{ FP8, DEC(64), 3, 8, 12, 200, 208, 128, TENSOR, 0, NAIVE | RW | BIAS | SHORT | GRID3 },
 };
 #undef BF16
 #undef FP8
@@ -173,7 +234,7 @@ static const struct kernel *find_kernel(const struct tcase *tc)
 	for (size_t i = 0; i < sizeof(kernels) / sizeof(kernels[0]); i++)
 		if (kernels[i].quant == tc->quant && kernels[i].tm == tc->tm)
 			return &kernels[i];
-	fprintf(stderr, "no kernel for quant %d, %d rows\n", tc->quant, tc->tm);
+	fprintf(stderr, "no kernel for quant %d, tile %d\n", tc->quant, tc->tm);
 	exit(1);
 }
 
@@ -192,6 +253,8 @@ static void describe(int idx, char *buf, size_t len)
 		{ SHORT, ", short num_tokens_post_padded" },
 		{ DROP, ", unlisted rows" },
 		{ SAMPLE, ", sampled rows" },
+		{ NAIVE, ", row mode (naive block assignment)" },
+		{ GRID3, ", grid (2, 3)" },
 	};
 	const struct tcase *tc = &cases[idx];
 	const struct kernel *kd = find_kernel(tc);
@@ -262,8 +325,8 @@ struct host {
 	float *as;       /* a_scale (FP8) or NULL */
 	float *bg;       /* b_global (NVFP4) or NULL */
 	float *tw;       /* topk_weights (mul_routed_weight) or NULL */
-	int32_t *sorted; /* [EM] */
-	int32_t *expert; /* [nblk] */
+	int32_t *sorted; /* [EM]; not uploaded in row mode */
+	int32_t *expert; /* [nblk]; row mode: the flat top-k experts */
 	float *ad;       /* A [M, K] */
 	float *wd;       /* W [E, N, K], the values the products use */
 };
@@ -283,7 +346,7 @@ static void layout(struct host *hs)
 	g->top_k = tc->top_k;
 	g->block_m = tc->block_m;
 	g->num_valid = hs->nv = tc->M * tc->top_k;
-	g->EM = hs->nv + (tc->E + 1) * (tc->block_m - 1);
+	g->EM = (tc->flags & NAIVE) ? hs->nv * tc->block_m : hs->nv + (tc->E + 1) * (tc->block_m - 1);
 	g->mul_routed_weight = (tc->flags & RW) != 0;
 	hs->nblk = (g->EM + tc->block_m - 1) / tc->block_m;
 
@@ -379,7 +442,8 @@ static void free_host(struct host *hs)
  * route - moe_align_block_size on the host: top_k distinct experts per
  * token (DROP: some slots unlisted), each expert's routed rows in increasing
  * order padded to block_m with num_valid; OFF marks experts 1, 4, 7, ... as
- * on another rank, SHORT stops num_tokens_post_padded early.
+ * on another rank, SHORT stops num_tokens_post_padded early.  Row mode:
+ * the flat top-k list as expert_ids (DROP's slots -1), no sorted list.
  */
 static void route(struct host *hs)
 {
@@ -403,6 +467,17 @@ static void route(struct host *hs)
 		hs->sorted[i] = nv;
 	for (int b = 0; b < hs->nblk; b++)
 		hs->expert[b] = -1;
+	if (tc->flags & NAIVE) {
+		/* row mode: vLLM's expert_ids = topk_ids.view(-1); SHORT cuts mid-block */
+		for (int id = 0; id < nv; id++)
+			hs->expert[id] = (tc->flags & OFF) && topk[id] % 3 == 1 ? -1 : topk[id];
+		hs->ntpp = nv * bm;
+		if ((tc->flags & SHORT) && nv >= 3)
+			hs->ntpp = (nv - nv / 3) * bm - bm / 2;
+		free(topk);
+		free(perm);
+		return;
+	}
 	for (int e = 0; e < tc->E; e++) {
 		const int start = pos;
 
@@ -616,9 +691,11 @@ static void launch(CUmodule mod, const struct kernel *kd, struct host *hs)
 {
 	struct moe_gemm_args a = hs->g;
 	void *params[] = { &a };
-	const int smem = moe_gemm_smem(kd->quant, kd->tm);
+	const int decode = kd->tm < 0;
+	const int smem = decode ? 0 : moe_gemm_smem(kd->quant, kd->tm);
 	CUdeviceptr d[11];
 	CUfunction fn;
+	unsigned gx, gy;
 
 	d[0] = to_device(hs->a, hs->a_bytes);
 	d[1] = to_device(hs->b, hs->b_bytes);
@@ -629,7 +706,7 @@ static void launch(CUmodule mod, const struct kernel *kd, struct host *hs)
 	d[5] = to_device(hs->bs, hs->bs_elems * hs->bs_esz);
 	d[6] = to_device(hs->bg, hs->bg ? (size_t)hs->tc->E * sizeof(float) : 0);
 	d[7] = to_device(hs->tw, hs->tw ? (size_t)hs->nv * sizeof(float) : 0);
-	d[8] = to_device(hs->sorted, (size_t)a.EM * sizeof(int32_t));
+	d[8] = (hs->tc->flags & NAIVE) ? 0 : to_device(hs->sorted, (size_t)a.EM * sizeof(int32_t));
 	d[9] = to_device(hs->expert, (size_t)hs->nblk * sizeof(int32_t));
 	d[10] = to_device(&hs->ntpp, sizeof(int32_t));
 	a.a = (const void *)d[0];
@@ -646,9 +723,20 @@ static void launch(CUmodule mod, const struct kernel *kd, struct host *hs)
 
 	CHECK(cuModuleGetFunction(&fn, mod, kd->name));
 	CHECK(cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem));
-	CHECK(cuLaunchKernel(fn, (unsigned)((a.N + MOE_GEMM_TN(kd->tm) - 1) / MOE_GEMM_TN(kd->tm)),
-			     (unsigned)((a.EM + kd->tm - 1) / kd->tm), 1, MOE_GEMM_THREADS, 1, 1, (unsigned)smem,
-			     NULL, params, NULL));
+	if (decode) {
+		const int tn = DEC(kd->tm); /* DEC is its own inverse */
+
+		gx = (unsigned)moe_gemm_decode_cols(kd->quant, a.N, a.K, tn, a.EM, a.block_m, a.num_valid);
+		gy = (unsigned)moe_gemm_decode_blocks(a.EM, a.block_m, a.num_valid);
+		if (hs->tc->flags & GRID3)
+			gx = 2, gy = 3;
+	} else {
+		const int rows = (hs->tc->flags & NAIVE) ? a.block_m : kd->tm; /* row mode: a row block per framework block */
+
+		gx = (unsigned)((a.N + MOE_GEMM_TN(kd->tm) - 1) / MOE_GEMM_TN(kd->tm));
+		gy = (unsigned)((a.EM + rows - 1) / rows);
+	}
+	CHECK(cuLaunchKernel(fn, gx, gy, 1, MOE_GEMM_THREADS, 1, 1, (unsigned)smem, NULL, params, NULL));
 	CHECK(cuCtxSynchronize());
 	CHECK(cuMemcpyDtoH(hs->c, d[2], hs->c_elems * 2));
 	for (size_t i = 0; i < sizeof(d) / sizeof(d[0]); i++)
@@ -765,9 +853,15 @@ static void check(const struct host *hs, struct stats *st)
 
 	for (int id = 0; id < rows; id++)
 		owner[id] = -2;
-	for (int i = 0; i < hs->ntpp; i++)
-		if (hs->sorted[i] < hs->nv)
-			owner[hs->sorted[i]] = hs->expert[i / g->block_m];
+	if (hs->tc->flags & NAIVE) {
+		for (int id = 0; id < hs->nv; id++)
+			if ((int64_t)id * g->block_m < hs->ntpp)
+				owner[id] = hs->expert[id];
+	} else {
+		for (int i = 0; i < hs->ntpp; i++)
+			if (hs->sorted[i] < hs->nv)
+				owner[hs->sorted[i]] = hs->expert[i / g->block_m];
+	}
 	for (int id = 0; id < rows; id++) {
 		const uint16_t *c = hs->c + (size_t)id * g->c_stride_m;
 

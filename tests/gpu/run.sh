@@ -3,9 +3,10 @@
 # kernels under compute-sanitizer, the GPU scan checks, the shim under
 # PyTorch + Triton (shim_gpu.sh), the attention reroute suite
 # (reroute_gpu.sh), the fused-MoE one (moe_reroute_gpu.sh), the frameworks' own
-# released kernels as the oracle (oracle_gpu.sh), Triton, PyTorch and SGLang's
-# choices as on the card under reroute (hook_gpu.sh), ncu and compute-sanitizer
-# over a rerouted process (tools_gpu.sh), a 2-GPU torchrun job with NCCL and a
+# released kernels as the oracle (oracle_gpu.sh, oracle_context.sh), Triton,
+# PyTorch and SGLang's choices as on the card under reroute (hook_gpu.sh),
+# ncu and compute-sanitizer over a rerouted process (tools_gpu.sh), a 2-GPU
+# torchrun job with NCCL and a
 # rerouted MoE layer (torchrun_gpu.sh; skipped on one GPU) and the reference
 # engine's GPU backend under the shim (engine_gpu.sh) and both backends against
 # transformers (engine_hf.py); prints
@@ -34,7 +35,10 @@ if [ -n "$san" ]; then
 		memcheck:extend_attn:5 memcheck:extend_attn:9 racecheck:extend_attn:0 \
 		racecheck:extend_attn:5 racecheck:extend_attn:9 memcheck:moe_gemm:9 memcheck:moe_gemm:10 \
 		memcheck:moe_gemm:27 memcheck:moe_gemm:36 racecheck:moe_gemm:2 racecheck:moe_gemm:14 \
-		racecheck:moe_gemm:36 racecheck:moe_gemm:38; do
+		racecheck:moe_gemm:36 racecheck:moe_gemm:38 memcheck:moe_gemm:44 memcheck:moe_gemm:45 \
+		memcheck:moe_gemm:53 racecheck:moe_gemm:44 racecheck:moe_gemm:47 memcheck:moe_gemm:59 \
+		memcheck:moe_gemm:61 memcheck:moe_gemm:72 racecheck:moe_gemm:59 racecheck:moe_gemm:66 \
+		racecheck:moe_gemm:72 synccheck:moe_gemm:66; do
 		tool=${c%%:*} rest=${c#*:}
 		t=${rest%%:*} case=${rest#*:}
 		[ "$case" = "$rest" ] && case=
@@ -58,6 +62,8 @@ count
 sh tests/gpu/moe_reroute_gpu.sh >"$log" 2>&1
 count
 sh tests/gpu/oracle_gpu.sh >"$log" 2>&1
+count
+sh tests/gpu/oracle_context.sh >"$log" 2>&1
 count
 sh tests/gpu/hook_gpu.sh >"$log" 2>&1
 count

@@ -29,7 +29,7 @@ PY
 
 if command -v ncu >/dev/null; then
 	ncu --target-processes all --clock-control none -k regex:attn_decode_mla -c 2 \
-		$run --log "$work/ncu.%p.jsonl" -- python3 tests/gpu/oracle_decode.py run "$work/ncu.pt" \
+		$run --log "$work/ncu.%p.jsonl" -- python3 tests/gpu/oracle_decode.py run "$work/ncu.pt" vllm \
 		>"$work/ncu.out" 2>&1
 	rc=$?
 	n=$(rerouted ncu)
@@ -47,7 +47,7 @@ fi
 san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 if [ -n "$san" ]; then
 	"$san" --target-processes all --tool memcheck --print-limit 5 \
-		$run --log "$work/san.%p.jsonl" -- python3 tests/gpu/oracle_decode.py run "$work/san.pt" \
+		$run --log "$work/san.%p.jsonl" -- python3 tests/gpu/oracle_decode.py run "$work/san.pt" vllm \
 		>"$work/san.out" 2>&1
 	rc=$?
 	n=$(rerouted san)

@@ -4,8 +4,10 @@ own fused MoE layer (tests/gpu/oracle_moe.py), which the shim reroutes.
     torchrun --nproc_per_node 2 tests/gpu/torchrun_gpu.py OUT_DIR
 
 Each rank: an all-reduce and an all-gather of known values (NCCL's own
-kernels), the four fused-MoE launches of oracle_moe.py on inputs seeded by
-the rank, then an all-reduce of the gate/up output; saves
+kernels), the four FP8 fused-MoE cases of oracle_moe.py's "sglang" group
+(SGLang 0.5.9's default configuration, 128x128 block and per-tensor scales,
+gate/up and down) on inputs seeded by the rank, then an all-reduce of the
+block-scaled gate/up output; saves
 OUT_DIR/rank<r>.pt.  `python3 tests/gpu/torchrun_gpu.py check PLAIN_DIR
 SHIM_DIR` compares a run under the shim with one without: collectives exact,
 each MoE output within oracle_moe's bound, the reduced sum against the
@@ -20,6 +22,27 @@ import torch.distributed as dist
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import oracle_moe  # noqa: E402
+from oracle_common import bf16_ulp  # noqa: E402
+
+NAMES = ("block-gateup", "block-down", "tensor-gateup", "tensor-down")
+
+
+def moe_cases():
+    """oracle_moe's SGLang 0.5.9 cases named in NAMES, by name."""
+    return {c.name: c for c in oracle_moe.GROUPS["sglang"]()
+            if c.name.split("sglang-0.5.9-")[-1] in NAMES}
+
+
+def run_moe(seed_base):
+    """Each case once: name -> (inputs, output), CPU copies."""
+    saved = {}
+    for i, (name, case) in enumerate(sorted(moe_cases().items())):
+        bound = case.bind(case.make(seed_base + i))
+        bound.poison()
+        bound()
+        torch.cuda.synchronize()
+        saved[name] = (bound.inputs(), bound.outputs()["out"])
+    return saved
 
 
 def run(out):
@@ -31,8 +54,8 @@ def run(out):
     parts = [torch.empty(4097, device="cuda") for _ in range(world)]
     dist.all_gather(parts, torch.arange(4097, device="cuda", dtype=torch.float32) * (rank + 2))
     saved = {"world": world, "all_reduce": x[:8].cpu(), "all_gather": [p.cpu() for p in parts]}
-    saved["moe"] = oracle_moe.run_all(seed_base=300 + 10 * rank)
-    gateup = saved["moe"]["block_gateup"][1].cuda().float()
+    saved["moe"] = run_moe(seed_base=300 + 10 * rank)
+    gateup = saved["moe"]["sglang-0.5.9-block-gateup"][1].cuda().float()
     dist.all_reduce(gateup)
     saved["reduced"] = gateup.cpu()
     torch.save(saved, os.path.join(out, f"rank{rank}.pt"))
@@ -55,25 +78,26 @@ def check(plain_dir, shim_dir):
         bad += not good
         print(f"{'ok' if good else 'not ok'} - rank {r} under the shim: NCCL all-reduce and "
               "all-gather exact")
-        for (quant, down) in oracle_moe.cases():
-            name = f"{quant}_{'down' if down else 'gateup'}"
+        for name, case in sorted(moe_cases().items()):
             (pin, pout), (sin, sout) = runs["plain"][r]["moe"][name], s["moe"][name]
-            ref = oracle_moe.reference(sin, quant, down)
-            fw = (pout.double() - oracle_moe.reference(pin, quant, down)).abs().max().item()
+            ref = oracle_moe.reference(case.meta, sin)["out"]
+            fw = (pout.double() - oracle_moe.reference(case.meta, pin)["out"]).abs().max().item()
             ours = (sout.double() - ref).abs().max().item()
-            tol = 2 * fw + oracle_moe.bf16_ulp(ref.abs().max().item())
+            tol = 2 * fw + bf16_ulp(ref.abs().max().item())
             good = math.isfinite(ours) and ours <= tol
             bad += not good
             print(f"{'ok' if good else 'not ok'} - rank {r} {name}: rerouted max |err| {ours:.3g}"
                   f", SGLang's own {fw:.3g}, bound {tol:.3g}")
-    refs = [oracle_moe.reference(runs["shim"][r]["moe"]["block_gateup"][0], "block", False)
+    block = moe_cases()["sglang-0.5.9-block-gateup"].meta
+    key = "sglang-0.5.9-block-gateup"
+    refs = [oracle_moe.reference(block, runs["shim"][r]["moe"][key][0])["out"]
             for r in range(world)]
     total = sum(refs)
-    fw = max((runs["plain"][r]["moe"]["block_gateup"][1].double()
-              - oracle_moe.reference(runs["plain"][r]["moe"]["block_gateup"][0], "block", False))
+    fw = max((runs["plain"][r]["moe"][key][1].double()
+              - oracle_moe.reference(block, runs["plain"][r]["moe"][key][0])["out"])
              .abs().max().item() for r in range(world))
     err = (runs["shim"][0]["reduced"].double() - total).abs().max().item()
-    tol = world * (2 * fw + oracle_moe.bf16_ulp(total.abs().max().item()))
+    tol = world * (2 * fw + bf16_ulp(total.abs().max().item()))
     good = math.isfinite(err) and err <= tol
     bad += not good
     print(f"{'ok' if good else 'not ok'} - the all-reduced rerouted MoE output against the sum of "

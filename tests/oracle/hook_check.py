@@ -1,7 +1,7 @@
 """hook_check.py - the Python hook (shim/python) with Triton's own
 CompiledKernel._init_handles, under the shim and the fake driver, no GPU.
 
-    python3 tests/oracle/hook_check.py MODE
+    python3 tests/oracle/hook_check.py [vllm-naive | sglang-nov3 | sglang-nov3-unsaid]
 
 Run it under LD_PRELOAD=libsm120shim.so with the fake libcuda (an H200,
 232448 B) and SM120SHIM_TARGET=sm120.  Triton compiles SGLang 0.5.9's real
@@ -13,6 +13,23 @@ entry points (the shim's).  Each case prints one line:
     CASE loaded                     _init_handles returned
     CASE OutOfResources NEED LIMIT  Triton raised it (shared memory)
     CASE error TEXT                 anything else
+
+With the argument vllm-naive (or $HOOK_CHECK_CASES=vllm-naive), the one case is vLLM 0.33.0's fused_moe_kernel
+in its naive small-batch assignment, alone (the fake driver gives every
+function one handle, so the compiled facts of the first kernel loaded would
+stand for all), and when it loads, its launch as vLLM makes it:
+
+    vllm-naive launch RC            cuLaunchKernel's answer
+
+With sglang-nov3, the one case is the MoE kernel below compiled as in a
+process run with DISABLE_MMA_V3=1 (Triton keeps sm_90 on mma.sync, whose
+shared memory differs from wgmma's), alone, and its launch as SGLang makes it:
+
+    sglang-nov3 launch RC           cuLaunchKernel's answer
+
+sglang-nov3-unsaid is the same with the hook's mma_v3 entry left out of the
+compiled facts, as a hook without it would describe the kernel (the control:
+the shim then expects wgmma's size on sm_90).
 
 "hook installed" or "hook absent" first, and last the hook's compiled text
 of the MoE kernel ("describe moe-rule-tile TEXT") when the hook is there.
@@ -101,6 +118,43 @@ def moe_kernel():
     return sink[0][4]
 
 
+def sglang_nov3():
+    """moe_kernel() compiled with DISABLE_MMA_V3=1 (148480 B on sm_90: three
+    buffers, not wgmma's four), and the launch event SGLang's host code makes
+    of it."""
+    os.environ["DISABLE_MMA_V3"] = "1"
+    sink, settings = launches.sglang_moe("0.5.9", "fp8_block", 512, 384, 8, 512, 7168)
+    name, grid, bound, spec, kernel = sink[0]
+    return kernel, launches.event(name, grid, bound, spec, kernel, settings)
+
+
+def vllm_naive():
+    """vLLM 0.33.0's fused_moe_kernel in its naive small-batch assignment
+    (sorted_token_ids None), DeepSeek-V3 TP8 gate/up of 4 tokens, block FP8,
+    at E=256,N=256 B200's bucket 4 (16x256x128, swapped on sm_90: 140288 B),
+    and the launch event vLLM's host code makes of it (grid, block, bytes)."""
+    sink, _ = launches.vllm_moe("0.33.0", "fp8_block", 4, 256, 8, 512, 7168,
+                                launches.tuned(16, 256, 128, 64, 8, 4), naive=True)
+    name, grid, bound, spec, kernel = sink[0]
+    return kernel, launches.event(name, grid, bound, spec, kernel, {})
+
+
+def unsaid(describe):
+    """@describe without its mma_v3 entry."""
+    return lambda kernel: ";".join(e for e in describe(kernel).split(";")
+                                   if not e.startswith("mma_v3="))
+
+
+def launch(kernel, ev):
+    """cuLaunchKernel of a loaded @kernel with @ev's grid, block, shared memory
+    and argument bytes (Triton's two scratch pointers last), on stream 0."""
+    bufs = [ctypes.create_string_buffer(bytes.fromhex(a), len(a) // 2) for a in ev["args"]]
+    params = (ctypes.c_void_p * len(bufs))(*[ctypes.cast(b, ctypes.c_void_p) for b in bufs])
+    g, b = ev["grid"], ev["block"]
+    return cuda.cuLaunchKernel(ctypes.c_void_p(kernel.function), g[0], g[1], g[2], b[0], b[1],
+                               b[2], ev["dynamic_smem"], None, params, None)
+
+
 def main(mode):
     try:
         import sm120shim_hook  # noqa: F401  (on sys.path only through the shim's constructor)
@@ -113,26 +167,41 @@ def main(mode):
           else "hook absent")
     launches.stub_torch((9, 0))
     install_driver()
-    cases = {}
-    matmul = plain_kernel()
-    x = launches.Tensor((1 << 20,), "bfloat16")
-    # Triton caches the device's opt-in: loads before and after the admitted one.
-    cases["plain-fits"] = compiled(matmul, x, x, x, 4096, BLOCK_N=32, num_warps=4, num_stages=2)
-    cases["plain-over"] = compiled(matmul, x, x, x, 4096, BLOCK_N=256, num_warps=8, num_stages=4)
-    cases["moe-rule-tile"] = moe_kernel()
-    cases["plain-over-after"] = compiled(matmul, x, x, x, 4096, BLOCK_N=128, num_warps=8,
-                                         num_stages=5)
+    cases, launches_of = {}, {}
+    if mode == "vllm-naive":
+        cases["vllm-naive"], launches_of["vllm-naive"] = vllm_naive()
+    elif mode in ("sglang-nov3", "sglang-nov3-unsaid"):
+        if mode.endswith("-unsaid") and "sm120shim_hook" in sys.modules:
+            hook = sys.modules["sm120shim_hook"]
+            hook.describe = unsaid(hook.describe)
+        cases["sglang-nov3"], launches_of["sglang-nov3"] = sglang_nov3()
+    else:
+        matmul = plain_kernel()
+        x = launches.Tensor((1 << 20,), "bfloat16")
+        # Triton caches the device's opt-in: loads before and after the admitted one.
+        cases["plain-fits"] = compiled(matmul, x, x, x, 4096, BLOCK_N=32, num_warps=4,
+                                       num_stages=2)
+        cases["plain-over"] = compiled(matmul, x, x, x, 4096, BLOCK_N=256, num_warps=8,
+                                       num_stages=4)
+        cases["moe-rule-tile"] = moe_kernel()
+        cases["plain-over-after"] = compiled(matmul, x, x, x, 4096, BLOCK_N=128, num_warps=8,
+                                             num_stages=5)
+    loaded = set()
     for case, kernel in cases.items():
         try:
             kernel._init_handles()
+            loaded.add(case)
             print(f"{case} loaded {kernel.metadata.shared}")
         except OutOfResources as e:
             print(f"{case} OutOfResources {e.required} {e.limit}")
         except Exception as e:  # noqa: BLE001
             print(f"{case} error {e!r}")
-    if "sm120shim_hook" in sys.modules:
-        print("describe moe-rule-tile " + sys.modules["sm120shim_hook"].describe(cases["moe-rule-tile"]))
+    for case in loaded & set(launches_of):
+        print(f"{case} launch {launch(cases[case], launches_of[case])}", flush=True)
+    for case in ("moe-rule-tile", "sglang-nov3"):
+        if "sm120shim_hook" in sys.modules and case in cases:
+            print(f"describe {case} " + sys.modules["sm120shim_hook"].describe(cases[case]))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "")
+    main(sys.argv[1] if len(sys.argv) > 1 else os.environ.get("HOOK_CHECK_CASES", ""))

@@ -59,7 +59,8 @@ class DType:
     __repr__ = __str__
 
 
-DTYPES = {n: DType(n, s) for n, s in [("float8_e4m3fn", 1), ("bfloat16", 2), ("float16", 2),
+DTYPES = {n: DType(n, s) for n, s in [("float8_e4m3fn", 1), ("uint8", 1), ("bfloat16", 2),
+                                     ("float16", 2),
                                      ("float32", 4), ("int32", 4), ("int64", 8)]}
 _next_address = [0x7f0000000000]
 
@@ -215,10 +216,12 @@ def event(name, grid, bound, spec, kernel, settings):
 
 # ---------------------------------------------------------------- cases
 
-def vllm_mla_decode(release, batch, heads, page, splits, lens_max, act="bfloat16", settings=None):
+def vllm_mla_decode(release, batch, heads, page, splits, lens_max, act="bfloat16", settings=None,
+                    logit_cap=0.0):
     """vLLM TRITON_MLA decode as TritonMLAImpl.forward_mqa calls it: FP8 cache
     [pages, page, 1, 576], V its first 512 channels, IS_MLA; q and o of dtype
-    @act.  @settings replaces the deployment's (page_size = vLLM's --block-size)."""
+    @act.  @settings replaces the deployment's (page_size = vLLM's --block-size).
+    0.23.0 (vllm-mla-decode-2026-03) passes no page strides, 0.33.0 does."""
     mod = frameworks.load("vllm", release, "vllm/v1/attention/ops/triton_decode_attention.py")
     sink = []
     mod._fwd_grouped_kernel_stage1 = Catch(mod._fwd_grouped_kernel_stage1, sink)
@@ -233,31 +236,38 @@ def vllm_mla_decode(release, batch, heads, page, splits, lens_max, act="bfloat16
     logits = Tensor((batch, heads, splits, 513), "float32")
     ks, vs = Tensor((), "float32"), Tensor((), "float32")
     mod.decode_attention_fwd(q, cache, cache.narrow_last(512), o, lse, table, lens, logits, splits,
-                             0.1171, page, k_scale=ks, v_scale=vs, is_mla=True)
+                             0.1171, page, logit_cap=logit_cap, k_scale=ks, v_scale=vs,
+                             is_mla=True)
     return sink, {"page_size": str(page)} if settings is None else settings
 
 
 def sglang_extend(release, kv, batch, heads, prefix, extend, act="bfloat16", qo="int32",
-                  settings=None):
+                  settings=None, **variant):
     """SGLang's MLA absorbed extend attention as its Triton backend calls it:
     q [tokens, heads, 576]; k the [tokens, 1, 576] latent, v its first 512
     channels; the cache [slots, 1, 576] with V its first 512 channels.  @kv:
     bf16, fp16 or fp8_e4m3; q, k, v and o of dtype @act; qo_indptr of dtype
     @qo (int64 as SGLang 0.5.23's host builds it).  @settings replaces the
-    deployment's (kv_cache_dtype = @kv)."""
-    mod = frameworks.load("sglang", release,
-                          "sglang/srt/layers/attention/triton_ops/extend_attention.py")
+    deployment's (kv_cache_dtype = @kv).  @variant: extend_attention_fwd's
+    logit_cap, sliding_window_size, is_causal or sinks (True: a [heads]
+    fp32 tensor); 0.5.23 also takes k_scale and v_scale (0.73, 1.37)."""
+    mod = frameworks.load_sglang_extend(release)
     sink = []
     mod._fwd_kernel = Catch(mod._fwd_kernel, sink)
     tokens, slots = batch * extend, batch * (prefix + extend) + 7
     cache_dtype = {"fp8_e4m3": "float8_e4m3fn", "bf16": "bfloat16", "fp16": "float16"}[kv]
     k = Tensor((tokens, 1, 576), act)
     buf = Tensor((slots, 1, 576), cache_dtype)
+    causal = variant.pop("is_causal", True)
+    if variant.pop("sinks", False):
+        variant["sinks"] = Tensor((heads,), "float32")
+    scales = () if release in ("0.5.8", "0.5.9") else (0.73, 1.37)
     mod.extend_attention_fwd(
         Tensor((tokens, heads, 576), act), k, k.narrow_last(512),
         Tensor((tokens, heads, 512), act), buf, buf.narrow_last(512),
         Tensor((batch + 1,), qo), Tensor((batch + 1,), "int32"),
-        Tensor((batch * prefix,), "int64"), None, True, None, extend, sm_scale=0.1171)
+        Tensor((batch * prefix,), "int64"), None, causal, None, extend, *scales, sm_scale=0.1171,
+        **variant)
     return sink, {"kv_cache_dtype": kv} if settings is None else settings
 
 
@@ -281,7 +291,11 @@ def arch():
 def moe_weights(quant, experts, n, k):
     """B, B's scale and the routing of a fused-MoE launch: B [E, N, K] in FP8
     (bf16 for "bf16"), its scale per tensor [E], per channel [E, N, 1] or per
-    128x128 block [E, N/128, K/128]."""
+    128x128 block [E, N/128, K/128]; "int4"/"int4_zp": gptq/awq INT4."""
+    if quant in ("int4", "int4_zp"):
+        # gptq/awq INT4 W4A16, group 32: two weights a byte [E, N, K/2], bf16
+        # scales [E, N, K/32]
+        return Tensor((experts, n, k // 2), "uint8"), Tensor((experts, n, k // 32), "bfloat16")
     b = Tensor((experts, n, k), "bfloat16" if quant == "bf16" else "float8_e4m3fn")
     b_scale = {"bf16": None,
                "fp8_tensor": Tensor((experts,), "float32"),
@@ -297,7 +311,9 @@ def sglang_moe(release, quant, tokens, experts, top_k, n, k, down=False, act="bf
     the routing buffers moe_align_block_size gives (EM = tokens x top_k +
     experts x (BLOCK_SIZE_M - 1)).  @quant: "fp8_block" (128x128 block
     scales), "fp8_channel" (per-channel weights, per-token activations:
-    per_channel_quant), "fp8_tensor" or "bf16".  @down: the down projection
+    per_channel_quant), "fp8_tensor", "bf16", or "int4" / "int4_zp"
+    (fused_moe_kernel_gptq_awq, group 32, without / with zero points).
+    @down: the down projection
     as fused_experts launches it (one row per routed token, top_k 1 compiled
     in, the routed weight applied), N then being the hidden size.  @act: the
     model's dtype (hidden states and output; SGLang's compute_type follows
@@ -307,102 +323,77 @@ def sglang_moe(release, quant, tokens, experts, top_k, n, k, down=False, act="bf
     functions: stand-ins return FP8 activations and their scales in
     SGLang's shapes."""
     frameworks.STUBS["sglang"]()
-    quant_mod = sys.modules["sglang.srt.layers.quantization.fp8_kernel"]
-    quant_mod.scaled_fp8_quant = lambda a, scale=None, use_per_token_if_dynamic=False: (
-        Tensor(a.shape, "float8_e4m3fn"),
-        Tensor((a.shape[0], 1) if use_per_token_if_dynamic else (1,), "float32"))
     group = lambda a, block_k: (Tensor(a.shape, "float8_e4m3fn"),
                                 Tensor((a.shape[0], (a.shape[1] + block_k - 1) // block_k),
                                        "float32"))
-    quant_mod.sglang_per_token_group_quant_fp8 = quant_mod.per_token_group_quant_fp8 = group
-    int8 = sys.modules["sglang.srt.layers.quantization.int8_kernel"]
-    int8.per_token_group_quant_int8 = int8.per_token_quant_int8 = None
-    int8.sglang_per_token_group_quant_int8 = None
-    mod = frameworks.load("sglang", release,
-                          "sglang/srt/layers/moe/fused_moe_triton/fused_moe_triton_kernels.py")
+    for pkg in ("sglang.srt.layers.quantization", "sglang.kernels.ops.quantization"):
+        quant_mod = sys.modules[pkg + ".fp8_kernel"]
+        quant_mod.scaled_fp8_quant = lambda a, scale=None, use_per_token_if_dynamic=False: (
+            Tensor(a.shape, "float8_e4m3fn"),
+            Tensor((a.shape[0], 1) if use_per_token_if_dynamic else (1,), "float32"))
+        quant_mod.sglang_per_token_group_quant_fp8 = quant_mod.per_token_group_quant_fp8 = group
+        int8 = sys.modules[pkg + ".int8_kernel"]
+        int8.per_token_group_quant_int8 = int8.per_token_quant_int8 = None
+        int8.sglang_per_token_group_quant_int8 = None
+    mod = frameworks.load("sglang", release, frameworks.sglang_moe_path(release))
     sink = []
     mod.fused_moe_kernel = Catch(mod.fused_moe_kernel, sink)
+    mod.fused_moe_kernel_gptq_awq = Catch(mod.fused_moe_kernel_gptq_awq, sink)
     mod.is_sm90_supported = lambda: arch() == 90
     config = dict(config or SGLANG_FP8_DEFAULT)
     em = tokens * top_k + experts * (config["BLOCK_SIZE_M"] - 1)
-    block = [128, 128] if quant == "fp8_block" else None
+    int4 = quant.startswith("int4")
+    block = [0, 32] if int4 else [128, 128] if quant == "fp8_block" else None
     rows = tokens * top_k if down else tokens
     b, b_scale = moe_weights(quant, experts, n, k)
+    zp = Tensor((experts, n // 2, k // 32), "uint8") if quant == "int4_zp" else None
     mod.invoke_fused_moe_kernel(
         Tensor((rows, k), act), b, None,
-        Tensor((tokens, top_k, n), act), None, b_scale, None,
+        Tensor((tokens, top_k, n), act), None, b_scale, zp,
         Tensor((tokens, top_k), "float32"), Tensor((tokens, top_k), "int32"),
         Tensor((em,), "int32"), Tensor((em // config["BLOCK_SIZE_M"],), "int32"),
-        Tensor((1,), "int32"), down, 1 if down else top_k, config, tl_dtype(act), quant != "bf16",
-        False, False, False, quant == "fp8_channel", block_shape=block)
+        Tensor((1,), "int32"), down, 1 if down else top_k, config, tl_dtype(act),
+        quant.startswith("fp8"), False, False, int4, quant == "fp8_channel", block_shape=block)
     return sink, ({"top_k": str(top_k), "hidden_size": str(n if down else k)}
                   if settings is None else settings)
 
 
-def stub_vllm_moe():
-    """What vLLM 0.33's fused_moe.py imports besides its kernels: its host
-    helpers that the launch below does not reach are stand-ins; the swap of
-    small FP8 tiles is vLLM's own rule (capability 9.0, enable_swap_ab)."""
-    import logging
-    frameworks.STUBS["vllm"]()
-    env = types.SimpleNamespace(VLLM_BATCH_INVARIANT=False, VLLM_TUNED_CONFIG_FOLDER=None,
-                                VLLM_TRITON_USE_TD=None)
-    mods = {
-        "vllm.envs": vars(env),
-        "vllm._custom_ops": {},
-        "vllm.logger": {"init_logger": logging.getLogger},
-        "vllm.model_executor": {}, "vllm.model_executor.layers": {},
-        "vllm.model_executor.layers.fused_moe": {},
-        "vllm.model_executor.layers.fused_moe.modular_kernel": {},
-        "vllm.model_executor.layers.fused_moe.activation": {
-            "MoEActivation": types.SimpleNamespace(SILU="silu"), "apply_moe_activation": None},
-        "vllm.model_executor.layers.fused_moe.config": {
-            "FUSED_MOE_UNQUANTIZED_CONFIG": None, "FusedMoEQuantConfig": object,
-            "_get_config_dtype_str": None},
-        "vllm.model_executor.layers.fused_moe.moe_align_block_size": {"moe_align_block_size": None},
-        "vllm.model_executor.layers.fused_moe.utils": {
-            "enable_swap_ab": lambda bm, bn: arch() == 90 and bm < 64 and bn >= 64,
-            "moe_kernel_quantize_input": None, "resolve_moe_use_td": lambda: False,
-            "warn_if_moe_use_td_ineffective": lambda *a, **k: None},
-        "vllm.triton_utils.allocation": {"set_triton_allocator": None},
-        "vllm.utils": {}, "vllm.utils.math_utils": {"next_power_of_2": None},
-        "vllm.utils.platform_utils": {"get_device_name_as_file_name": None},
-        "vllm.utils.torch_utils": {"direct_register_custom_op": lambda **k: None},
-    }
-    for name, attrs in mods.items():
-        mod = sys.modules.setdefault(name, types.ModuleType(name))
-        mod.__dict__.update(attrs)
-        parent, _, child = name.rpartition(".")
-        setattr(sys.modules[parent], child, mod)
-
-
-def vllm_moe(release, quant, tokens, experts, top_k, n, k, config, naive=False, settings=None):
+def vllm_moe(release, quant, tokens, experts, top_k, n, k, config, naive=False, settings=None,
+             down=False, modular=False):
     """vLLM's invoke_fused_moe_triton_kernel (fused_moe.py) at @config, a
     tuned bucket, as fused_experts_impl launches gate/up: bf16 activations
     quantized to FP8 by a stand-in (per 128-group scales [M, K/128] for
-    "fp8_block"), top_k @top_k, no routed weight.  The routing is
+    "fp8_block", per token [M, 1] for "fp8_channel", one [1] for
+    "fp8_tensor"), top_k @top_k, no routed weight; with @modular as the
+    modular TritonExperts does (topk_weights None); with @down the down
+    launch (one row per routed token, top_k 1, the routed weight applied).
+    The routing is
     moe_align_block_size's (EM = tokens x top_k + experts x (BLOCK_SIZE_M -
     1)), or with @naive vLLM's small-batch assignment (sorted_token_ids None,
     expert_ids the flat topk_ids, taken when tokens x top_k x 4 <= experts)."""
-    stub_vllm_moe()
-    mod = frameworks.load("vllm", release, "vllm/model_executor/layers/fused_moe/fused_moe.py")
+    mod = frameworks.load_vllm_moe(release)
     sink = []
     mod.fused_moe_kernel = Catch(mod.fused_moe_kernel, sink)
     bm = config["BLOCK_SIZE_M"]
     em = tokens * top_k + experts * (bm - 1)
     block = [128, 128] if quant == "fp8_block" else None
+    rows = tokens * top_k if down else tokens
     b, b_scale = moe_weights(quant, experts, n, k)
-    a_scale = (Tensor((tokens, (k + 127) // 128), "float32") if block else
-               None if quant == "bf16" else Tensor((1,), "float32"))
+    a_scale = {"bf16": None, "fp8_tensor": Tensor((1,), "float32"),
+               "fp8_channel": Tensor((rows, 1), "float32"),
+               "fp8_block": Tensor((rows, (k + 127) // 128), "float32")}[quant]
     sorted_ids = None if naive else Tensor((em,), "int32")
     expert_ids = Tensor((tokens * top_k,), "int32") if naive else Tensor((em // bm,), "int32")
     import triton.language as tl
     mod.invoke_fused_moe_triton_kernel(
-        Tensor((tokens, k), "bfloat16" if quant == "bf16" else "float8_e4m3fn"), b,
-        Tensor((tokens, top_k, n), "bfloat16"), a_scale, b_scale, Tensor((tokens, top_k), "float32"),
-        sorted_ids, expert_ids, Tensor((1,), "int32"), False, top_k, dict(config), tl.bfloat16,
-        quant != "bf16", False, False, False, False, block_shape=block)
-    return sink, ({"top_k": str(top_k), "hidden_size": str(k)} if settings is None else settings)
+        Tensor((rows, k), "bfloat16" if quant == "bf16" else "float8_e4m3fn"), b,
+        Tensor((tokens, top_k, n), "bfloat16"), a_scale, b_scale,
+        None if modular and not down else Tensor((tokens, top_k), "float32"),
+        sorted_ids, expert_ids, Tensor((1,), "int32"), down, 1 if down else top_k, dict(config),
+        tl.bfloat16, quant != "bf16", False, False, False, quant == "fp8_channel",
+        block_shape=block)
+    return sink, ({"top_k": str(top_k), "hidden_size": str(n if down else k)}
+                  if settings is None else settings)
 
 
 def tl_dtype(name):
@@ -425,6 +416,16 @@ CASES = {
                                            {"_fwd_grouped_kernel_stage1": ("vllm-mla-decode-2026-06",
                                                                            "attn_decode_mla_fp8"),
                                             "_fwd_kernel_stage2": ("-", "-")}),
+    # vLLM 0.23.0, the last release of vllm-mla-decode-2026-03's line: k_scale /
+    # v_scale, IS_MLA (102400 B on sm_120 and sm_90), no page strides.
+    "vllm-0.23.0-decode-kimi-tp8": (vllm_mla_decode, ("0.23.0", 5, 8, 16, 16, 4099),
+                                    {"_fwd_grouped_kernel_stage1": ("vllm-mla-decode-2026-03",
+                                                                    "attn_decode_mla_fp8"),
+                                     "_fwd_kernel_stage2": ("-", "-")}),
+    "vllm-0.23.0-decode-dsv3-tp8-page64": (vllm_mla_decode, ("0.23.0", 3, 16, 64, 8, 1000),
+                                           {"_fwd_grouped_kernel_stage1": ("vllm-mla-decode-2026-03",
+                                                                           "attn_decode_mla_fp8"),
+                                            "_fwd_kernel_stage2": ("-", "-")}),
     # Before 2026-01-29 SGLang picks 32x64 for MLA on capability >= 9, SM120's
     # 12.0 included: 106496 B, the crash users reported.
     "sglang-0.5.8-extend-kimi-tp8-bf16": (sglang_extend, ("0.5.8", "bf16", 3, 8, 300, 1000),
@@ -442,7 +443,7 @@ CASES = {
         {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_fp8_m16")}),
     "sglang-0.5.9-moe-kimi-tp8-down-fp8block-m512": (
         sglang_moe, ("0.5.9", "fp8_block", 512, 384, 8, 7168, 256, True),
-        {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_fp8_m16")}),
+        {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_fp8_d128")}),
     # GLM-4.7 at TP8: 160 routed experts, top_k 8, hidden 5120, gate/up N = 2 x
     # 1536 / 8; SGLang fuses the shared expert in (161 experts, top_k 9, as
     # sm120 run --model then sets).
@@ -452,6 +453,48 @@ CASES = {
     # These releases read an FP8 cache without k_scale/v_scale: not verified, refused.
     "sglang-0.5.9-extend-kimi-tp8-fp8": (sglang_extend, ("0.5.9", "fp8_e4m3", 2, 8, 77, 333),
                                          {"_fwd_kernel": {120: ("-", "-"), 90: ("!", "-")}}),
+    # SGLang 0.5.23 (sglang-extend-main: + LSE, k/v scales, page strides,
+    # compact_batch_size, Aux0): 32x32 on capability 12 (fits), 32x64 under
+    # the emulation; an FP8 cache with k_scale 0.73, v_scale 1.37.
+    "sglang-0.5.23-extend-kimi-tp8-fp8": (sglang_extend, ("0.5.23", "fp8_e4m3", 2, 8, 77, 333),
+                                          {"_fwd_kernel": {120: ("-", "-"),
+                                                           90: ("sglang-extend-main",
+                                                                "attn_extend_mla576_fp8")}}),
+    # SGLang's fused_moe_kernel_gptq_awq, INT4 W4A16 group 32, at the default
+    # tile 128x256x128, 8 warps, 4 stages (163840 B on sm_120, 196608 B on sm_90);
+    # with zero points it is refused: Triton then compiles stride_bzk (1) in,
+    # and the rule's signature, which passes the zero-point strides, does not apply.
+    "sglang-0.5.9-moe-kimi-tp8-gateup-int4-m512": (
+        sglang_moe, ("0.5.9", "int4", 512, 384, 8, 512, 7168),
+        {"fused_moe_kernel_gptq_awq": ("sglang-moe-gptq-awq", "moe_gemm_w4a16_m16")}),
+    "sglang-0.5.9-moe-kimi-tp8-gateup-int4zp-m512": (
+        sglang_moe, ("0.5.9", "int4_zp", 512, 384, 8, 512, 7168),
+        {"fused_moe_kernel_gptq_awq": ("!", "-", "stride_bzk")}),
+    # SGLang 0.5.23's fused_moe_kernel (+ add_mask_ptr; PDL on sm_90 and
+    # later), block FP8 at the default tile.  add_mask_ptr is None here (as in
+    # every launch the rules can take), so the runtime list is also
+    # sglang-moe-2026-03's, which comes first in rules/fused_moe.json and
+    # takes it; sglang-moe-main's extra values (FUSE_SWIGLU, MASK_OUTPUT, ...)
+    # are then not checked (rules/AUDIT.md, "Oracle findings").
+    "sglang-0.5.23-moe-kimi-tp8-gateup-fp8block-m512": (
+        sglang_moe, ("0.5.23", "fp8_block", 512, 384, 8, 512, 7168),
+        {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_fp8_m16")}),
+    # vLLM's down launch at the bf16 tile 128x256x64, 8 warps, 4 stages
+    # (147456 B on sm_120, 196608 B on sm_90), GLM-4.7 at TP8 (hidden 5120).
+    "vllm-0.33.0-moe-glm-tp8-down-bf16-m2048": (
+        with_(vllm_moe, down=True),
+        ("0.33.0", "bf16", 2048, 160, 8, 5120, 192, tuned(128, 256, 64, 32, 8, 4)),
+        {"fused_moe_kernel": ("vllm-moe-main", "moe_gemm_bf16_m128")}),
+    # ... and at the FP8 tile 128x256x128 per channel (per-token activation
+    # scales [rows, 1], weight scales [E, N, 1]); SGLang 0.5.9 at the bf16 tile.
+    "vllm-0.33.0-moe-glm-tp8-down-fp8chan-m2048": (
+        with_(vllm_moe, down=True),
+        ("0.33.0", "fp8_channel", 2048, 160, 8, 5120, 192, tuned(128, 256, 128, 32, 8, 4)),
+        {"fused_moe_kernel": ("vllm-moe-main", "moe_gemm_fp8_m128")}),
+    "sglang-0.5.9-moe-kimi-tp8-gateup-bf16-m512": (
+        with_(sglang_moe, config=tuned(128, 256, 64, 32, 8, 4)),
+        ("0.5.9", "bf16", 512, 384, 8, 512, 7168),
+        {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_bf16_m16")}),
     # --- what the compiled facts change (rules/AUDIT.md F1-F3): each case from
     # here on decides otherwise without them (FACTS_DECIDE) ---
     # F1: GLM-4.7 with SGLang's fused shared expert compiles top_k 9; with the
@@ -536,11 +579,56 @@ CASES = {
         vllm_moe, ("0.33.0", "fp8_block", 10, 256, 8, 512, 7168, tuned(16, 256, 128, 32, 8, 4)),
         {"fused_moe_kernel": ("vllm-moe-main", "moe_gemm_fp8_m16")}),
     # ... with 4 tokens vLLM takes its naive small-batch assignment (sorted_token_ids
-    # None): moe_gemm needs the aligned routing, so it is refused (rules/AUDIT.md).
+    # None, naive_block_assignment 1: 4 x 8 x 4 <= 256 experts): moe_gemm's row
+    # mode, one routed row per block, with the facts only (rules/AUDIT.md).
     "vllm-0.33.0-moe-dsv3-tp8-gateup-fp8block-m4-naive": (
         with_(vllm_moe, naive=True),
         ("0.33.0", "fp8_block", 4, 256, 8, 512, 7168, tuned(16, 256, 128, 64, 8, 4)),
-        {"fused_moe_kernel": ("!", "-", "naive_block_assignment")}),
+        {"fused_moe_kernel": ("vllm-moe-main", "moe_gemm_fp8_d16")}),
+    # ... its down launch (top_k 1, the routed weight) and the modular gate/up
+    # (topk_weights None as well)
+    "vllm-0.33.0-moe-dsv3-tp8-down-fp8block-m4-naive": (
+        with_(vllm_moe, naive=True, down=True),
+        ("0.33.0", "fp8_block", 4, 256, 8, 7168, 256, tuned(16, 256, 128, 64, 8, 4)),
+        {"fused_moe_kernel": ("vllm-moe-main", "moe_gemm_fp8_d128")}),
+    "vllm-0.33.0-moe-dsv3-tp8-gateup-fp8block-m4-naive-modular": (
+        with_(vllm_moe, naive=True, modular=True),
+        ("0.33.0", "fp8_block", 4, 256, 8, 512, 7168, tuned(16, 256, 128, 64, 8, 4)),
+        {"fused_moe_kernel": ("vllm-moe-main", "moe_gemm_fp8_d16")}),
+    # Kimi K2 at TP8 decoding 12 tokens (12 x 8 x 4 <= 384 experts), bf16, at
+    # E=512,N=1344 B200's bucket 4 (16x128x128, 4 warps, 4 stages: 110592 B on
+    # sm_120, 147456 B on sm_90)
+    "vllm-0.33.0-moe-kimi-tp8-gateup-bf16-m12-naive": (
+        with_(vllm_moe, naive=True),
+        ("0.33.0", "bf16", 12, 384, 8, 512, 7168, tuned(16, 128, 128, 1, 4, 4)),
+        {"fused_moe_kernel": ("vllm-moe-main", "moe_gemm_bf16_d16")}),
+    # BLOCK_SIZE_M 64: E=64,N=2560 H200 FP8 bucket 2 (64x256x128, 4 warps, 5
+    # stages: 163840 B on sm_120, 204800 B on sm_90), per tensor and per channel
+    "vllm-0.33.0-moe-e64-gateup-fp8tensor-m2-naive-bm64": (
+        with_(vllm_moe, naive=True),
+        ("0.33.0", "fp8_tensor", 2, 64, 8, 2560, 2048, tuned(64, 256, 128, 1, 4, 5)),
+        {"fused_moe_kernel": ("vllm-moe-main", "moe_gemm_fp8_d32")}),
+    "vllm-0.33.0-moe-e64-down-fp8chan-m2-naive-bm64": (
+        with_(vllm_moe, naive=True, down=True),
+        ("0.33.0", "fp8_channel", 2, 64, 8, 2048, 1280, tuned(64, 256, 128, 1, 4, 5)),
+        {"fused_moe_kernel": ("vllm-moe-main", "moe_gemm_fp8_d64")}),
+    # vLLM's modular gate/up (topk_weights None, F6a) with per-tensor FP8
+    # (stride_bse 1, F6b) at the tile 128x256x128: rerouted only with the facts.
+    "vllm-0.33.0-moe-glm-tp8-gateup-fp8tensor-m2048-modular": (
+        with_(vllm_moe, modular=True),
+        ("0.33.0", "fp8_tensor", 2048, 160, 8, 384, 5120, tuned(128, 256, 128, 32, 8, 4)),
+        {"fused_moe_kernel": ("vllm-moe-main", "moe_gemm_fp8_m128")}),
+    # A logit cap compiled in (rule value logit_cap 0): refused at load and at
+    # launch with the facts; without them it is invisible to the launch.
+    "sglang-0.5.9-extend-kimi-tp8-bf16-logit-cap": (
+        with_(sglang_extend, logit_cap=30.0), ("0.5.9", "bf16", 2, 8, 77, 333),
+        {"_fwd_kernel": {120: ("-", "-"), 90: ("!", "-", "logit_cap 30")}}),
+    # ... and in vLLM 0.23.0's decode (102400 B either way): refused with the
+    # facts; without them the launch looks like the rerouted one.
+    "vllm-0.23.0-decode-kimi-tp8-logit-cap": (
+        with_(vllm_mla_decode, logit_cap=30.0), ("0.23.0", 5, 8, 16, 16, 4099),
+        {"_fwd_grouped_kernel_stage1": ("!", "-", "logit_cap 30"),
+         "_fwd_kernel_stage2": ("-", "-")}),
 }
 
 

@@ -16,14 +16,16 @@ of triton): the framework itself is never imported.
 SM is the architecture Triton compiles for (120, 121 or 90; a stub driver answers
 it, no GPU is touched).  A CASE is one configuration, comma-separated:
 
-    DTYPE,BMxBNxBK,WARPS,STAGES[,block=NxK][,pc][,tma|tmab][,swap]
+    DTYPE,BMxBNxBK,WARPS,STAGES[,block=NxK][,pc][,tma|tmab][,swap][,nov3]
 
 DTYPE is bf16, float32, fp8_w8a8, int8_w8a8, int8_w8a16 (fused_moe_kernel) or
 int4_w4a16 (fused_moe_kernel_gptq_awq, group 128); block= gives 128x128-style
 block scales, pc per-channel scales, tma SGLang's tensor-descriptor loads of
 A and B (its _down configs' USE_TMA), tmab of B alone (USE_TMA in an
 up-projection config, SGLang main), swap the swap_ab layout the frameworks
-choose on sm_90 for fp8 with BLOCK_SIZE_M < 64 and BLOCK_SIZE_N >= 64.  The
+choose on sm_90 for fp8 with BLOCK_SIZE_M < 64 and BLOCK_SIZE_N >= 64, nov3
+a compile with DISABLE_MMA_V3=1 (no wgmma on sm_90: the dot stays on
+mma.sync, as in the benchmarks that keep Hopper to SM120's instructions).  The
 arguments are those the framework's host code passes (K 7168, N 512, top_k
 8, 256 experts, strides of 1 where the framework's are 1), so Triton
 specialises as in a serving process.  One line per case on stdout:
@@ -121,21 +123,21 @@ def parse_case(text):
         raise ValueError(f"case '{text}': dtype '{dtype}' is not one of {', '.join(DTYPES)}")
     bm, bn, bk = (int(x) for x in tile.split("x"))
     case = dict(dtype=dtype, bm=bm, bn=bn, bk=bk, warps=int(warps), stages=int(stages),
-                block=None, pc=False, tma=False, tmab=False, swap=False)
+                block=None, pc=False, tma=False, tmab=False, swap=False, nov3=False)
     for flag in parts[4:]:
         if flag.startswith("block="):
             case["block"] = tuple(int(x) for x in flag[6:].split("x"))
-        elif flag in ("pc", "tma", "tmab", "swap"):
+        elif flag in ("pc", "tma", "tmab", "swap", "nov3"):
             case[flag] = True
         else:
             raise ValueError(f"case '{text}': unknown flag '{flag}' "
-                             f"(block=NxK, pc, tma, tmab, swap)")
+                             f"(block=NxK, pc, tma, tmab, swap, nov3)")
     return case
 
 
 def flags_text(c):
     f = [f"block={c['block'][0]}x{c['block'][1]}"] if c["block"] else []
-    f += [k for k in ("pc", "tma", "tmab", "swap") if c[k]]
+    f += [k for k in ("pc", "tma", "tmab", "swap", "nov3") if c[k]]
     return ",".join(f) or "-"
 
 
@@ -240,6 +242,20 @@ def compute(dtype):
     return tl.float32 if dtype == "float32" else tl.bfloat16
 
 
+def set_mma_v3(fn, allowed):
+    """Compile @fn's next kernels with MMA v3 allowed or not (DISABLE_MMA_V3):
+    Triton reads the variable at each compile and keys its file cache on it,
+    but not the JIT function's in-memory cache, which is dropped on a change."""
+    if (os.environ.get("DISABLE_MMA_V3") != "1") == allowed:
+        return
+    if allowed:
+        del os.environ["DISABLE_MMA_V3"]
+    else:
+        os.environ["DISABLE_MMA_V3"] = "1"
+    for kernel_cache, *_ in fn.device_caches.values():
+        kernel_cache.clear()
+
+
 def measure(src, arch, c):
     """(kernel name, Triton's metadata.shared) for case @c of @src on sm_@arch."""
     mod = jit_module(src)
@@ -247,6 +263,7 @@ def measure(src, arch, c):
     fn = mod.fused_moe_kernel_gptq_awq if gptq else mod.fused_moe_kernel
     params = [(p.name, p.has_default) for p in fn.params]
     args = (gptq_awq_args if gptq else fused_moe_args)(c, params)
+    set_mma_v3(fn, not c["nov3"])
     kernel = fn.run(grid=(1,), warmup=True, num_warps=c["warps"], num_stages=c["stages"],
                     **args)
     return fn.__name__, kernel.metadata.shared

@@ -3,13 +3,15 @@
 # shim and the fake driver (an H200), no GPU: Triton 3.6's own
 # CompiledKernel._init_handles, with its driver utilities as the ctypes
 # calls Triton's driver.c makes (tests/oracle/hook_check.py), on SGLang
-# 0.5.9's real fused_moe_kernel and a kernel no rule names.  Per mode and
+# 0.5.9's real fused_moe_kernel, a kernel no rule names, and vLLM 0.33.0's
+# fused_moe_kernel in its naive small-batch assignment, launched, and SGLang's
+# compiled with DISABLE_MMA_V3=1 (mma.sync on sm_90), launched.  Per mode and
 # advertise setting: which kernels Triton loads, which raise Triton's own
 # OutOfResources with which limit, what the log says, and that the hook
 # leaves PYTHONPATH and other sitecustomize files working.
 # Prints "ok - ..." / "not ok - ...".
 set -u
-echo 1..15 # plan: the number of checks below
+echo 1..21 # plan: the number of checks below
 B=${SM120_BUILD:-build}
 SHIM=$(pwd)/$B/libsm120shim.so
 py=$B/oracle-venv/bin/python3
@@ -57,6 +59,48 @@ grep -q '"event":"triton_load","action":"admit".*"kernel":"fused_moe_kernel".*"r
 grep -qx "describe moe-rule-tile .*BLOCK_SIZE_M=128;BLOCK_SIZE_N=256;BLOCK_SIZE_K=128;GROUP_SIZE_M=32;MUL_ROUTED_WEIGHT=0;top_k=8;compute_type=bf16;.*a_ptr:\*fp8e4nv;b_ptr:\*fp8e4nv;c_ptr:\*bf16;.*sorted_token_ids_ptr:\*i32;.*" "$work/reroute.out" &&
 	echo "ok - the hook records the constexprs and argument types Triton compiled in (top_k, compute type, FP8 operands)" ||
 	{ echo "not ok - describe"; grep describe "$work/reroute.out" | sed 's/^/#   /'; }
+
+# vLLM 0.33.0's fused_moe_kernel in its naive small-batch assignment, alone
+# (the fake gives every function one handle): loaded with the hook's facts
+# for vllm-moe-main, its launch planned on moe_gemm's row mode (which the
+# fake cannot run); without the facts (no hook) the launch is refused.
+run naive SM120SHIM_MODE=reroute HOOK_CHECK_CASES=vllm-naive
+expect naive "reroute: vLLM's naive-assignment fused_moe_kernel (140288 B on sm_90) loads for its rule" \
+	"vllm-naive loaded 140288"
+grep -q '"event":"triton_load","action":"admit".*"kernel":"fused_moe_kernel".*"rule":"vllm-moe-main".*"dynamic_smem":140288' "$work/naive.jsonl" &&
+	grep -q '"event":"launch".*"decision":"reroute".*"kernel":"fused_moe_kernel".*"compiled":".*naive_block_assignment=1' "$work/naive.jsonl" &&
+	grep -q "not rerouted: no current CUDA context to launch moe_gemm_fp8_d16 in" "$work/naive.err" &&
+	"$B/sm120" route --json --target sm120 "$work/naive.jsonl" 2>&1 |
+	grep -q '"event":"launch","kernel":"fused_moe_kernel","decision":"reroute","rule":"vllm-moe-main","rerouted_to":"moe_gemm_fp8_d16"' &&
+	echo "ok - its launch, as vLLM makes it, is planned by vllm-moe-main on moe_gemm_fp8_d16 (the decode kernel's row mode; sm120 route agrees)" ||
+	{ echo "not ok - naive launch"; sed 's/^/#   /' "$work/naive.jsonl" "$work/naive.err"; }
+run naivebare SM120SHIM_MODE=reroute SM120SHIM_ADVERTISE=232448 HOOK_CHECK_CASES=vllm-naive
+grep -q "vllm-naive launch [1-9]" "$work/naivebare.out" &&
+	grep -q "not rerouted: .*only with the compiled facts of the Python hook" "$work/naivebare.err" &&
+	echo "ok - without the hook's facts the naive launch is refused, saying so" ||
+	{ echo "not ok - naive launch without facts"; sed 's/^/#   /' "$work/naivebare.out" "$work/naivebare.err"; }
+
+# SGLang's kernel compiled with DISABLE_MMA_V3=1, alone: mma.sync's 148480 B
+# on sm_90, not wgmma's 197632.  The hook's mma_v3=0 lets the shim check it
+# against the mma.sync allocation: loaded for its rule, its launch planned;
+# without the entry (a hook that does not say) the shim expects wgmma's size.
+run nov3 SM120SHIM_MODE=reroute HOOK_CHECK_CASES=sglang-nov3
+expect nov3 "reroute: SGLang's fused_moe_kernel compiled with DISABLE_MMA_V3=1 (148480 B on sm_90) loads for its rule" \
+	"sglang-nov3 loaded 148480"
+grep -q "^describe sglang-nov3 num_warps=8;num_stages=4;mma_v3=0;" "$work/nov3.out" &&
+	grep -q "^describe moe-rule-tile num_warps=8;num_stages=4;mma_v3=1;" "$work/reroute.out" &&
+	grep -q '"event":"triton_load","action":"admit".*"kernel":"fused_moe_kernel".*"rule":"sglang-moe-2026-03".*"dynamic_smem":148480' "$work/nov3.jsonl" &&
+	grep -q '"event":"launch".*"decision":"reroute".*"kernel":"fused_moe_kernel".*"compiled":"[^"]*mma_v3=0' "$work/nov3.jsonl" &&
+	grep -q "not rerouted: no current CUDA context to launch moe_gemm_fp8_[a-z0-9_]* in" "$work/nov3.err" &&
+	"$B/sm120" route --json --target sm120 "$work/nov3.jsonl" 2>&1 |
+	grep -q '"event":"launch","kernel":"fused_moe_kernel","decision":"reroute","rule":"sglang-moe-2026-03","rerouted_to":"moe_gemm_fp8_' &&
+	echo "ok - the hook says mma_v3=0 (1 without DISABLE_MMA_V3), and the launch is planned by sglang-moe-2026-03 on a moe_gemm FP8 kernel (sm120 route agrees)" ||
+	{ echo "not ok - DISABLE_MMA_V3 launch"; sed 's/^/#   /' "$work/nov3.out" "$work/nov3.jsonl" "$work/nov3.err"; }
+run unsaid SM120SHIM_MODE=reroute HOOK_CHECK_CASES=sglang-nov3-unsaid
+grep -qx "sglang-nov3 OutOfResources 148480 101376" "$work/unsaid.out" &&
+	grep -q "has 148480 B of dynamic shared memory, but Triton compiles 197632 B on sm_90 .*disagree" "$work/unsaid.err" &&
+	echo "ok - without the mma_v3 entry the shim expects wgmma's 197632 B on sm_90 and refuses it, saying so" ||
+	{ echo "not ok - DISABLE_MMA_V3 without the fact"; sed 's/^/#   /' "$work/unsaid.out" "$work/unsaid.err"; }
 
 # A real SM120 card (the fake reports 101376 B), target auto: the same.
 run card SM120SHIM_MODE=reroute SM120SHIM_TARGET= FAKECUDA_OPTIN=101376

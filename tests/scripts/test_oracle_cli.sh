@@ -12,11 +12,13 @@
 # without the hook), every case that does not depend on it must decide the
 # same.
 # A framework release that changes a signature then fails here, not in a
-# user's process.  Needs the packages `make oracle` fetches and the Triton
+# user's process.  $SM120_ORACLE_GEN names another generator of cases in
+# launches.py's format (tests/scripts/test_context_cli.sh).  Needs the packages `make oracle` fetches and the Triton
 # venv make test installs; without them every check fails, naming the step.
 set -u
 B=${SM120_BUILD:-build}
 py=$B/oracle-venv/bin/python3
+gen=${SM120_ORACLE_GEN:-tests/oracle/launches.py}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 planned=0
@@ -24,12 +26,12 @@ planned=0
 for arch in 120 90; do
 	mkdir -p "$work/$arch"
 	planned=$((planned + 1))
-	if SM120_ORACLE="$B/oracle" SM120_ORACLE_ARCH=$arch "$py" tests/oracle/launches.py \
+	if SM120_ORACLE="$B/oracle" SM120_ORACLE_ARCH=$arch "$py" "$gen" \
 		"$work/$arch" >"$work/$arch.gen" 2>&1; then
 		echo "ok - sm_$arch: Triton compiled the frameworks' kernels from their released packages"
 		sed 's/^# /# sm_'$arch': /' "$work/$arch.gen" | grep '^#'
 	else
-		echo "not ok - sm_$arch: tests/oracle/launches.py failed (make oracle fetches the packages)"
+		echo "not ok - sm_$arch: $gen failed (make oracle fetches the packages)"
 		tail -n 5 "$work/$arch.gen" | sed 's/^/#   /'
 		continue
 	fi

@@ -615,15 +615,18 @@ static void test_fused_moe(void **state)
 	assert_int_equal(a.group_k, 128);
 	assert_int_equal(a.as_stride_m, 56);
 	assert_int_equal(a.bs_stride_n, 56);
-	/* vLLM: its own list, same plan; 4 tokens: the k-split 16-row kernel */
+	/* vLLM: its own list, same plan; 4 tokens: the decode kernel, 16 columns a block
+	   (K 7168), one block row per routed row at most */
 	kimi_moe(&f, "vllm-moe-main");
 	set(&f, "num_valid_tokens", 32), set(&f, "EM", 32 + 385 * 127);
 	f.l.grid[0] = ((32 + 385 * 127 + 127) / 128) * 2;
 	expect_plan(&f, "vllm-moe-main", NULL, &plan);
-	assert_string_equal(plan.kernel, moe_gemm_kernel_name(MOE_FP8, 16));
-	assert_int_equal(plan.grid[0], 512 / MOE_GEMM_TN(16));
-	assert_int_equal(plan.grid[1], (32 + 385 * 127 + 15) / 16);
-	assert_int_equal(plan.dynamic_smem, moe_gemm_smem(MOE_FP8, 16));
+	assert_string_equal(plan.kernel, moe_gemm_decode_name(MOE_FP8, 16));
+	assert_int_equal(moe_gemm_decode_tn(MOE_FP8, 7168), 16);
+	assert_int_equal(plan.grid[0], moe_gemm_decode_cols(MOE_FP8, 512, 7168, 16, 32 + 385 * 127, 128, 32));
+	assert_int_equal(plan.grid[0], 32);   /* 32 tiles x 32 block rows: a tile a block */
+	assert_int_equal(plan.grid[1], 32);
+	assert_int_equal(plan.dynamic_smem, 0);
 	/* bf16 (128 x 256 x 64 has the FP8 tile's size): no scale pointers */
 	kimi_moe(&f, "sglang-moe-2026-03");
 	drop(&f, "a_scale_ptr"), drop(&f, "b_scale_ptr");
@@ -707,6 +710,30 @@ static void test_moe_decisions(void **state)
 	assert_int_equal(moe_gemm_rows_tile(64, 4096 * 8, 4096 * 8 + 385 * 63), 64);
 	assert_int_equal(moe_gemm_rows_tile(32, 8, 8 + 385 * 31), 16);
 	assert_int_equal(moe_gemm_rows_tile(8, 8, 8), 0);
+	/* the decode kernels: Kimi K2 TP8's gate/up (K 7168) on 16-column tiles, its down
+	   (K 256) on 128; gate/up at one token on BLOCK_SIZE_M 128 or 16 and at 16 on 128,
+	   not at 16 tokens on 16 or 32 on 128 (the 16-row tile's grid is busy enough) nor
+	   at 512; down up to 24 rows an expert */
+	assert_int_equal(moe_gemm_decode_tn(MOE_BF16, 7168), 16);
+	assert_int_equal(moe_gemm_decode_tn(MOE_FP8, 5120), 16);
+	assert_int_equal(moe_gemm_decode_tn(MOE_BF16, 256), 128);
+	assert_int_equal(moe_gemm_decode_tn(MOE_FP8, 192), 128);
+	assert_int_equal(moe_gemm_decode_tn(MOE_FP8, 2048), 32);
+	assert_int_equal(moe_gemm_decode_tn(MOE_W4A16, 7168), 0);
+	assert_true(moe_gemm_decode_wanted(MOE_FP8, 128, 8, 8 + 385 * 127, 7168));
+	assert_true(moe_gemm_decode_wanted(MOE_BF16, 128, 8 * 8, 8 * 8 + 385 * 127, 7168));
+	assert_true(moe_gemm_decode_wanted(MOE_BF16, 128, 16 * 8, 16 * 8 + 385 * 127, 7168));
+	assert_false(moe_gemm_decode_wanted(MOE_BF16, 128, 32 * 8, 32 * 8 + 385 * 127, 7168));
+	assert_true(moe_gemm_decode_wanted(MOE_BF16, 16, 8, 8 + 385 * 15, 7168));
+	assert_false(moe_gemm_decode_wanted(MOE_BF16, 16, 16 * 8, 16 * 8 + 385 * 15, 7168));
+	assert_false(moe_gemm_decode_wanted(MOE_FP8, 128, 512 * 8, 512 * 8 + 385 * 127, 7168));
+	assert_true(moe_gemm_decode_wanted(MOE_FP8, 128, 512 * 8, 512 * 8 + 385 * 127, 256));
+	assert_false(moe_gemm_decode_wanted(MOE_FP8, 128, 4096 * 8, 4096 * 8 + 385 * 127, 256));
+	assert_false(moe_gemm_decode_wanted(MOE_NVFP4, 128, 8, 8 + 385 * 127, 256));
+	assert_int_equal(moe_gemm_decode_blocks(8 + 385 * 127, 128, 8), 8);
+	assert_int_equal(moe_gemm_decode_blocks(100, 16, 64), 7);
+	assert_int_equal(moe_gemm_decode_cols(MOE_BF16, 512, 7168, 16, 8 + 385 * 127, 128, 8), 32);
+	assert_int_equal(moe_gemm_decode_cols(MOE_FP8, 7168, 256, 128, 128 + 385 * 127, 128, 128), 14);
 }
 
 /* ------------------------------------------------------------------ compiled facts */
@@ -918,12 +945,6 @@ static void test_facts_moe_routed_weight(void **state)
 	top_k_setting = "9";
 	hidden_setting = "5120";
 	expect_refusal(&f, "the launch cannot show which");
-	/* naive block assignment itself, with the facts: refused by its flag */
-	glm_moe(&f, "vllm-moe-main");
-	drop(&f, "sorted_token_ids_ptr");
-	moe_facts(&f, 9, 0, "per_channel_quant=0;group_n=0;group_k=0;naive_block_assignment=1", NULL);
-	expect_refusal(&f, "compiled with naive_block_assignment 1; rule vllm-moe-main reroutes it "
-			   "only with naive_block_assignment 0");
 }
 
 /* F3, F4, F6(b): compute type, operand types, flags and the scale layout. */
@@ -1244,6 +1265,159 @@ static const struct rule *cfg_admitted(const struct fake *f, const struct moe_cf
 }
 
 /*
+ * naive_launch - vLLM's naive block assignment (rules/AUDIT.md) as
+ * invoke_fused_moe_triton_kernel launches kimi_moe's gate/up (N 512, K 7168,
+ * top_k 8) for @tokens tokens at configuration @c: sorted_token_ids None,
+ * expert_ids the flat topk_ids, EM = tokens x 8 x BLOCK_SIZE_M, one
+ * framework block per routed row, naive_block_assignment 1 compiled in.
+ */
+static void naive_launch(struct fake *f, const struct moe_cfg *c, int tokens)
+{
+	const int64_t nv = (int64_t)tokens * 8;
+
+	moe_cfg_launch(f, "vllm-moe-main", c, 0, 1);
+	set(f, "num_valid_tokens", nv), set(f, "EM", nv * c->bm);
+	f->l.grid[0] = (unsigned)(nv * ((512 + c->bn - 1) / c->bn));
+	drop(f, "sorted_token_ids_ptr");
+	refact(f, "sorted_token_ids_ptr:*i32", "sorted_token_ids_ptr=None");
+	refact(f, "naive_block_assignment=0", "naive_block_assignment=1");
+}
+
+/* naive_down - the down launch of naive_launch: N 7168 (hidden), K 256, top_k 1, routed weight. */
+static void naive_down(struct fake *f, const struct moe_cfg *c, int tokens)
+{
+	naive_launch(f, c, tokens);
+	set(f, "N", 7168), set(f, "K", 256), set(f, "stride_am", 256);
+	set(f, "stride_be", 7168 * 256), set(f, "stride_bn", 256), set(f, "stride_cm", 7168);
+	if (c->quant >= 2)
+		set(f, "stride_asm", 2), set(f, "stride_bse", 56 * 2), set(f, "stride_bsn", 2);
+	f->l.grid[0] = (unsigned)(tokens * 8 * ((7168 + c->bn - 1) / c->bn));
+	refact(f, "MUL_ROUTED_WEIGHT=0;top_k=8", "MUL_ROUTED_WEIGHT=1;top_k=1");
+}
+
+/*
+ * vLLM's naive block assignment with the compiled facts: moe_gemm's row mode
+ * (one routed row per framework block, the 16-row kernel, block_m the
+ * framework's so that num_tokens_post_padded means what it means to vLLM),
+ * for every weight format and both launches; without the facts, or where the
+ * facts and the launch disagree, refused.
+ */
+static void test_facts_moe_naive(void **state)
+{
+	/* vLLM E=256,N=256 B200 block FP8, bucket 4: 16 x 256 x 128, 8 warps, 4 stages */
+	static const struct moe_cfg ds16 = { 16, 256, 128, 8, 4, 2, 120 };
+	/* vLLM E=64,N=2560 H200 FP8, bucket 2: 64 x 256 x 128, 4 warps, 5 stages (sm_90) */
+	static const struct moe_cfg t64 = { 64, 256, 128, 4, 5, 1, 90 };
+	/* vLLM E=512,N=1344 B200 bf16, bucket 4: 16 x 128 x 128, 4 warps, 4 stages */
+	static const struct moe_cfg bf16 = { 16, 128, 128, 4, 4, 0, 120 };
+	struct reroute_plan plan;
+	struct moe_gemm_args a;
+	struct fake f;
+	struct sm_err why = { "" };
+
+	(void)state;
+	/* DeepSeek-V3 at TP8, 4 tokens (4 x 8 x 4 <= 256 experts): 32 routed rows, on the
+	   decode kernel (row mode), 16 columns a block (K 7168), a block row per routed row */
+	naive_launch(&f, &ds16, 4);
+	assert_int_equal(f.l.dynamic_smem, 105472);
+	expect_plan(&f, "vllm-moe-main", NULL, &plan);
+	assert_string_equal(plan.kernel, moe_gemm_decode_name(MOE_FP8, 16));
+	assert_int_equal(plan.grid[0], moe_gemm_decode_cols(MOE_FP8, 512, 7168, 16, 32 * 16, 16, 32));
+	assert_int_equal(plan.grid[1], 32);
+	assert_int_equal(plan.dynamic_smem, 0);
+	memcpy(&a, plan.args, sizeof(a));
+	assert_null(a.sorted_ids);
+	assert_ptr_equal(a.expert_ids, (void *)0x800000);
+	assert_ptr_equal(a.num_tokens_post_padded, (void *)0x900000);
+	assert_int_equal(a.block_m, 16);
+	assert_int_equal(a.EM, 32 * 16);
+	assert_int_equal(a.num_valid, 32);
+	assert_int_equal(a.top_k, 8);
+	assert_int_equal(a.mul_routed_weight, 0);
+	assert_int_equal(a.scale, MOE_SCALE_BLOCK);
+	assert_int_equal(a.as_stride_m, 56);
+	/* ... loaded as it is launched (route_admit: the same rule) */
+	assert_non_null(cfg_admitted(&f, &ds16, &why));
+	/* ... its down launch: top_k 1, the routed weight, 7168 columns (K 256: 128 a block) */
+	naive_down(&f, &ds16, 4);
+	expect_plan(&f, "vllm-moe-main", NULL, &plan);
+	memcpy(&a, plan.args, sizeof(a));
+	assert_string_equal(plan.kernel, moe_gemm_decode_name(MOE_FP8, 128));
+	assert_int_equal(plan.grid[0], moe_gemm_decode_cols(MOE_FP8, 7168, 256, 128, 32 * 16, 16, 32));
+	assert_int_equal(plan.grid[1], 32);
+	assert_int_equal(a.top_k, 1);
+	assert_int_equal(a.mul_routed_weight, 1);
+	assert_ptr_equal(a.topk_weights, (void *)0x600000);
+	assert_null(a.sorted_ids);
+	/* ... the modular TritonExperts gate/up: topk_weights None too */
+	naive_launch(&f, &ds16, 4);
+	drop(&f, "topk_weights_ptr");
+	refact(&f, "topk_weights_ptr:*fp32", "topk_weights_ptr=None");
+	expect_plan(&f, "vllm-moe-main", NULL, &plan);
+	memcpy(&a, plan.args, sizeof(a));
+	assert_null(a.topk_weights);
+	assert_null(a.sorted_ids);
+	/* BLOCK_SIZE_M 64 on sm_90 (per tensor): block_m stays 64, one row block per routed row */
+	naive_launch(&f, &t64, 2);
+	assert_int_equal(f.l.dynamic_smem, 204800);
+	expect_plan(&f, "vllm-moe-main", NULL, &plan);
+	memcpy(&a, plan.args, sizeof(a));
+	assert_string_equal(plan.kernel, moe_gemm_decode_name(MOE_FP8, 16));
+	assert_int_equal(plan.grid[1], 16);
+	assert_int_equal(a.block_m, 64);
+	assert_int_equal(a.EM, 16 * 64);
+	assert_int_equal(a.scale, MOE_SCALE_TENSOR);
+	/* ... per channel */
+	naive_launch(&f, &t64, 2);
+	set(&f, "stride_bse", 512);
+	drop(&f, "stride_asm"), drop(&f, "stride_ask"), drop(&f, "stride_bsk"), drop(&f, "stride_bsn");
+	refact(&f, "per_channel_quant=0", "per_channel_quant=1");
+	refact(&f, "stride_asm:i32", "stride_asm=1"), refact(&f, "stride_ask:i32", "stride_ask=1");
+	refact(&f, "stride_bsk:i32", "stride_bsk=1"), refact(&f, "stride_bsn:i32", "stride_bsn=1");
+	expect_plan(&f, "vllm-moe-main", NULL, &plan);
+	memcpy(&a, plan.args, sizeof(a));
+	assert_int_equal(a.scale, MOE_SCALE_CHANNEL);
+	assert_int_equal(a.bs_stride_e, 512);
+	/* bf16 */
+	naive_launch(&f, &bf16, 12);
+	assert_int_equal(f.l.dynamic_smem, 110592);
+	expect_plan(&f, "vllm-moe-main", NULL, &plan);
+	assert_string_equal(plan.kernel, moe_gemm_decode_name(MOE_BF16, 16));
+	assert_int_equal(plan.grid[1], 96);
+	/* refusals: EM other than vLLM's, the pointer and the flag disagreeing, a flag
+	   that is not one, int64 expert ids (EP paths' topk_ids), and no facts */
+	naive_launch(&f, &ds16, 4);
+	set(&f, "EM", 31 * 16);
+	f.l.grid[0] = 31 * 2;
+	expect_refusal(&f, "naive block assignment with EM 496, not the 32 routed rows x "
+			   "BLOCK_SIZE_M 16 vLLM launches it with");
+	naive_launch(&f, &ds16, 4);
+	refact(&f, "naive_block_assignment=1", "naive_block_assignment=0");
+	expect_refusal(&f, "compiled with naive_block_assignment 0 but sorted_token_ids_ptr is None");
+	moe_cfg_launch(&f, "vllm-moe-main", &ds16, 0, 1);
+	refact(&f, "naive_block_assignment=0", "naive_block_assignment=1");
+	expect_refusal(&f, "compiled with naive_block_assignment 1 but sorted_token_ids_ptr is passed");
+	naive_launch(&f, &ds16, 4);
+	refact(&f, "naive_block_assignment=1", "naive_block_assignment=2");
+	expect_refusal(&f, "state naive_block_assignment, but not as 0 or 1");
+	naive_launch(&f, &ds16, 4);
+	refact(&f, "expert_ids_ptr:*i32", "expert_ids_ptr:*i64");
+	expect_refusal(&f, "expert_ids_ptr is *i64 in the compiled kernel; moe_gemm reads it as *i32");
+	/* ... without the facts, at the exact tile a rule takes without them (128 x 256 x 128) */
+	naive_launch(&f, &(struct moe_cfg){ 128, 256, 128, 8, 4, 1, 120 }, 4);
+	assert_int_equal(f.l.dynamic_smem, 147456);
+	expect_plan(&f, "vllm-moe-main", NULL, &plan);
+	f.l.compiled = NULL;
+	expect_refusal(&f, "the launch cannot show which");
+	/* SGLang's kernel has no naive path: the flag is not read there */
+	moe_cfg_launch(&f, "sglang-moe-2026-03", &ds16, 0, 1);
+	expect_plan(&f, "sglang-moe-2026-03", "sglang-moe-main", &plan);
+	memcpy(&a, plan.args, sizeof(a));
+	assert_ptr_equal(a.sorted_ids, (void *)0x700000);
+}
+
+
+/*
  * A kernel admitted at load is rerouted at launch, and one refused at load
  * is refused at launch: a walk over configurations (both frameworks, bf16 and
  * FP8 per tensor and in 128x128 and 64x64 blocks, BLOCK_SIZE_M 8 to 512,
@@ -1517,6 +1691,7 @@ int main(void)
 		cmocka_unit_test(test_facts_decode),
 		cmocka_unit_test(test_generic_moe),
 		cmocka_unit_test(test_generic_admit_agrees),
+		cmocka_unit_test(test_facts_moe_naive),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

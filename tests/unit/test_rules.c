@@ -359,6 +359,46 @@ static void test_smem_models(void **state)
 	assert_int_equal(smem(NULL, gptq, 120, &why), 0);
 }
 
+/* mma_v3, the hook's fact of DISABLE_MMA_V3: 0 puts sm_90 on mma.sync's allocation. */
+static void test_smem_mma_v3(void **state)
+{
+	static const char *const moe = "num_warps=8;num_stages=4;BLOCK_SIZE_M=128;BLOCK_SIZE_N=256;"
+				       "BLOCK_SIZE_K=128;compute_type=bf16;use_fp8_w8a8=1";
+	struct rule_generic_tile g;
+	struct sm_err why;
+	char f[512];
+
+	(void)state;
+	/* absent or 1: wgmma, num_stages buffers; 0: mma.sync, num_stages - 1 */
+	assert_int_equal(smem("triton_fused_moe_sglang", moe, 90, &why), 196608);
+	snprintf(f, sizeof(f), "%s;mma_v3=1", moe);
+	assert_int_equal(smem("triton_fused_moe_sglang", f, 90, &why), 196608);
+	snprintf(f, sizeof(f), "mma_v3=0;%s", moe);
+	assert_int_equal(smem("triton_fused_moe_sglang", f, 90, &why), 147456);
+	assert_int_equal(smem("triton_fused_moe_vllm", f, 90, &why), 147456);
+	/* sm_120 has no wgmma either way */
+	assert_int_equal(smem("triton_fused_moe_sglang", f, 120, &why), 147456);
+	/* the INT4 kernel: no converted-B ring under mma.sync */
+	assert_int_equal(smem("triton_fused_moe_gptq_awq", "mma_v3=0;num_warps=8;num_stages=4;"
+			      "BLOCK_SIZE_M=128;BLOCK_SIZE_N=256;BLOCK_SIZE_K=128;compute_type=bf16;"
+			      "use_int4_w4a16=1", 90, &why), 163840);
+	/* neither 0 nor 1: refused, not guessed */
+	snprintf(f, sizeof(f), "%s;mma_v3=2", moe);
+	assert_int_equal(smem("triton_fused_moe_sglang", f, 90, &why), 0);
+	assert_non_null(strstr(why.msg, "mma_v3 as neither 0 nor 1"));
+	snprintf(f, sizeof(f), "%s;mma_v3=true", moe);
+	assert_int_equal(smem("triton_fused_moe_sglang", f, 90, &why), 0);
+	/* the tile check: the mma.sync size on sm_90 is taken only with mma_v3=0 */
+	fp8_facts(f, sizeof(f), 64, 128, 0, "");
+	assert_int_equal(generic(&toy_gen, f, 90, 128, 122880, &g, &why), -EINVAL);
+	assert_non_null(strstr(why.msg, "but Triton compiles 163840 B on sm_90 for"));
+	fp8_facts(f, sizeof(f), 64, 128, 0, ";mma_v3=0");
+	assert_int_equal(generic(&toy_gen, f, 90, 128, 122880, &g, &why), 0);
+	assert_int_equal(g.tile.dynamic_smem, 122880);
+	assert_int_equal(generic(&toy_gen, f, 90, 128, 163840, &g, &why), -EINVAL);
+	assert_non_null(strstr(why.msg, "but Triton compiles 122880 B on sm_90 for"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -366,6 +406,7 @@ int main(void)
 		cmocka_unit_test(test_sglang_extend_releases),
 		cmocka_unit_test(test_generic_tile),
 		cmocka_unit_test(test_smem_models),
+		cmocka_unit_test(test_smem_mma_v3),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,7 +3,8 @@
  * triton_smem.c) against Triton: every row of the committed table of real
  * Triton 3.6 compiles of SGLang's and vLLM's kernels
  * (tests/fixtures/configs/triton_smem_measured.tsv, written by
- * tests/oracle/moe_smem.py; $SM120_SMEM_TABLE overrides the path), the
+ * tests/oracle/moe_smem.py; $SM120_SMEM_TABLE overrides the path; flag nov3:
+ * compiled with DISABLE_MMA_V3=1), the
  * shim's rule tiles, the dtype table and the swap_ab choice.
  */
 #include <errno.h>
@@ -68,6 +69,15 @@ static void test_rule_tiles(void **state)
 	assert_int_equal(triton_moe_smem(&t), 163840);
 	t.sm = 90;
 	assert_int_equal(triton_moe_smem(&t), 196608);
+	/* DISABLE_MMA_V3: sm_90 allocates as mma.sync does, SM120's sizes */
+	t.no_mma_v3 = 1;
+	assert_int_equal(triton_moe_smem(&t), 163840);
+	t = tile_of(90, "fp8_w8a8", 128, 256, 128, 8, 4);
+	t.no_mma_v3 = 1;
+	assert_int_equal(triton_moe_smem(&t), 147456);
+	t.group_n = t.group_k = 128;
+	t.b_scale_vector = 1;
+	assert_int_equal(triton_moe_smem(&t), 148480);
 }
 
 static void test_dtypes_and_swap(void **state)
@@ -147,6 +157,8 @@ static int row_tile(char *line, struct triton_moe_tile *t, uint64_t *want, char 
 			t->tma_b = 1;
 		else if (strcmp(flag, "swap") == 0)
 			t->swap_ab = 1;
+		else if (strcmp(flag, "nov3") == 0)
+			t->no_mma_v3 = 1;
 		else if (strcmp(flag, "pc") != 0 && strcmp(flag, "-") != 0) {
 			snprintf(why, n, "unknown flag %s", flag);
 			return -1;

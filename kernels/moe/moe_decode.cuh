@@ -1,0 +1,362 @@
+/*
+ * moe_decode.cuh - the device code of moe_gemm.h's decode kernels
+ * (moe_gemm_<quant>_d<TN>, bf16 and FP8) as a template; moe_gemm.cu
+ * instantiates them.  No kernel is defined here.
+ *
+ * At decode each expert gets one or a few routed rows: the kernel reads each
+ * touched weight once and does almost no arithmetic per byte, so what it
+ * needs is every SM keeping enough weight bytes in flight.  Hence:
+ *   - W is the mma.sync A operand (a warp's 16 weight columns, m16) and the
+ *     routed rows the B operand (n8), so one MMA covers a pass of up to 8
+ *     rows: no 16-row padding of A (a framework block of more valid rows
+ *     takes more passes, each streaming the weights again; the plans keep
+ *     such launches on the row tiles, moe_gemm_decode_wanted);
+ *   - each lane loads 16 contiguous bytes of a W row (and of an A row) per
+ *     64-byte half k step straight into registers.  The k order inside a half
+ *     step is permuted, identically for W and A (a dot product does not
+ *     depend on the order of its k), so that those 16 bytes are exactly the
+ *     lane's fragment registers of two MMAs: lane quad q holds bytes
+ *     16q .. 16q + 15 of the half step, words w0..w3, and MMA t (0, 1) takes
+ *     word 2t as its low-k register (a0/a1, b0) and word 2t + 1 as its
+ *     high-k one (a2/a3, b1).  For bf16 (m16n8k16) MMA t multiplies the k
+ *     {8q + 4t + 0..3}, for E4M3 (m16n8k32) {16q + 8t + 0..7}, over q;
+ *   - a warp owns whole 128-byte k steps (64 bf16 or 128 E4M3 k: one FP8
+ *     128 x 128 block-scale group, applied per step as Triton does per
+ *     BLOCK_SIZE_K), every MOE_DECODE_KWARPS-th of K, and keeps
+ *     MOE_DECODE_DEPTH of them in flight in registers: no shared-memory
+ *     staging and no barrier in the k loop;
+ *   - the warps' k partial sums meet in shared memory and are added in warp
+ *     order (deterministic), then the epilogue writes whole bf16 pairs.
+ */
+#ifndef SM120_KERNELS_MOE_DECODE_CUH
+#define SM120_KERNELS_MOE_DECODE_CUH
+
+#include <stdint.h>
+
+#include "../primitives.cuh"
+#include "moe_gemm.h"
+
+namespace moe_decode {
+
+using namespace sm120k;
+
+template <int QUANT, int TN>
+struct shape {
+	static constexpr int WN = TN / 16;                 /* warps along N, 16 columns each */
+	static constexpr int WK = MOE_DECODE_KWARPS(TN);   /* warps along K */
+	static constexpr int ESZ = QUANT == MOE_FP8 ? 1 : 2;
+	static constexpr int STEP = 128;                   /* bytes of a W or A row per k step */
+	static constexpr int WINDOW = MOE_GEMM_THREADS;    /* sorted rows gathered at a time */
+	static constexpr int PASS = 8;                     /* routed rows per pass: the n8 operand */
+	static constexpr int DEPTH = MOE_DECODE_DEPTH;     /* k steps in flight per warp */
+	static_assert(WN * WK * 32 == MOE_GEMM_THREADS && TN % 16 == 0, "8 warps, 16-column warp tiles");
+	static_assert(QUANT == MOE_BF16 || QUANT == MOE_FP8, "bf16 and FP8 only");
+};
+
+/* A block's shared memory: the warps' k partial sums of a pass's column tile
+ * (two buffers: tiles alternate), and the valid routed ids of the current
+ * window of a framework block, in order. */
+template <int TN>
+struct smem {
+	float red[2][MOE_DECODE_KWARPS(TN)][8][TN];
+	int ids[MOE_GEMM_THREADS];
+	int warp_count[MOE_GEMM_THREADS / 32];
+};
+
+/*
+ * One k step of a lane in registers: its 16 bytes of each half h of W
+ * columns g and g + 8 of the warp (w[c][h]) and of row g of the pass
+ * (x[h]); FP8 block scales: the activation scale of row @lane of the pass
+ * (lanes 0..7; shuffled to the accumulators' rows) and the W scale of the
+ * warp's 16 columns.
+ */
+struct step {
+	uint32_t w[2][2][4];
+	uint32_t x[2][4];
+	float as, bs;
+};
+
+/* r = the 16 bytes at @p if @ok, else zeros (nothing read). */
+__device__ __forceinline__ void load16(uint32_t r[4], bool ok, const unsigned char *p)
+{
+	uint4 v = make_uint4(0u, 0u, 0u, 0u);
+
+	if (ok)
+		v = ldg16(p);
+	r[0] = v.x, r[1] = v.y, r[2] = v.z, r[3] = v.w;
+}
+
+/*
+ * gather - the valid routed ids of sorted positions base + w0 .. base + w0 +
+ * WINDOW - 1 of framework block @fb (rows of it: @rows), in order, into
+ * sm.ids; returns their count.  @sid0 is this thread's sorted id for window
+ * 0, read early by the caller (-1: none).  Row mode: the block's one routed
+ * row, fb.  Positions at or past EM or *num_tokens_post_padded hold none.
+ * Called by the whole block; ends with a barrier.
+ */
+template <int TN>
+__device__ __forceinline__ int gather(const moe_gemm_args &a, smem<TN> &sm, int64_t fb, int64_t base, int w0,
+				      int rows, int ntpp, int sid0)
+{
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	const int i = w0 + (int)threadIdx.x;
+	int id = -1, off = 0, total = 0;
+
+	if (i < rows) {
+		const int64_t p = base + i;
+
+		if (!a.sorted_ids)
+			id = (int)fb;
+		else if (p < a.EM && p < ntpp)
+			id = w0 == 0 ? sid0 : __ldg(a.sorted_ids + p);
+	}
+	const bool valid = id >= 0 && id < a.num_valid;
+	const unsigned m = __ballot_sync(0xffffffffu, valid);
+
+	if (lane == 0)
+		sm.warp_count[warp] = __popc(m);
+	__syncthreads();
+#pragma unroll
+	for (int w = 0; w < MOE_GEMM_THREADS / 32; w++) {
+		const int c = sm.warp_count[w];
+
+		off += w < warp ? c : 0;
+		total += c;
+	}
+	if (valid)
+		sm.ids[off + __popc(m & ((1u << lane) - 1u))] = id;
+	__syncthreads();
+	return total;
+}
+
+/*
+ * decode - moe_gemm.h's semantics for column tiles blockIdx.x, blockIdx.x +
+ * gridDim.x, ... (TN columns each) of framework blocks blockIdx.y,
+ * blockIdx.y + gridDim.y, ...  Called by all MOE_GEMM_THREADS threads of the
+ * block with the same arguments; @sm is the block's shared memory.
+ *
+ * A pass (up to 8 rows of one framework block) streams its column tiles one
+ * after another as one sequence of k steps per warp, so the loads of the
+ * next tile are in flight while a tile's partial sums meet and its epilogue
+ * runs (one barrier per tile: red is double-buffered).
+ */
+template <int QUANT, int TN>
+__device__ void decode(const moe_gemm_args &a, smem<TN> &sm)
+{
+	using S = shape<QUANT, TN>;
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	const int wn = warp % S::WN, kg = warp / S::WN;    /* the warp's 16 columns and k slice */
+	const int g = lane >> 2, q = lane & 3;
+	const int kbytes = a.K * S::ESZ;
+	const int steps = (kbytes + S::STEP - 1) / S::STEP;
+	const int nst = kg < steps ? (steps - kg + S::WK - 1) / S::WK : 0;   /* this warp's k steps a tile */
+	const int tiles = (a.N + TN - 1) / TN;
+	const int ntl = (int)blockIdx.x < tiles ? (tiles - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x : 0;
+	int64_t nfb = ((int64_t)a.EM + a.block_m - 1) / a.block_m;          /* framework blocks */
+
+	if (!a.sorted_ids && nfb > a.num_valid)
+		nfb = a.num_valid;   /* row mode: expert_ids has num_valid entries */
+
+	/* the first column of this block's tile t */
+	auto tile_n0 = [&](int t) { return ((int)blockIdx.x + t * (int)gridDim.x) * TN; };
+
+	/* valid rows ids[r0 .. r0 + nr) of an expert on another rank: zeros in every tile */
+	auto zeros = [&](int r0, int nr) {
+		for (int t = 0; t < ntl; t++)
+			for (int i = threadIdx.x; i < nr * TN; i += MOE_GEMM_THREADS) {
+				const int n = tile_n0(t) + i % TN;
+
+				if (n < a.N)
+					((__nv_bfloat16 *)a.c)[(int64_t)sm.ids[r0 + i / TN] * a.c_stride_m + n] =
+						__float2bfloat16(0.0f);
+			}
+	};
+
+	/* tile @t's epilogue: the k slices' sums (buffer @rb) in warp order, scale, bias,
+	 * routed weight, bf16 */
+	auto epilogue = [&](int64_t e, int r0, int nr, int t, int rb) {
+		__nv_bfloat16 *c = (__nv_bfloat16 *)a.c;
+		const int n0 = tile_n0(t);
+		float ts = 1.0f;
+
+		if (QUANT == MOE_FP8 && a.scale == MOE_SCALE_TENSOR)
+			ts = __ldg(a.a_scale) * __ldg((const float *)a.b_scale + e * a.bs_stride_e);
+		for (int i = threadIdx.x; i < nr * (TN / 2); i += MOE_GEMM_THREADS) {
+			const int row = i / (TN / 2), col = 2 * (i % (TN / 2)), n = n0 + col;
+			if (n >= a.N)
+				continue;
+			const int id = sm.ids[r0 + row];
+			float as = 1.0f, w = 1.0f, v[2];
+			if (QUANT == MOE_FP8 && a.scale == MOE_SCALE_CHANNEL)
+				as = __ldg(a.a_scale + (int64_t)(id / a.top_k) * a.as_stride_m);
+			if (a.mul_routed_weight)
+				w = __ldg(a.topk_weights + id);
+#pragma unroll
+			for (int j = 0; j < 2; j++) {
+				const int nn = n + j;
+				float x = sm.red[rb][0][row][col + j];
+
+#pragma unroll
+				for (int k = 1; k < S::WK; k++)
+					x += sm.red[rb][k][row][col + j];
+				if (nn >= a.N) {
+					v[j] = 0.0f;
+					continue;
+				}
+				if (QUANT == MOE_FP8 && a.scale == MOE_SCALE_TENSOR)
+					x *= ts;
+				if (QUANT == MOE_FP8 && a.scale == MOE_SCALE_CHANNEL)
+					x *= as * __ldg((const float *)a.b_scale + e * a.bs_stride_e + (int64_t)nn * a.bs_stride_n);
+				if (a.bias)
+					x += __bfloat162float(((const __nv_bfloat16 *)a.bias)[e * a.bias_stride_e +
+											 (int64_t)nn * a.bias_stride_n]);
+				if (a.mul_routed_weight)
+					x *= w;
+				v[j] = x;
+			}
+			__nv_bfloat16 *dst = c + (int64_t)id * a.c_stride_m + n;
+			if (n + 1 < a.N && ((uintptr_t)dst & 3) == 0)
+				*(uint32_t *)dst = pack_bf16(v[0], v[1]);
+			else
+				for (int j = 0; j < 2; j++)
+					if (n + j < a.N)
+						dst[j] = __float2bfloat16_rn(v[j]);
+		}
+	};
+
+	/* one pass: valid rows ids[r0 .. r0 + nr) (nr <= 8) of expert @e >= 0, every tile of the block */
+	auto pass = [&](auto block, int64_t e, int r0, int nr) {
+		constexpr bool BLOCK = decltype(block)::value;
+		const unsigned char *wexp = (const unsigned char *)a.b + e * a.b_stride_e * S::ESZ;
+		const bool xok = g < nr;
+		const unsigned char *xsrc = (const unsigned char *)a.a +
+					    (xok ? (int64_t)(sm.ids[r0 + g] / a.top_k) * a.a_stride_m * S::ESZ : 0);
+		/* block scales: row @lane of the pass */
+		const bool asok = BLOCK && lane < nr;
+		const float *ascale = a.a_scale + (asok ? (int64_t)(sm.ids[r0 + lane] / a.top_k) * a.as_stride_m : 0);
+		int ft = 0, fi = 0;   /* the next step to fetch: tile ft, the warp's step fi of it */
+
+		/* the next step of the warp's sequence (tile ft, step kg + fi WK of K) into @s; none past the last */
+		auto fetch = [&](step &s) {
+			if (ft >= ntl || nst == 0)
+				return;
+			const int st = kg + fi * S::WK, wcol = tile_n0(ft) + wn * 16;
+#pragma unroll
+			for (int h = 0; h < 2; h++) {
+				const int o = st * S::STEP + 64 * h + 16 * q;
+				const bool in = o < kbytes;   /* K % 16 == 0: 16 bytes are all in or all out */
+
+#pragma unroll
+				for (int c = 0; c < 2; c++) {
+					const int col = wcol + g + 8 * c;
+
+					load16(s.w[c][h], in && col < a.N, wexp + (int64_t)col * a.b_stride_n * S::ESZ + o);
+				}
+				load16(s.x[h], in && xok, xsrc + o);
+			}
+			if (BLOCK) {
+				s.as = asok ? __ldg(ascale + (int64_t)st * a.as_stride_k) : 0.0f;
+				s.bs = wcol < a.N ? __ldg((const float *)a.b_scale + e * a.bs_stride_e +
+							  (int64_t)(wcol / a.group_n) * a.bs_stride_n +
+							  (int64_t)st * a.bs_stride_k)
+						  : 0.0f;
+			}
+			if (++fi == nst)
+				fi = 0, ft++;
+		};
+
+		/* d += the products of step @s: four MMAs */
+		auto dots = [&](float (&d)[4], const step &s) {
+#pragma unroll
+			for (int h = 0; h < 2; h++)
+#pragma unroll
+				for (int t = 0; t < 2; t++) {
+					const uint32_t af[4] = { s.w[0][h][2 * t], s.w[1][h][2 * t], s.w[0][h][2 * t + 1],
+								 s.w[1][h][2 * t + 1] };
+
+					if (QUANT == MOE_FP8)
+						mma_e4m3(d, af, s.x[h][2 * t], s.x[h][2 * t + 1]);
+					else
+						mma_bf16(d, af, s.x[h][2 * t], s.x[h][2 * t + 1]);
+				}
+		};
+
+		/* buf[0] the oldest step in flight */
+		step buf[S::DEPTH];
+#pragma unroll
+		for (int d = 0; d < S::DEPTH; d++)
+			fetch(buf[d]);
+		for (int t = 0; t < ntl; t++) {
+			/* acc: columns g, g + 8 (c0 c1, c2 c3) x rows 2q, 2q + 1 of the pass */
+			float acc[4] = {};
+
+#pragma unroll 1
+			for (int i = 0; i < nst; i++) {
+				if (BLOCK) {
+					/* one step is one 128 x 128 group: acc += (dot * a_scale) * b_scale */
+					float part[4] = {};
+
+					dots(part, buf[0]);
+#pragma unroll
+					for (int j = 0; j < 4; j++) {
+						const float as = __shfl_sync(0xffffffffu, buf[0].as, 2 * q + (j & 1));
+
+						acc[j] += part[j] * as * buf[0].bs;
+					}
+				} else {
+					dots(acc, buf[0]);
+				}
+#pragma unroll
+				for (int d = 0; d + 1 < S::DEPTH; d++)
+					buf[d] = buf[d + 1];
+				fetch(buf[S::DEPTH - 1]);
+			}
+			/* the k slices meet (buffer t & 1: the one before was read by every thread
+			 * before it passed the last barrier) */
+#pragma unroll
+			for (int j = 0; j < 4; j++)
+				sm.red[t & 1][kg][2 * q + (j & 1)][wn * 16 + g + 8 * (j >> 1)] = acc[j];
+			__syncthreads();
+			epilogue(e, r0, nr, t, t & 1);
+		}
+	};
+
+	/* the framework blocks of this block, one copy per FP8 scale treatment (BLOCK: per step) */
+	auto run = [&](auto block) {
+		const int ntpp = __ldg(a.num_tokens_post_padded);
+
+		for (int64_t fb = blockIdx.y; fb < nfb; fb += gridDim.y) {
+			const int64_t base = fb * a.block_m;
+			const int rows = a.sorted_ids ? a.block_m : 1;
+			/* read with num_tokens_post_padded (all in bounds), used once it allows */
+			const int64_t e = __ldg(a.expert_ids + fb);
+			int sid0 = -1;
+
+			if (a.sorted_ids && (int)threadIdx.x < rows && base + threadIdx.x < a.EM)
+				sid0 = __ldg(a.sorted_ids + base + threadIdx.x);
+			if (base >= ntpp)
+				break;   /* so are the blocks after it */
+			for (int w0 = 0; w0 < rows; w0 += S::WINDOW) {
+				const int cnt = gather(a, sm, fb, base, w0, rows, ntpp, sid0);
+
+				for (int r0 = 0; r0 < cnt; r0 += S::PASS) {
+					const int nr = cnt - r0 < S::PASS ? cnt - r0 : S::PASS;
+
+					if (e < 0)
+						zeros(r0, nr);
+					else
+						pass(block, e, r0, nr);
+					__syncthreads();   /* ids and red are read no more */
+				}
+			}
+		}
+	};
+	if (QUANT == MOE_FP8 && a.scale == MOE_SCALE_BLOCK)
+		run(constant<1>());
+	else
+		run(constant<0>());
+}
+
+} /* namespace moe_decode */
+
+#endif

@@ -1,0 +1,482 @@
+/*
+ * bench_moe_decode.c - the fused-MoE decode rows of issue 18, one GPU, one
+ * run: the bundled kernels the shim's fused-MoE plan launched before the
+ * decode kernels (the row tiles: moe_gemm_rows_tile) against the decode
+ * kernels it launches now (moe_gemm_decode_wanted / moe_gemm_decode_tn),
+ * and every decode column tile, on the gate/up and the down GEMM of Kimi K2
+ * and GLM-4.7 at TP8, bf16 and FP8 (per tensor, per channel, 128 x 128
+ * blocks), as fractions of the weight-read floor.
+ *
+ * Usage: gpu_bench_moe_decode bench_peaks.cubin [ALT.fatbin]
+ *   bench_peaks.cubin  its read_bw kernel measures the streaming read
+ *                      bandwidth (a 4 GiB buffer, median of 9) and the
+ *                      "limit" column (below);
+ *   ALT.fatbin         another build of the decode kernels, timed in column
+ *                      "alt" (the same tile as "new").
+ * Environment: MOE_DECODE_M (batches, default 1,2,4,8,16,64,256),
+ * MOE_DECODE_BM (the framework's BLOCK_SIZE_M, default 128: the over-limit
+ * Hopper configurations the shim reroutes; 16 is a small-batch tuned one).
+ *
+ * Each case: M tokens, top_k 8 distinct experts each, uniform (the routing
+ * of tests/gpu/bench_moe.py), aligned as moe_align_block_size lays it out
+ * (EM = rows + (E + 1)(BLOCK_SIZE_M - 1)); gate/up: A [M, hidden], N
+ * 2 x intermediate, top_k 8; down: A [8M, intermediate], N hidden, top_k 1
+ * and the routed weights.  Weights: one buffer of non-constant finite data
+ * (no NaN as bf16 or E4M3) read as each case's [E, N, K].
+ *
+ * Timing: the median of 25 launches, each between two events; two untimed
+ * launches first.  The weights come from DRAM, as in a forward pass: launch
+ * i reads copy i % 12 of the weight tensor (12 copies; read_bw likewise 12
+ * regions when its bytes are under 256 MiB), so that more than the L2 holds
+ * was read between two launches on one copy, and no flush runs between
+ * launches.  MOE_DECODE_FLUSH=write: one copy and a 256 MiB memset before
+ * each launch instead, as tests/gpu/bench_moe.py flushes (the memset's
+ * dirty lines are then written back while the timed kernel reads: at one
+ * token that is most of the weights' bytes again).  floor = bytes of
+ * the touched experts' weights and weight scales / the read bandwidth;
+ * each column prints floor / time (1.00 = at the floor).  "limit": read_bw
+ * over exactly those bytes, timed the same way (a kernel that only reads
+ * them: what launch, ramp and tail leave of the floor at this size).
+ * "old": the row-tile kernel; "old pad": the same with its dynamic shared
+ * memory padded so that this GPU runs as many of its blocks per SM as SM120
+ * (one); the decode kernels run as many per SM here as on SM120 (two: their
+ * registers), printed first.  Each case's old and new outputs are compared
+ * (max |old - new| / max |old|, a wiring check: the tests check values).
+ */
+#include <stdint.h>
+
+#include "../../kernels/moe/moe_gemm.h"
+#include "../../shim/reroute/bundle.h"
+#include "gpu_test.h"
+
+#define TOP_K 8
+#define REPS 25
+#define FLUSH_BYTES ((size_t)256 << 20)
+#define NCOPY 12
+#define SM120_OLD_PAD 120000 /* dynamic bytes that leave one 96 KiB-class block per Hopper SM */
+
+struct model {
+	const char *name;
+	int experts, hidden, inter;
+};
+
+static const struct model models[] = { { "kimi", 384, 7168, 256 }, { "glm", 160, 5120, 192 } };
+
+struct quant {
+	const char *name;
+	int quant, scale;
+};
+
+static const struct quant quants[] = {
+	{ "bf16", MOE_BF16, MOE_SCALE_NONE },
+	{ "fp8_tensor", MOE_FP8, MOE_SCALE_TENSOR },
+	{ "fp8_channel", MOE_FP8, MOE_SCALE_CHANNEL },
+	{ "fp8_block", MOE_FP8, MOE_SCALE_BLOCK },
+};
+
+static CUstream stream;
+static CUevent ev0, ev1;
+static CUdeviceptr flush_buf;
+static int flush_write;       /* MOE_DECODE_FLUSH=write: one copy, a memset before each launch */
+
+static int cmp_float(const void *x, const void *y)
+{
+	float a = *(const float *)x, b = *(const float *)y;
+
+	return (a > b) - (a < b);
+}
+
+/*
+ * timed_ms - median of REPS launches of @f (grid gx x gy, @smem dynamic
+ * bytes); before launch i the device address at @slot (in the parameters)
+ * is @base + ((i + 1) % NCOPY) * @stride, the untimed ones' @base
+ * (MOE_DECODE_FLUSH=write: @base, and a 256 MiB memset before each launch).
+ */
+static double timed_ms(CUfunction f, unsigned gx, unsigned gy, unsigned threads, unsigned smem, void **params,
+		       void *slot, CUdeviceptr base, size_t stride)
+{
+	float t[REPS];
+
+	memcpy(slot, &base, sizeof(base));
+	for (int i = 0; i < 2; i++)
+		CHECK(cuLaunchKernel(f, gx, gy, 1, threads, 1, 1, smem, stream, params, NULL));
+	for (int i = 0; i < REPS; i++) {
+		const CUdeviceptr p = base + (flush_write ? 0 : (CUdeviceptr)((i + 1) % NCOPY) * stride);
+
+		memcpy(slot, &p, sizeof(p));
+		if (flush_write)
+			CHECK(cuMemsetD32Async(flush_buf, (unsigned)i, FLUSH_BYTES / 4, stream));
+		CHECK(cuEventRecord(ev0, stream));
+		CHECK(cuLaunchKernel(f, gx, gy, 1, threads, 1, 1, smem, stream, params, NULL));
+		CHECK(cuEventRecord(ev1, stream));
+		CHECK(cuEventSynchronize(ev1));
+		CHECK(cuEventElapsedTime(&t[i], ev0, ev1));
+	}
+	memcpy(slot, &base, sizeof(base));
+	qsort(t, REPS, sizeof(t[0]), cmp_float);
+	return t[REPS / 2];
+}
+
+static CUfunction get(CUmodule mod, const char *name, int smem)
+{
+	CUfunction f;
+
+	CHECK(cuModuleGetFunction(&f, mod, name));
+	CHECK(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem));
+	return f;
+}
+
+static int blocks_per_sm(CUfunction f, int smem)
+{
+	int n = 0;
+
+	CHECK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&n, f, MOE_GEMM_THREADS, (size_t)smem));
+	return n;
+}
+
+static CUdeviceptr upload(const void *p, size_t n)
+{
+	CUdeviceptr d;
+
+	CHECK(cuMemAlloc(&d, n));
+	CHECK(cuMemcpyHtoD(d, p, n));
+	return d;
+}
+
+/* fill_f32 - n floats in [lo, hi) */
+static float *fill_f32(size_t n, double lo, double hi)
+{
+	float *p = malloc(n * sizeof(float));
+
+	for (size_t i = 0; i < n; i++)
+		p[i] = (float)(lo + (hi - lo) * urand());
+	return p;
+}
+
+/* fill_bytes - finite as bf16 pairs and as E4M3: low bytes without bit 6, high ones 0x3c | sign */
+static void fill_bytes(uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const uint8_t r = (uint8_t)(rand64() >> 32);
+
+		p[i] = (i & 1) ? (uint8_t)(0x3c | (r & 0x80)) : (uint8_t)(r & 0xbf);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const char *ms_env = getenv("MOE_DECODE_M"), *bm_env = getenv("MOE_DECODE_BM");
+	char mlist[256];
+	int batches[32], nb = 0, bm = bm_env ? atoi(bm_env) : 128;
+	CUmodule mod, peaks, alt = NULL;
+	CUfunction rd;
+	CUdevice dev;
+	CUdeviceptr wbuf, rbuf, rout;
+	size_t wbytes = 0, big = (size_t)4 << 30;
+	double bw;
+	char devname[128];
+	int sms;
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: %s bench_peaks.cubin [ALT.fatbin]\n", argv[0]);
+		return 2;
+	}
+	snprintf(mlist, sizeof(mlist), "%s", ms_env ? ms_env : "1,2,4,8,16,64,256");
+	for (char *t = strtok(mlist, ","); t && nb < 32; t = strtok(NULL, ","))
+		batches[nb++] = atoi(t);
+	mod = gpu_test_module(NULL);
+	CHECK(cuCtxGetDevice(&dev));
+	CHECK(cuDeviceGetName(devname, sizeof(devname), dev));
+	CHECK(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
+	CHECK(cuModuleLoad(&peaks, argv[1]));
+	if (argc > 2)
+		CHECK(cuModuleLoad(&alt, argv[2]));
+	CHECK(cuModuleGetFunction(&rd, peaks, "read_bw"));
+	CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+	CHECK(cuEventCreate(&ev0, 0));
+	CHECK(cuEventCreate(&ev1, 0));
+	CHECK(cuMemAlloc(&flush_buf, FLUSH_BYTES));
+	flush_write = getenv("MOE_DECODE_FLUSH") && !strcmp(getenv("MOE_DECODE_FLUSH"), "write");
+
+	/* the read bandwidth: read_bw over 4 GiB, median of 9 */
+	CHECK(cuMemAlloc(&rbuf, big));
+	CHECK(cuMemAlloc(&rout, 4096));
+	CHECK(cuMemsetD8(rbuf, 1, big));
+	{
+		size_t n16 = big / 16;
+		void *p[] = { &rbuf, &n16, &rout };
+		float t[9];
+
+		for (int i = 0; i < 9; i++) {
+			CHECK(cuEventRecord(ev0, stream));
+			CHECK(cuLaunchKernel(rd, (unsigned)sms * 16, 1, 1, 256, 1, 1, 0, stream, p, NULL));
+			CHECK(cuEventRecord(ev1, stream));
+			CHECK(cuEventSynchronize(ev1));
+			CHECK(cuEventElapsedTime(&t[i], ev0, ev1));
+		}
+		qsort(t, 9, sizeof(t[0]), cmp_float);
+		bw = (double)big / (t[4] * 1e-3) / 1e9;
+	}
+
+	/* one weight buffer for every case: the largest [E, N, K] */
+	for (size_t m = 0; m < sizeof(models) / sizeof(models[0]); m++) {
+		size_t b = (size_t)models[m].experts * 2 * models[m].inter * models[m].hidden * 2;
+
+		wbytes = b > wbytes ? b : wbytes;
+	}
+	wbytes = (wbytes + 4095) & ~(size_t)4095;
+	CHECK(cuMemAlloc(&wbuf, wbytes * (flush_write ? 1 : NCOPY)));
+	{
+		const size_t tile = (size_t)64 << 20;
+		uint8_t *h = malloc(tile);
+
+		fill_bytes(h, tile);
+		for (size_t o = 0; o < wbytes; o += tile)
+			CHECK(cuMemcpyHtoD(wbuf + o, h, o + tile <= wbytes ? tile : wbytes - o));
+		for (int c = 1; c < (flush_write ? 1 : NCOPY); c++)
+			CHECK(cuMemcpyDtoD(wbuf + (size_t)c * wbytes, wbuf, wbytes));
+		free(h);
+	}
+
+	{
+		CUfunction o16 = get(mod, moe_gemm_kernel_name(MOE_BF16, 16), moe_gemm_smem(MOE_BF16, 16));
+		const int o16_plain = blocks_per_sm(o16, moe_gemm_smem(MOE_BF16, 16));
+		CUfunction o16p = get(mod, moe_gemm_kernel_name(MOE_BF16, 16), SM120_OLD_PAD);
+		const int o16_pad = blocks_per_sm(o16p, SM120_OLD_PAD);
+
+		printf("# %s, %d SMs; streaming read %.0f GB/s (read_bw, 4 GiB); BLOCK_SIZE_M %d; %s\n", devname,
+		       sms, bw, bm, flush_write ? "a 256 MiB memset before each launch (bench_moe.py's flush)"
+					       : "launches rotate over 12 copies of the weights (no flush)");
+		printf("# blocks per SM here: moe_gemm_bf16_m16 %d (padded to %d B: %d; SM120: 1)", o16_plain,
+		       SM120_OLD_PAD, o16_pad);
+		for (int t = 0; t < 8; t++) {
+			const char *name = moe_gemm_decode_name(t < 4 ? MOE_BF16 : MOE_FP8, 16 << (t % 4));
+
+			printf(", %s %d", name, blocks_per_sm(get(mod, name, 0), 0));
+		}
+		printf(" (SM120: 2)\n");
+	}
+	printf("# fractions of the floor (floor / time); old = row tiles (the plan before), new = the decode "
+	       "kernel the plan picks now (its tile: tn; 0 = the row tile kept); d16..d128 each decode tile; "
+	       "us = microseconds\n");
+	printf("%-5s %-6s %-11s %4s %4s %8s %6s %9s %6s %8s %4s %9s %6s %6s %6s %6s %6s%s\n", "model", "half",
+	       "quant", "M", "exp", "floor_us", "limit", "old_us", "old", "old_pad", "tn", "new_us", "new", "d16",
+	       "d32", "d64", "d128", alt ? "    alt    wiring" : "    wiring");
+
+	for (size_t mi = 0; mi < sizeof(models) / sizeof(models[0]); mi++)
+		for (int half = 0; half < 2; half++)
+			for (size_t qi = 0; qi < sizeof(quants) / sizeof(quants[0]); qi++)
+				for (int bi = 0; bi < nb; bi++) {
+					const struct model *md = &models[mi];
+					const struct quant *qt = &quants[qi];
+					const int M = batches[bi], E = md->experts;
+					const int N = half ? md->hidden : 2 * md->inter;
+					const int K = half ? md->inter : md->hidden;
+					const int esz = qt->quant == MOE_FP8 ? 1 : 2;
+					const int nv = M * TOP_K, arows = half ? nv : M;
+					const int em = nv + (E + 1) * (bm - 1), nblk = (em + bm - 1) / bm;
+					const int gk = (K + 127) / 128, gn = (N + 127) / 128;
+					int32_t *sorted = malloc((size_t)em * 4), *eids = malloc((size_t)nblk * 4);
+					int *topk = malloc((size_t)nv * sizeof(int)), *cnt = calloc((size_t)E, sizeof(int));
+					int32_t ntpp = 0;
+					int touched = 0;
+					struct moe_gemm_args a;
+					CUdeviceptr da, dc, das = 0, dbs = 0, dtw, dsorted, deids, dntpp;
+					size_t abytes = (size_t)arows * K * esz, cbytes = (size_t)nv * N * 2;
+					size_t as_n = 0, bs_n = 0, per_scale = 0;
+					double floor_ms, lim_ms, old_ms, pad_ms, new_ms, dn[4], alt_ms = 0, wire = 0;
+					int told, tn;
+					void *params[] = { &a };
+
+					/* routing: distinct experts per token, aligned (moe_align_block_size) */
+					for (int t = 0; t < M; t++)
+						for (int j = 0; j < TOP_K; j++) {
+							int e, dup;
+
+							do {
+								e = (int)(urand() * E);
+								dup = 0;
+								for (int k = 0; k < j; k++)
+									dup |= topk[t * TOP_K + k] == e;
+							} while (dup);
+							topk[t * TOP_K + j] = e;
+							cnt[e]++;
+						}
+					for (int i = 0; i < em; i++)
+						sorted[i] = nv;
+					for (int b = 0; b < nblk; b++)
+						eids[b] = -1;
+					for (int e = 0; e < E; e++) {
+						if (!cnt[e])
+							continue;
+						touched++;
+						for (int id = 0; id < nv; id++)
+							if (topk[id] == e)
+								sorted[ntpp++] = id;
+						ntpp = (ntpp + bm - 1) / bm * bm;
+						for (int b = (ntpp - 1) / bm; b >= 0 && eids[b] == -1; b--)
+							eids[b] = e;
+					}
+
+					memset(&a, 0, sizeof(a));
+					a.b = (const void *)wbuf;
+					a.b_stride_n = K;
+					a.b_stride_e = (int64_t)N * K;
+					a.c_stride_m = N;
+					a.a_stride_m = K;
+					a.N = N, a.K = K, a.EM = em, a.num_valid = nv;
+					a.top_k = half ? 1 : TOP_K;
+					a.block_m = bm;
+					a.mul_routed_weight = half;
+					a.scale = qt->scale;
+					if (qt->scale == MOE_SCALE_TENSOR) {
+						as_n = 1, bs_n = (size_t)E, per_scale = 4;
+						a.bs_stride_e = 1;
+					} else if (qt->scale == MOE_SCALE_CHANNEL) {
+						as_n = (size_t)arows, bs_n = (size_t)E * N, per_scale = (size_t)N * 4;
+						a.as_stride_m = 1, a.bs_stride_e = N, a.bs_stride_n = 1;
+					} else if (qt->scale == MOE_SCALE_BLOCK) {
+						as_n = (size_t)arows * gk, bs_n = (size_t)E * gn * gk;
+						per_scale = (size_t)gn * gk * 4;
+						a.as_stride_m = gk, a.as_stride_k = 1;
+						a.bs_stride_e = (int64_t)gn * gk, a.bs_stride_n = gk, a.bs_stride_k = 1;
+						a.group_n = a.group_k = 128;
+					}
+					{
+						uint8_t *ha = malloc(abytes);
+						float *tw = fill_f32((size_t)nv, 0.05, 1);
+
+						fill_bytes(ha, abytes);
+						da = upload(ha, abytes);
+						dtw = upload(tw, (size_t)nv * 4);
+						free(ha);
+						free(tw);
+						if (as_n) {
+							float *s = fill_f32(as_n, 1e-3, 2e-3);
+
+							das = upload(s, as_n * 4);
+							free(s);
+						}
+						if (bs_n) {
+							float *s = fill_f32(bs_n, 1e-3, 2e-3);
+
+							dbs = upload(s, bs_n * 4);
+							free(s);
+						}
+					}
+					CHECK(cuMemAlloc(&dc, cbytes));
+					dsorted = upload(sorted, (size_t)em * 4);
+					deids = upload(eids, (size_t)nblk * 4);
+					dntpp = upload(&ntpp, 4);
+					a.a = (const void *)da, a.c = (void *)dc;
+					a.a_scale = (const float *)das, a.b_scale = (const void *)dbs;
+					a.topk_weights = (const float *)dtw;
+					a.sorted_ids = (const int32_t *)dsorted, a.expert_ids = (const int32_t *)deids;
+					a.num_tokens_post_padded = (const int32_t *)dntpp;
+
+					/* floor and limit: the touched experts' weight bytes */
+					{
+						size_t bytes = (size_t)touched * ((size_t)N * K * esz + per_scale);
+						size_t n16 = bytes / 16;
+						void *p[] = { &rbuf, &n16, &rout };
+
+						floor_ms = (double)bytes / (bw * 1e9) * 1e3;
+						lim_ms = timed_ms(rd, (unsigned)sms * 16, 1, 256, 0, p, &rbuf, rbuf,
+								  bytes < ((size_t)256 << 20) ? (size_t)256 << 20 : 0);
+					}
+
+					/* old: the row tile the plan took before; padded to SM120's one block per SM */
+					told = moe_gemm_rows_tile(bm, nv, em);
+					{
+						const int smem = moe_gemm_smem(qt->quant, told);
+						CUfunction f = get(mod, moe_gemm_kernel_name(qt->quant, told), smem);
+						const unsigned gx = (unsigned)((N + MOE_GEMM_TN(told) - 1) / MOE_GEMM_TN(told));
+						const unsigned gy = (unsigned)((em + told - 1) / told);
+
+						old_ms = timed_ms(f, gx, gy, MOE_GEMM_THREADS, (unsigned)smem, params, &a.b, wbuf,
+								  wbytes);
+						pad_ms = smem < SM120_OLD_PAD && blocks_per_sm(f, smem) > 1
+							 ? (get(mod, moe_gemm_kernel_name(qt->quant, told), SM120_OLD_PAD),
+							    timed_ms(f, gx, gy, MOE_GEMM_THREADS, SM120_OLD_PAD, params, &a.b, wbuf,
+								     wbytes))
+							 : old_ms;
+					}
+					/* new: the decode kernel the plan picks (0: it keeps the row tile) */
+					tn = moe_gemm_decode_wanted(qt->quant, bm, nv, em, K) ? moe_gemm_decode_tn(qt->quant, K) : 0;
+					for (int t = 0; t < 4; t++) {
+						const int dt = 16 << t;
+						CUfunction f = get(mod, moe_gemm_decode_name(qt->quant, dt), 0);
+
+						dn[t] = timed_ms(f, (unsigned)moe_gemm_decode_cols(qt->quant, N, K, dt, em, bm, nv),
+								 (unsigned)moe_gemm_decode_blocks(em, bm, nv), MOE_GEMM_THREADS, 0,
+								 params, &a.b, wbuf, wbytes);
+					}
+					new_ms = tn ? dn[tn == 16 ? 0 : tn == 32 ? 1 : tn == 64 ? 2 : 3] : old_ms;
+					if (alt && tn) {
+						CUfunction f = get(alt, moe_gemm_decode_name(qt->quant, tn), 0);
+
+						alt_ms = timed_ms(f, (unsigned)moe_gemm_decode_cols(qt->quant, N, K, tn, em, bm, nv),
+								  (unsigned)moe_gemm_decode_blocks(em, bm, nv), MOE_GEMM_THREADS, 0,
+								  params, &a.b, wbuf, wbytes);
+					}
+
+					/* wiring check: the row tile's output against the decode kernel's (tile 16 or the plan's) */
+					{
+						const int dt = tn ? tn : 16;
+						uint16_t *c0 = malloc(cbytes), *c1 = malloc(cbytes);
+						CUfunction fo = get(mod, moe_gemm_kernel_name(qt->quant, told), moe_gemm_smem(qt->quant, told));
+						CUfunction fd = get(mod, moe_gemm_decode_name(qt->quant, dt), 0);
+						double mx = 0, md_ = 0;
+
+						CHECK(cuMemsetD16(dc, NAN_BF16, cbytes / 2));
+						CHECK(cuLaunchKernel(fo, (unsigned)((N + MOE_GEMM_TN(told) - 1) / MOE_GEMM_TN(told)),
+								     (unsigned)((em + told - 1) / told), 1, MOE_GEMM_THREADS, 1, 1,
+								     (unsigned)moe_gemm_smem(qt->quant, told), stream, params, NULL));
+						CHECK(cuStreamSynchronize(stream));
+						CHECK(cuMemcpyDtoH(c0, dc, cbytes));
+						CHECK(cuMemsetD16(dc, NAN_BF16, cbytes / 2));
+						CHECK(cuLaunchKernel(fd, (unsigned)moe_gemm_decode_cols(qt->quant, N, K, dt, em, bm, nv),
+								     (unsigned)moe_gemm_decode_blocks(em, bm, nv), 1, MOE_GEMM_THREADS,
+								     1, 1, 0, stream, params, NULL));
+						CHECK(cuStreamSynchronize(stream));
+						CHECK(cuMemcpyDtoH(c1, dc, cbytes));
+						for (size_t i = 0; i < cbytes / 2; i++) {
+							const double x = bf16_to_float(c0[i]), y = bf16_to_float(c1[i]);
+
+							const double d = isnan(x) || isnan(y) ? INFINITY : fabs(x - y);
+
+							mx = fabs(x) > mx ? fabs(x) : mx;
+							md_ = d > md_ ? d : md_;
+						}
+						wire = mx > 0 ? md_ / mx : md_;
+						free(c0);
+						free(c1);
+					}
+
+					printf("%-5s %-6s %-11s %4d %4d %8.1f %6.2f %9.1f %6.2f %8.2f %4d %9.1f %6.2f %6.2f %6.2f %6.2f %6.2f",
+					       md->name, half ? "down" : "gateup", qt->name, M, touched, floor_ms * 1e3,
+					       floor_ms / lim_ms, old_ms * 1e3, floor_ms / old_ms, floor_ms / pad_ms, tn,
+					       new_ms * 1e3, floor_ms / new_ms, floor_ms / dn[0], floor_ms / dn[1],
+					       floor_ms / dn[2], floor_ms / dn[3]);
+					if (alt)
+						printf(" %6.2f", tn ? floor_ms / alt_ms : 0.0);
+					printf(" %9.1e%s\n", wire, tn ? "" : "  (new = old: row tile kept)");
+					fflush(stdout);
+
+					CHECK(cuMemFree(da));
+					CHECK(cuMemFree(dc));
+					CHECK(cuMemFree(dtw));
+					if (das)
+						CHECK(cuMemFree(das));
+					if (dbs)
+						CHECK(cuMemFree(dbs));
+					CHECK(cuMemFree(dsorted));
+					CHECK(cuMemFree(deids));
+					CHECK(cuMemFree(dntpp));
+					free(sorted);
+					free(eids);
+					free(topk);
+					free(cnt);
+				}
+	return 0;
+}
