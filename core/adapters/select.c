@@ -118,7 +118,8 @@ static void no_tile(const struct rule *r, const struct select_launch *l, struct 
 
 /*
  * try_rule - every way @r reads @l (with compiled facts: the one they state);
- * counts consistent plans into @found/@plan.
+ * counts consistent plans into @found/@plan.  A rule that needs compiled
+ * facts refuses a launch without them that it would otherwise reroute.
  */
 static void try_rule(const struct rule *r, const struct select_launch *l, struct progress *p,
 		     struct reroute_plan *plan, const struct rule **chosen, int *found,
@@ -184,6 +185,15 @@ static void try_rule(const struct rule *r, const struct select_launch *l, struct
 				sm_err_set(&why, -EINVAL, "adapter %s refused rule %s without a "
 					   "reason", r->adapter, r->id);
 			note(p, rc == -ENOENT ? STAGE_SIGNATURE : STAGE_ADAPTER, r, ways[i], &why);
+			continue;
+		}
+		if (r->needs_compiled_facts && !l->compiled) {
+			sm_err_set(&why, -EINVAL, "rule %s reroutes only with the kernel's compiled "
+				   "facts (the Python hook beside the shim): without them the "
+				   "element types of its pointers, which the launch does not show, "
+				   "cannot be checked",
+				   r->id);
+			note(p, STAGE_ADAPTER, r, ways[i], &why);
 			continue;
 		}
 		if (*found && memcmp(&candidate, plan, sizeof(candidate)) != 0)

@@ -33,7 +33,8 @@ struct select_launch {
  * from the facts (rule_generic_tile, core/rules/generic.h: the same tile
  * route_admit admitted the kernel with) instead of matching its exact tiles,
  * and a rule or tile value they state otherwise refuses the rule
- * (core/adapters/facts.h).  Returns 0 with @plan and
+ * (core/adapters/facts.h).  Without @l->compiled a rule with
+ * needs_compiled_facts reroutes nothing.  Returns 0 with @plan and
  * *@rule set; -ENOENT when no rule names the kernel; -EINVAL with @why
  * saying what did not fit (the most specific reason found).
  */

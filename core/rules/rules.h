@@ -89,6 +89,7 @@ struct rule {
 	const char *const *settings;
 	uint32_t n_settings;
 	const struct rule_generic *generic; /* NULL: the exact tiles only */
+	uint8_t needs_compiled_facts;      /* 1: reroutes only launches with compiled facts */
 };
 
 #define RULE_MAX_PARAMS 64

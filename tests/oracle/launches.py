@@ -633,9 +633,12 @@ CASES = {
 
 
 # The cases whose decision depends on the compiled facts: every other case
-# must decide the same when its events are replayed without them.
+# must decide the same when its events are replayed without them.  SGLang
+# 0.5.23's extend rule reroutes only with the facts (needs_compiled_facts,
+# rules/AUDIT.md F2): without them its sm_90 launch is refused.
 FACTS_DECIDE = set(list(CASES)[list(CASES).index(
-    "sglang-0.5.9-moe-glm-tp8-gateup-fp8tensor-m2048-no-settings"):])
+    "sglang-0.5.9-moe-glm-tp8-gateup-fp8tensor-m2048-no-settings"):]) | {
+    "sglang-0.5.23-extend-kimi-tp8-fp8"}
 
 
 def main(out):

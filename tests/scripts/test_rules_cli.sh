@@ -6,7 +6,7 @@
 # entries of tile-generic rules (model, bounds, their names).  Prints
 # "ok - ..." / "not ok - ...".
 set -u
-echo 1..89 # plan: the number of checks below
+echo 1..91 # plan: the number of checks below
 B=${SM120_BUILD:-build}
 sm120=$B/sm120
 work=$(mktemp -d)
@@ -51,6 +51,9 @@ expect "said so" "tiles\[0\].dynamic_smem: must be a whole number from 101377 to
 bad setting 's/"values"/"settings": ["kv_dtype"], "values"/'
 check "an unknown setting is an error" 1 "$sm120" rules check "$work/setting.json"
 expect "listing the known settings" "settings\[0\]: 'kv_dtype' is not one of the settings (kv_cache_dtype"
+bad facts 's/"values"/"needs_compiled_facts": "yes", "values"/'
+check "needs_compiled_facts must be a boolean" 1 "$sm120" rules check "$work/facts.json"
+expect "said so" "needs_compiled_facts: must be true or false"
 bad schema 's/"schema": 1/"schema": 2/'
 check "another schema version is an error" 1 "$sm120" rules check "$work/schema.json"
 expect "naming the version" "schema: must be 1"
@@ -113,7 +116,7 @@ check "a rule with a generic entry passes" 0 "$sm120" rules check "$work/gen.jso
 check "and compiles" 0 "$sm120" rules compile -o "$work/gen.c" "$work/gen.json"
 grep -q 'static const struct rule_generic generic_0 = { "triton_fused_moe_sglang", bounds_0, 3 };' "$work/gen.c" &&
 	grep -q '{ "BLOCK_K", 16, 256, 1, NULL, 0, "group_k", NULL },' "$work/gen.c" &&
-	grep -q 'values_0, VALUES_0, settings_0, 0, GENERIC_0 }' "$work/gen.c" &&
+	grep -q 'values_0, VALUES_0, settings_0, 0, GENERIC_0, 0 }' "$work/gen.c" &&
 	cc -std=gnu11 -Wall -Wextra -Werror -Icore -c "$work/gen.c" -o "$work/gen.o" &&
 	echo "ok - into a struct rule_generic that compiles cleanly" ||
 	{ echo "not ok - compiled generic entry"; sed 's/^/#   /' "$work/gen.c"; }

@@ -183,6 +183,9 @@ static void expect_plan(struct fake *f, const char *rule_id, const char *or_id,
 		fail_msg("rerouted by %s, expected %s", r->id, rule_id);
 }
 
+/* extend_facts - kimi_extend's launch with the facts SGLang's kernel compiles in (below). */
+static void extend_facts(struct fake *f);
+
 static void test_every_release_reroutes(void **state)
 {
 	static const char *const ids[] = { "sglang-extend-2025-08", "sglang-extend-2026-03",
@@ -196,6 +199,11 @@ static void test_every_release_reroutes(void **state)
 	(void)state;
 	for (i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
 		kimi_extend(&f, ids[i]);
+		/* 0.5.23 and later (F2): with the facts only */
+		if (f.rule->needs_compiled_facts) {
+			expect_refusal(&f, "reroutes only with the kernel's compiled facts");
+			extend_facts(&f);
+		}
 		expect_plan(&f, ids[i], NULL, &plan);
 		assert_string_equal(plan.kernel, ATTN_EXTEND_MLA576_BF16);
 		assert_int_equal(plan.args_size, sizeof(a));
@@ -257,10 +265,12 @@ static void test_main_dropped_int_is_told_apart(void **state)
 
 	(void)state;
 	/* batch of 1: compact_batch_size (= batch) dropped, kv_group_num 8 present; the
-	   2026-07-10 rule, which has no compact_batch_size, reads it the same way */
+	   2026-07-10 rule, which has no compact_batch_size, reads it the same way.  Both
+	   reroute only with the facts (F2), which then state the one reading. */
 	kimi_extend(&f, "sglang-extend-main");
 	drop(&f, "compact_batch_size");
 	f.l.grid[0] = 1;
+	extend_facts(&f);
 	expect_plan(&f, "sglang-extend-main", "sglang-extend-2026-07-10", &plan);
 	memcpy(&a, plan.args, sizeof(a));
 	assert_int_equal(a.kv_group_num, 8);
@@ -277,6 +287,7 @@ static void test_main_dropped_int_is_told_apart(void **state)
 	set(&f, "stride_buf_ktok", 8 * 576);
 	set(&f, "stride_buf_vpage", 8 * 576);
 	set(&f, "stride_buf_vtok", 8 * 576);
+	extend_facts(&f);
 	expect_plan(&f, "sglang-extend-main", NULL, &plan);
 	memcpy(&a, plan.args, sizeof(a));
 	assert_int_equal(a.kv_group_num, 1);
@@ -284,6 +295,7 @@ static void test_main_dropped_int_is_told_apart(void **state)
 	/* ... and with the MLA layout (one 576-wide KV head) neither reading fits */
 	kimi_extend(&f, "sglang-extend-main");
 	drop(&f, "kv_group_num");
+	extend_facts(&f);
 	expect_refusal(&f, "");
 }
 
@@ -813,6 +825,11 @@ static void with_facts(struct fake *f, const char *constexprs, const struct ptyp
 	}
 	assert_true(o < sizeof(f->compiled));
 	f->l.compiled = f->compiled;
+}
+
+static void extend_facts(struct fake *f)
+{
+	with_facts(f, EXTEND_CONSTEXPRS, extend_types, NULL);
 }
 
 /* refact - @f's compiled facts with the first @from replaced by @to. */
@@ -1534,6 +1551,34 @@ static void test_facts_extend(void **state)
 	expect_refusal(&f, "compiled with SCORE_MOD <function soft_cap at 0x7f3a>");
 }
 
+/*
+ * F2: SGLang 0.5.23's extend launch at a batch of 1 (compact_batch_size
+ * dropped, read alike by sglang-extend-main and -2026-07-10) may pass an
+ * int64 qo_indptr, which only the facts show: refused without them, naming
+ * the rule and the hook; rerouted with them (int32), refused with int64.
+ */
+static void test_needs_compiled_facts(void **state)
+{
+	struct fake f;
+	struct reroute_plan plan;
+
+	(void)state;
+	kimi_extend(&f, "sglang-extend-main");
+	drop(&f, "compact_batch_size");
+	f.l.grid[0] = 1;
+	expect_refusal(&f, "reroutes only with the kernel's compiled facts (the Python hook beside "
+			   "the shim)");
+	expect_refusal(&f, "rule sglang-extend-");
+	extend_facts(&f);
+	expect_plan(&f, "sglang-extend-main", "sglang-extend-2026-07-10", &plan);
+	assert_string_equal(plan.kernel, ATTN_EXTEND_MLA576_BF16);
+	refact(&f, "qo_indptr:*i32", "qo_indptr:*i64");
+	expect_refusal(&f, "qo_indptr is *i64");
+	/* a release without the key reroutes as before without the facts */
+	kimi_extend(&f, "sglang-extend-2026-03");
+	expect_plan(&f, "sglang-extend-2026-03", NULL, &plan);
+}
+
 /* The reading the facts state, exactly: which dropped int is which, and other lists. */
 static void test_facts_reading(void **state)
 {
@@ -1688,6 +1733,7 @@ int main(void)
 		cmocka_unit_test(test_facts_moe_formats),
 		cmocka_unit_test(test_facts_gptq),
 		cmocka_unit_test(test_facts_extend),
+		cmocka_unit_test(test_needs_compiled_facts),
 		cmocka_unit_test(test_facts_decode),
 		cmocka_unit_test(test_generic_moe),
 		cmocka_unit_test(test_generic_admit_agrees),

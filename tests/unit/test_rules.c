@@ -25,7 +25,7 @@ static const struct rule_param toy_params[] = {
 static const struct rule_value toy_tile_values[] = { { "BLOCK_M", 32 } };
 static const struct rule_tile toy_tiles[] = { { 106496, toy_tile_values, 1 } };
 static const struct rule toy = { "toy", "k", "sglang_extend", "test", toy_params, 6,
-				 toy_tiles, 1, NULL, 0, NULL, 0, NULL };
+				 toy_tiles, 1, NULL, 0, NULL, 0, NULL, 0 };
 
 static void test_match_toy(void **state)
 {
@@ -148,7 +148,7 @@ static const struct rule_bound toy_bounds[] = {
 };
 static const struct rule_generic toy_generic = { "triton_fused_moe_sglang", toy_bounds, 3 };
 static const struct rule toy_gen = { "toy-gen", "fused_moe_kernel", "sglang_fused_moe", "test",
-				     toy_params, 6, toy_tiles, 1, NULL, 0, NULL, 0, &toy_generic };
+				     toy_params, 6, toy_tiles, 1, NULL, 0, NULL, 0, &toy_generic, 0 };
 
 /* A generic entry over the limit of a tile's values. */
 static const struct rule_bound many_bounds[RULE_MAX_BOUNDS + 1] = {
@@ -157,7 +157,7 @@ static const struct rule_bound many_bounds[RULE_MAX_BOUNDS + 1] = {
 static const struct rule_generic many_generic = { "triton_fused_moe_sglang", many_bounds,
 						  RULE_MAX_BOUNDS + 1 };
 static const struct rule toy_many = { "toy-many", "fused_moe_kernel", "sglang_fused_moe", "test",
-				      toy_params, 6, toy_tiles, 1, NULL, 0, NULL, 0, &many_generic };
+				      toy_params, 6, toy_tiles, 1, NULL, 0, NULL, 0, &many_generic, 0 };
 
 /* FP8 fused_moe_kernel facts: @bm x 256 x @bk, 4 warps, 4 stages, group_k @gk; @extra appended. */
 static const char *fp8_facts(char *out, size_t n, int bm, int bk, int gk, const char *extra)

@@ -473,6 +473,8 @@ static const struct field rule_fields[] = {
 	{ .key = "settings", .kind = K_LIST, .flags = F_ONCE, .range = &settings_count,
 	  .item = &setting_item },
 	{ .key = "generic", .kind = K_OBJECT, .shape = &generic_shape },
+	{ .key = "needs_compiled_facts", .kind = K_BOOL,
+	  .why = "true: launches without the Python hook's compiled facts are refused" },
 };
 static const struct shape rule_shape = {
 	.what = "a rule", .fields = rule_fields, .n_fields = COUNT(rule_fields), .label_key = "id",
@@ -1445,10 +1447,11 @@ static int compile(const char *out_path, struct rules_file *files, int n)
 				fputs(", ", out);
 			}
 			fprintf(out, "params_%d, %d, tiles_%d, %d, values_%d, VALUES_%d, settings_%d, "
-				"%d, GENERIC_%d },\n", k,
+				"%d, GENERIC_%d, %d },\n", k,
 				cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "params")), k,
 				cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "tiles")), k, k, k,
-				cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "settings")), k);
+				cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "settings")), k,
+				cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "needs_compiled_facts")));
 			k++;
 		}
 	if (!k)
