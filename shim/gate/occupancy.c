@@ -298,6 +298,12 @@ static const struct occ_sm *decide(CUdevice dev, uint64_t threads, uint32_t stat
 	return d;
 }
 
+/* key_of - the state key of @r on @dev (< 0: the current device). */
+static int key_of(const struct kernel_rec *r, CUdevice dev)
+{
+	return r->is_kernel ? (int)(dev < 0 ? shim_current_device() : dev) : -1;
+}
+
 /* pad_launch - shim_occupancy_launch once padding is on. */
 static __attribute__((noinline)) int pad_launch(const struct shim_launch *l, unsigned int *smem)
 {
@@ -312,7 +318,7 @@ static __attribute__((noinline)) int pad_launch(const struct shim_launch *l, uns
 	if (!r)
 		return 0;
 	dev = shim_current_device();
-	key = r->is_kernel ? (int)dev : -1;
+	key = key_of(r, dev);
 	s = find(r, key);
 	if (s) {
 		a = attr_of(s);
@@ -361,7 +367,7 @@ void shim_occupancy_failed(const struct shim_launch *l, unsigned int padded, CUr
 
 	if (plain_rc != CUDA_SUCCESS || !(r = shim_kernel(l->f, 0, NULL, NULL)))
 		return; /* failed unpadded too: the padding is not what failed */
-	s = find(r, r->is_kernel ? (int)shim_current_device() : -1);
+	s = find(r, key_of(r, -1));
 	if (!s || atomic_exchange(&s->off, 1))
 		return;
 	shim_log_warn("SM120SHIM_EMULATE_OCCUPANCY: kernel %s padded to %u B of dynamic shared "
@@ -407,12 +413,6 @@ unsigned int shim_occupancy_bundled(const char *name, uint32_t static_smem,
 }
 
 /* -------------------------------------------------- what the process sees */
-
-/* key_of - the state key of @r on @dev (< 0: the current device). */
-static int key_of(const struct kernel_rec *r, CUdevice dev)
-{
-	return r->is_kernel ? (int)(dev < 0 ? shim_current_device() : dev) : -1;
-}
 
 CUresult shim_occupancy_set(void *handle, CUdevice dev, int value, shim_dynamic_set_fn *set,
 			    void *ctx)

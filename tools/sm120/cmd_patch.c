@@ -40,7 +40,6 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,18 +102,8 @@ struct patch {
 	int done;      /* this run applied or reverted it */
 };
 
-static int fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail(int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("sm120 patch: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	return code;
-}
+/* fail - the message, as patch_fail says it for this command; returns @code. */
+#define fail(code, ...) patch_fail("sm120 patch", code, __VA_ARGS__)
 
 static int usage(FILE *out, int code)
 {

@@ -38,7 +38,6 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,18 +184,8 @@ static const struct naming namings[] = {
 };
 #define NNAMINGS (sizeof(namings) / sizeof(namings[0]))
 
-static int fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail(int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("sm120 patch configs: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	return code;
-}
+/* fail - the message, as patch_fail says it for this command; returns @code. */
+#define fail(code, ...) patch_fail("sm120 patch configs", code, __VA_ARGS__)
 
 static int usage(FILE *out, int code)
 {

@@ -33,6 +33,18 @@ void patch_say(char *out, size_t cap, const char *fmt, ...)
 	va_end(ap);
 }
 
+int patch_fail(const char *who, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", who);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return code;
+}
+
 int patch_pathf(char *out, const char *fmt, ...)
 {
 	va_list ap;

@@ -25,6 +25,9 @@ struct patch_install {
 /* patch_say - a message into @out (@cap bytes), cut short if it must be. */
 void patch_say(char *out, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* patch_fail - "@who: <message>" and a newline on stderr; returns @code (an exit status). */
+int patch_fail(const char *who, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* patch_pathf - a path into @out (PATH_MAX bytes): 0, or -ENAMETOOLONG when it does not fit. */
 int patch_pathf(char *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
