@@ -122,6 +122,42 @@ static int passed(const struct rule *r, const struct rule_param *q, const char *
 	return 0;
 }
 
+/* lists - does @r have a parameter named @name? */
+static int lists(const struct rule *r, const char *name)
+{
+	uint32_t i;
+
+	for (i = 0; i < r->n_params; i++)
+		if (strcmp(r->params[i].name, name) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * compiled_in_unlisted - 0 when every argument the facts' "compiled_args"
+ * names (not declared constexpr, compiled in as None or 1) is one @r lists;
+ * -EINVAL with @why naming the first that is not: a later signature that
+ * added it, read as @r's because Triton dropped it.
+ */
+static int compiled_in_unlisted(const struct rule *r, const char *compiled, struct sm_err *why)
+{
+	char list[COMPILED_MAX], value[64];
+	char *name, *save = NULL;
+
+	if (compiled_get(compiled, "compiled_args", '=', list, sizeof(list)) != 0)
+		return 0;
+	for (name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+		if (lists(r, name))
+			continue;
+		if (compiled_get(compiled, name, '=', value, sizeof(value)) != 0)
+			snprintf(value, sizeof(value), "(unstated)");
+		return sm_err_set(why, -EINVAL, "the compiled kernel has the argument %s (compiled "
+				  "in as %s), which rule %s does not list: another signature",
+				  name, value, r->id);
+	}
+	return 0;
+}
+
 int facts_reading(const struct rule *r, const char *compiled, const uint32_t *sizes, uint32_t n,
 		  uint64_t *way, struct sm_err *why)
 {
@@ -140,6 +176,8 @@ int facts_reading(const struct rule *r, const char *compiled, const uint32_t *si
 	if (next_runtime(&next, name, sizeof(name)))
 		return sm_err_set(why, -EINVAL, "the compiled kernel takes %s at run time, which "
 				  "rule %s does not list: another signature", name, r->id);
+	if (compiled_in_unlisted(r, compiled, why))
+		return -EINVAL;
 	if (!sizes_agree(r, kept, sizes, n))
 		return sm_err_set(why, -EINVAL, "the launch's %u parameter sizes are not those of "
 				  "the arguments the compiled kernel takes as rule %s lists them", n,

@@ -25,8 +25,11 @@
  * present).  -EINVAL with @why naming the parameter when the facts are not
  * @r's signature: a parameter @r lists that the kernel lacks, a runtime
  * argument @r does not list or lists elsewhere, one of another kind than
- * @r's type, a dropped one compiled as something other than None or 1, or
- * launch sizes @sizes[0..@n) other than that reading's.
+ * @r's type, a dropped one compiled as something other than None or 1, an
+ * argument compiled in as None or 1 that @r does not list (the facts'
+ * "compiled_args", when the hook could tell declared constexprs from
+ * arguments Triton specialised), or launch sizes @sizes[0..@n) other than
+ * that reading's.
  */
 int facts_reading(const struct rule *r, const char *compiled, const uint32_t *sizes, uint32_t n,
 		  uint64_t *way, struct sm_err *why);

@@ -11,6 +11,10 @@
  * The text is a list of entries separated by ';':
  *   name=value   a constexpr or a launch option (bools as 1 and 0)
  *   name:type    the type of a runtime argument ("*bf16", "i32", "fp32")
+ *   compiled_args=a,b   the arguments among the name=value entries that the
+ *                kernel does not declare constexpr: Triton compiled them in
+ *                because they were passed as None or as an int equal to 1
+ *                (absent when the hook could not tell)
  * Names and values hold no ';', '=' or ':'.  Pure functions, no allocation.
  */
 #ifndef SM120_CORE_RULES_COMPILED_H

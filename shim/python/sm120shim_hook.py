@@ -69,17 +69,28 @@ def mma_v3(metadata):
 def describe(kernel):
     """The compiled text of a Triton CompiledKernel (core/rules/compiled.h):
     "name=value" for launch options and constexprs, "name:type" for the
-    runtime arguments, and mma_v3 (mma_v3(), which decides the shared memory
-    Triton gives a dot on sm_90).  Entries that would not parse are left out."""
+    runtime arguments, mma_v3 (mma_v3(), which decides the shared memory
+    Triton gives a dot on sm_90), and compiled_args: the arguments the
+    kernel does not declare constexpr that Triton compiled in all the same
+    (passed as None, or an int equal to 1), comma-separated, when the
+    function says which it declares.  Entries that would not parse are left
+    out."""
     metadata, src = kernel.metadata, kernel.src
     entries = [("num_warps", "=", str(metadata.num_warps))]
     if getattr(metadata, "num_stages", None) is not None:
         entries.append(("num_stages", "=", str(metadata.num_stages)))
     entries.append(("mma_v3", "=", mma_v3(metadata)))
-    names = list(getattr(getattr(src, "fn", None), "arg_names", None) or [])
+    fn = getattr(src, "fn", None)
+    names = list(getattr(fn, "arg_names", None) or [])
+    declared = getattr(fn, "constexprs", None)
+    specialised = []
     for path, value in sorted(getattr(src, "constants", {}).items()):
         if isinstance(path, tuple) and len(path) == 1 and path[0] < len(names):
             entries.append((names[path[0]], "=", _text(value)))
+            if declared is not None and path[0] not in declared:
+                specialised.append(names[path[0]])
+    if declared is not None:
+        entries.append(("compiled_args", "=", ",".join(specialised)))
     for name, kind in getattr(src, "signature", {}).items():
         if kind != "constexpr" and isinstance(kind, str):
             entries.append((name, ":", kind))

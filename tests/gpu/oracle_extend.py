@@ -1,5 +1,6 @@
 """oracle_extend.py - SGLang's own extend attention `_fwd_kernel`, from its
-released packages (0.5.8, 0.5.9 and 0.5.23, tests/oracle/fetch.sh), as the
+released packages (0.5.8, 0.5.9, 0.5.14, 0.5.15, 0.5.17, 0.5.18 and 0.5.23:
+one release of each signature, tests/oracle/fetch.sh), as the
 oracle for the shim's sglang_extend rules (GPU; tests/gpu/oracle_common.py
 says how a case runs and is judged).
 
@@ -13,18 +14,18 @@ Three sequences of (prefix, extend) lengths (0, 45), (300, 1), (77, 130):
 no prefix, one new token, several row blocks; the graph replay takes them
 in another order (the same totals and longest extend, so the same grid).
 Every scalar distinct and non-trivial: sm_scale 0.0917 (not 1/sqrt(576)),
-and from 0.5.23 on (signature sglang-extend-main) k_scale 0.73, v_scale 1.37,
+and from 0.5.10 on (signature sglang-extend-2026-03 and later) k_scale 0.73, v_scale 1.37,
 bf16 and FP8 E4M3 cache (SGLang applies k_scale to the prefix scores and
 v_scale to the prefix P.V, V being the same memory as K).
 
-Rerouted: 0.5.8 bf16 (8 heads, Kimi K2 at TP8), 0.5.9 bf16 (13 heads),
-0.5.23 bf16 (8 heads) and FP8 (13 heads).  What the rules do not claim must
+Rerouted: 0.5.8 bf16 (8 heads, Kimi K2 at TP8), 0.5.9 bf16 (13 heads), and
+0.5.14, 0.5.15, 0.5.17, 0.5.18 and 0.5.23 bf16 (8 heads) and FP8 (13 heads).  What the rules do not claim must
 be refused, not rerouted: 0.5.9 with an FP8 cache (no k/v scales in that
 signature), a logit cap (30), a sliding window (37), attention sinks, and
 non-causal attention; 0.5.23 with a logit cap, and with an int64 qo_indptr
 (as 0.5.23's own Triton backend builds it: the bundled kernel reads int32).
 
-  python3 tests/gpu/oracle_extend.py run OUT.pt GROUP...   (groups: v058, v059, v0523)
+  python3 tests/gpu/oracle_extend.py run OUT.pt GROUP...   (groups: v058, v059, v0514, v0515, v0517, v0518, v0523)
   python3 tests/gpu/oracle_extend.py check PLAIN.pt SHIM.pt
 """
 import os
@@ -39,7 +40,13 @@ from oracle_common import Case, main  # noqa: E402
 LQ, LV = 576, 512
 SM_SCALE, K_SCALE, V_SCALE = 0.0917, 0.73, 1.37
 SEQS = [(0, 45), (300, 1), (77, 130)]          # (prefix, extend) per sequence
-SCALED = ("0.5.23",)                            # releases whose signature has k/v scales
+# The rule of each release's signature (rules/sglang_extend.json); from
+# 0.5.10 on the signature has k/v scales.
+RULE_OF = {"0.5.8": "sglang-extend-2025-08", "0.5.9": "sglang-extend-2025-08",
+           "0.5.14": "sglang-extend-2026-03", "0.5.15": "sglang-extend-2026-06-29",
+           "0.5.17": "sglang-extend-2026-07-10", "0.5.18": "sglang-extend-main",
+           "0.5.23": "sglang-extend-main"}
+SCALED = tuple(r for r in RULE_OF if r not in ("0.5.8", "0.5.9"))
 
 
 def make_inputs(heads, kv, seed, seqs, qo_dtype, dev="cuda"):
@@ -102,7 +109,7 @@ SUFFIX = {"logit_cap": "logitcap", "sliding_window_size": "window", "sinks": "si
 
 
 def case(release, kv, heads, expect="reroute", rule=None, reason="", qo="int32", **variant):
-    rule = rule or ("sglang-extend-main" if release in SCALED else "sglang-extend-2025-08")
+    rule = rule or RULE_OF[release]
 
     def make(seed):
         # the graph replay (odd seeds) takes the sequences in another order
@@ -136,6 +143,10 @@ GROUPS = {
         case("0.5.9", "bf16", 8, "refuse", reason="sink", sinks=True),
         case("0.5.9", "bf16", 8, "refuse", reason="IS_CAUSAL 0", is_causal=False),
     ],
+    "v0514": lambda: [case("0.5.14", "fp8", 13), case("0.5.14", "bf16", 8)],
+    "v0515": lambda: [case("0.5.15", "fp8", 13), case("0.5.15", "bf16", 8)],
+    "v0517": lambda: [case("0.5.17", "fp8", 13), case("0.5.17", "bf16", 8)],
+    "v0518": lambda: [case("0.5.18", "fp8", 13), case("0.5.18", "bf16", 8)],
     "v0523": lambda: [
         case("0.5.23", "bf16", 8),
         case("0.5.23", "fp8", 13),
@@ -148,7 +159,7 @@ GROUPS = {
 def reference(meta, inp):
     """float64: per sequence, prefix keys k_scale x cache and values v_scale x
     cache[:, :512] (1 and 1 before 0.5.23), then the extend keys causally."""
-    scaled = any(r in meta["kernel"] for r in SCALED)
+    scaled = meta["kernel"].rsplit("@sglang-", 1)[1] in SCALED
     ks, vs = (K_SCALE, V_SCALE) if scaled else (1.0, 1.0)
     q, k, buf = inp["q"].double(), inp["k"][:, 0].double(), inp["buf"][:, 0].double()
     o = torch.empty(q.shape[0], q.shape[1], LV, dtype=torch.float64)

@@ -2,7 +2,8 @@
 # oracle_gpu.sh - the frameworks' own kernels, from their released packages,
 # against the shim's reroute (GPU): vLLM 0.33.0's and 0.23.0's TRITON_MLA
 # decode (tests/gpu/oracle_decode.py; vllm-mla-decode-2026-06 and -2026-03),
-# SGLang 0.5.8 / 0.5.9 / 0.5.23's extend attention (oracle_extend.py),
+# SGLang 0.5.8 / 0.5.9 / 0.5.14 / 0.5.15 / 0.5.17 / 0.5.18 / 0.5.23's extend
+# attention (oracle_extend.py: one release of every signature),
 # SGLang 0.5.9 / 0.5.23's and vLLM 0.33.0's fused_moe_kernel and SGLang's
 # fused_moe_kernel_gptq_awq (oracle_moe.py),
 # vLLM 0.33.0's naive small-batch assignment (oracle_naive.py).
@@ -37,6 +38,7 @@ RUNS="decode|oracle_decode.py|vllm|--set page_size=16|$O/vllm-0.33.0/vllm/v1/att
 decode23|oracle_decode.py|vllm23|--set page_size=16|$O/vllm-0.23.0/vllm/v1/attention/ops/triton_decode_attention.py
 extend|oracle_extend.py|v058 v059||$O/sglang-0.5.8/$EX9 $O/sglang-0.5.9/$EX9
 extend23|oracle_extend.py|v0523||$O/sglang-0.5.23/$EX23
+extendmid|oracle_extend.py|v0514 v0515 v0517 v0518||$O/sglang-0.5.14/$EX9 $O/sglang-0.5.15/$EX9 $O/sglang-0.5.17/$EX23 $O/sglang-0.5.18/$EX23
 moe|oracle_moe.py|sglang|--set top_k=3 --set hidden_size=1024|$O/sglang-0.5.9/$SG9
 moe23|oracle_moe.py|gptq main||$O/sglang-0.5.9/$SG9 $O/sglang-0.5.23/$SG23
 moevllm|oracle_moe.py|vllm||$O/vllm-0.33.0/vllm/model_executor/layers/fused_moe/fused_moe.py

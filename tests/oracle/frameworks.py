@@ -100,6 +100,7 @@ def _stub_sglang():
     _stub("sglang.srt.layers.attention.triton_ops")
     _stub("sglang.srt.layers.attention.triton_ops.prefill_attention",
           context_attention_fwd=None)
+    _stub("sglang.kernels.ops.attention.prefill_attention", context_attention_fwd=None)
 
 
 STUBS = {"vllm": _stub_vllm, "sglang": _stub_sglang}
@@ -168,16 +169,22 @@ def load(name, version, path, package=False):
     return mod
 
 
+# Where SGLang keeps its Triton attention files: srt/layers/attention/triton_ops/
+# up to 0.5.15, kernels/ops/attention/ from 0.5.16.
+SGLANG_ATTENTION_DIRS = ("sglang/srt/layers/attention/triton_ops/", "sglang/kernels/ops/attention/")
+
+
 def load_sglang_extend(version):
-    """SGLang @version's extend_attention module: 0.5.8 and 0.5.9 under
-    sglang/srt/layers/attention/triton_ops/, 0.5.23 under
-    sglang/kernels/ops/attention/ with the two files it imports from (its
-    score_mod and decode_attention, loaded from the same release)."""
-    if version in ("0.5.8", "0.5.9"):
-        return load("sglang", version, "sglang/srt/layers/attention/triton_ops/extend_attention.py")
-    base = "sglang/kernels/ops/attention/"
-    load("sglang", version, base + "score_mod.py", package=True)
-    load("sglang", version, base + "decode_attention.py", package=True)
+    """SGLang @version's extend_attention module, with the files of the same
+    release it imports from, where it has them (decode_attention from 0.5.15,
+    score_mod from 0.5.16), loaded first under their package names."""
+    for base in SGLANG_ATTENTION_DIRS:
+        if os.path.isfile(os.path.join(oracle_dir(), f"sglang-{version}", base,
+                                       "extend_attention.py")):
+            break
+    for dep in ("score_mod.py", "decode_attention.py"):
+        if os.path.isfile(os.path.join(oracle_dir(), f"sglang-{version}", base, dep)):
+            load("sglang", version, base + dep, package=True)
     return load("sglang", version, base + "extend_attention.py")
 
 

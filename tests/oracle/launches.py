@@ -460,6 +460,32 @@ CASES = {
                                           {"_fwd_kernel": {120: ("-", "-"),
                                                            90: ("sglang-extend-main",
                                                                 "attn_extend_mla576_fp8")}}),
+    # One release of each signature between: 0.5.14 (sglang-extend-2026-03:
+    # + k_scale, v_scale), 0.5.15 (-2026-06-29: + LSE, page strides), 0.5.17
+    # (-2026-07-10: + Aux0) and 0.5.18 (-main: + compact_batch_size).
+    "sglang-0.5.14-extend-kimi-tp8-fp8": (sglang_extend, ("0.5.14", "fp8_e4m3", 2, 8, 77, 333),
+                                          {"_fwd_kernel": {120: ("-", "-"),
+                                                           90: ("sglang-extend-2026-03",
+                                                                "attn_extend_mla576_fp8")}}),
+    "sglang-0.5.15-extend-kimi-tp8-bf16": (sglang_extend, ("0.5.15", "bf16", 2, 8, 77, 333),
+                                           {"_fwd_kernel": {120: ("-", "-"),
+                                                            90: ("sglang-extend-2026-06-29",
+                                                                 "attn_extend_mla576_bf16")}}),
+    "sglang-0.5.17-extend-kimi-tp8-fp8": (sglang_extend, ("0.5.17", "fp8_e4m3", 2, 8, 77, 333),
+                                          {"_fwd_kernel": {120: ("-", "-"),
+                                                           90: ("sglang-extend-2026-07-10",
+                                                                "attn_extend_mla576_fp8")}}),
+    "sglang-0.5.18-extend-kimi-tp8-bf16": (sglang_extend, ("0.5.18", "bf16", 2, 8, 77, 333),
+                                           {"_fwd_kernel": {120: ("-", "-"),
+                                                            90: ("sglang-extend-main",
+                                                                 "attn_extend_mla576_bf16")}}),
+    # 0.5.23 at batch 1 compiles compact_batch_size (1) in, so its runtime
+    # list is also -2026-07-10's; the facts name it among the arguments
+    # Triton compiled in (compiled_args), which that rule does not list.
+    "sglang-0.5.23-extend-kimi-tp8-fp8-batch1": (sglang_extend, ("0.5.23", "fp8_e4m3", 1, 8, 77, 333),
+                                                 {"_fwd_kernel": {120: ("-", "-"),
+                                                                  90: ("sglang-extend-main",
+                                                                       "attn_extend_mla576_fp8")}}),
     # SGLang's fused_moe_kernel_gptq_awq, INT4 W4A16 group 32, at the default
     # tile 128x256x128, 8 warps, 4 stages (163840 B on sm_120, 196608 B on sm_90);
     # with zero points it is refused: Triton then compiles stride_bzk (1) in,
@@ -473,12 +499,12 @@ CASES = {
     # SGLang 0.5.23's fused_moe_kernel (+ add_mask_ptr; PDL on sm_90 and
     # later), block FP8 at the default tile.  add_mask_ptr is None here (as in
     # every launch the rules can take), so the runtime list is also
-    # sglang-moe-2026-03's, which comes first in rules/fused_moe.json and
-    # takes it; sglang-moe-main's extra values (FUSE_SWIGLU, MASK_OUTPUT, ...)
-    # are then not checked (rules/AUDIT.md, "Oracle findings").
+    # sglang-moe-2026-03's; the facts name add_mask_ptr among the arguments
+    # Triton compiled in, which that rule does not list, so sglang-moe-main
+    # takes it and its values (FUSE_SWIGLU, MASK_OUTPUT, ...) are checked.
     "sglang-0.5.23-moe-kimi-tp8-gateup-fp8block-m512": (
         sglang_moe, ("0.5.23", "fp8_block", 512, 384, 8, 512, 7168),
-        {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_fp8_m16")}),
+        {"fused_moe_kernel": ("sglang-moe-main", "moe_gemm_fp8_m16")}),
     # vLLM's down launch at the bf16 tile 128x256x64, 8 warps, 4 stages
     # (147456 B on sm_120, 196608 B on sm_90), GLM-4.7 at TP8 (hidden 5120).
     "vllm-0.33.0-moe-glm-tp8-down-bf16-m2048": (
@@ -633,12 +659,17 @@ CASES = {
 
 
 # The cases whose decision depends on the compiled facts: every other case
-# must decide the same when its events are replayed without them.  SGLang
-# 0.5.23's extend rule reroutes only with the facts (needs_compiled_facts,
-# rules/AUDIT.md F2): without them its sm_90 launch is refused.
+# must decide the same when its events are replayed without them.  SGLang's
+# extend rules from -2026-07-10 on reroute only with the facts
+# (needs_compiled_facts, rules/AUDIT.md F2): without them these sm_90
+# launches are refused.  Without the facts SGLang 0.5.23's MoE launch is
+# read as sglang-moe-2026-03's (add_mask_ptr dropped): the same plan under
+# the older rule's name.
 FACTS_DECIDE = set(list(CASES)[list(CASES).index(
     "sglang-0.5.9-moe-glm-tp8-gateup-fp8tensor-m2048-no-settings"):]) | {
-    "sglang-0.5.23-extend-kimi-tp8-fp8"}
+    "sglang-0.5.23-extend-kimi-tp8-fp8", "sglang-0.5.17-extend-kimi-tp8-fp8",
+    "sglang-0.5.18-extend-kimi-tp8-bf16", "sglang-0.5.23-extend-kimi-tp8-fp8-batch1",
+    "sglang-0.5.23-moe-kimi-tp8-gateup-fp8block-m512"}
 
 
 def main(out):

@@ -189,8 +189,8 @@ static void extend_facts(struct fake *f);
 static void test_every_release_reroutes(void **state)
 {
 	static const char *const ids[] = { "sglang-extend-2025-08", "sglang-extend-2026-03",
-					   "sglang-extend-2026-06-24", "sglang-extend-2026-06-29",
-					   "sglang-extend-2026-07-10", "sglang-extend-main" };
+					   "sglang-extend-2026-06-29", "sglang-extend-2026-07-10",
+					   "sglang-extend-main" };
 	struct fake f;
 	struct reroute_plan plan;
 	struct attn_extend_args a;
