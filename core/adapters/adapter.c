@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "adapter_known.h"
 #include "adapter_table.h"
 
 #define ADAPTER_DECL(name, what) adapter_fn adapt_##name;
@@ -18,6 +19,25 @@ static const struct {
 	SHIM_ADAPTERS(ADAPTER_ROW)
 #undef ADAPTER_ROW
 };
+
+static const struct {
+	const char *name;
+	const char *known;
+} known_rows[] = {
+#define ADAPTER_KNOWN_ROW(name, known) { #name, known },
+	ADAPTER_KNOWN(ADAPTER_KNOWN_ROW)
+#undef ADAPTER_KNOWN_ROW
+};
+
+const char *adapter_known(const char *name)
+{
+	size_t i;
+
+	for (i = 0; name && i < sizeof(known_rows) / sizeof(known_rows[0]); i++)
+		if (strcmp(known_rows[i].name, name) == 0)
+			return known_rows[i].known;
+	return NULL;
+}
 
 adapter_fn *adapter_find(const char *name)
 {

@@ -62,6 +62,13 @@ typedef int adapter_fn(const struct adapter_input *in, struct reroute_plan *plan
 adapter_fn *adapter_find(const char *name);
 
 /*
+ * adapter_known - the compiled-in values adapter @name answers for beyond a
+ * rule's own, space-separated (its row of ADAPTER_KNOWN, adapter_known.h),
+ * or NULL when it has none.
+ */
+const char *adapter_known(const char *name);
+
+/*
  * Reading parameters by name.  A dropped parameter reads as Triton compiled
  * it: 1 for an int dropped when 1, NULL for a pointer dropped when None.
  * Each returns 0, or -EINVAL with @why when the rule has no such parameter

@@ -219,6 +219,76 @@ int facts_values(const struct rule *r, const struct rule_tile *tile, const char 
 	return 0;
 }
 
+/* The launch options the facts state (core/rules/compiled.h), not constexprs. */
+static const char *const launch_options[] = { "num_warps", "num_stages", "mma_v3", "compiled_args" };
+
+/* in_words - is @name one of the space-separated words of @list (NULL: none)? */
+static int in_words(const char *list, const char *name)
+{
+	size_t len = strlen(name);
+
+	while (list && *list) {
+		size_t w = strcspn(list, " ");
+
+		if (w == len && strncmp(list, name, len) == 0)
+			return 1;
+		list += w;
+		list += strspn(list, " ");
+	}
+	return 0;
+}
+
+static int in_values(const struct rule_value *values, uint32_t n, const char *name)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(values[i].name, name) == 0)
+			return 1;
+	return 0;
+}
+
+/* answered - does @r, its @tile, a launch option or @known answer for constexpr @name? */
+static int answered(const struct rule *r, const struct rule_tile *tile, const char *known,
+		    const char *name)
+{
+	uint32_t i;
+
+	for (i = 0; i < sizeof(launch_options) / sizeof(launch_options[0]); i++)
+		if (strcmp(launch_options[i], name) == 0)
+			return 1;
+	for (i = 0; r->generic && i < r->generic->n_bounds; i++)
+		if (strcmp(r->generic->bounds[i].name, name) == 0)
+			return 1;
+	return lists(r, name) || in_values(r->values, r->n_values, name) ||
+	       (tile && in_values(tile->values, tile->n_values, name)) || in_words(known, name);
+}
+
+int facts_unaudited(const struct rule *r, const struct rule_tile *tile, const char *known,
+		    const char *compiled, struct sm_err *why)
+{
+	const char *p = compiled;
+	char name[64];
+
+	while (p && *p) {
+		const char *end = strchr(p, ';');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		const char *eq = memchr(p, '=', len), *colon = memchr(p, ':', len);
+
+		if (eq && (!colon || eq < colon) && (size_t)(eq - p) < sizeof(name)) {
+			snprintf(name, sizeof(name), "%.*s", (int)(eq - p), p);
+			if (!answered(r, tile, known, name))
+				return sm_err_set(why, -EINVAL, "the kernel was compiled with %.*s, a "
+						  "value rule %s and adapter %s do not know (a "
+						  "newer release's?): not rerouted on the guess "
+						  "that it changes nothing; rules/AUDIT.md must "
+						  "cover it first", (int)len, p, r->id, r->adapter);
+		}
+		p = end ? end + 1 : NULL;
+	}
+	return 0;
+}
+
 int facts_type(const char *compiled, const char *param, const char *want, const char *kernel,
 	       const char *consequence, struct sm_err *why)
 {

@@ -44,6 +44,19 @@ int facts_values(const struct rule *r, const struct rule_tile *tile, const char 
 		 struct sm_err *why);
 
 /*
+ * facts_unaudited - every constexpr @compiled states ("name=value") is one
+ * @r answers for: a parameter of @r (compiled in as None or 1), one of its
+ * values, one of @tile's, a bound of its generic entry, a launch option
+ * (num_warps, num_stages, mma_v3, compiled_args), or one of the
+ * space-separated names in @known (its adapter's row of ADAPTER_KNOWN,
+ * adapter_known.h; NULL: none).  0, or -EINVAL with @why naming the first
+ * that is none of these: a value nobody audited, whose effect on the result
+ * is unknown.
+ */
+int facts_unaudited(const struct rule *r, const struct rule_tile *tile, const char *known,
+		    const char *compiled, struct sm_err *why);
+
+/*
  * facts_type - runtime argument @param's type in @compiled is @want (a
  * pointer's element type: "*bf16", "*i32").  0 also when @compiled does not
  * type @param (passed as None: nothing is read through it); -EINVAL with

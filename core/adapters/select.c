@@ -75,7 +75,8 @@ static const char *unsupported_present(const struct rule *r, uint64_t way)
  * read_facts - with the kernel's compiled facts there is one reading of @r,
  * the one they state; with a generic entry @r's tile is the one they give
  * (into @g, *@tile pointed at it); and every value of @r and the tile they
- * state must be @r's: 1 with ways[0], or 0 after noting why not.  Without a
+ * state must be @r's, and every other value they state one @r's adapter
+ * answers for: 1 with ways[0], or 0 after noting why not.  Without a
  * generic entry *@tile is the exact tile of the launch (the caller found one).
  */
 static int read_facts(const struct rule *r, const struct select_launch *l,
@@ -97,7 +98,8 @@ static int read_facts(const struct rule *r, const struct select_launch *l,
 		}
 		*tile = &g->tile;
 	}
-	if (facts_values(r, *tile, l->compiled, &why)) {
+	if (facts_values(r, *tile, l->compiled, &why) ||
+	    facts_unaudited(r, *tile, adapter_known(r->adapter), l->compiled, &why)) {
 		note(p, STAGE_ADAPTER, r, ways[0], &why);
 		return 0;
 	}

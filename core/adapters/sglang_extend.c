@@ -17,9 +17,14 @@
  * With the kernel's compiled facts (the Python hook, facts.h) the reading of
  * the dropped parameters and every value the rule states are checked by
  * select.c, and here: the element type of every pointer against what
- * attn_extend reads (extend_types: bf16 q/k/v/o, int32 qo_indptr and
- * kv_indptr, int64 kv_indices), the KV cache dtype from K_Buffer's type
+ * attn_extend reads (extend_types: bf16 q/k/v/o, int32 kv_indptr, int64
+ * kv_indices; qo_indptr int32 or int64, which attn_extend reads at either
+ * width, ATTN_EXTEND_QO_I64), the KV cache dtype from K_Buffer's type
  * (SM120SHIM_KV_CACHE_DTYPE, if set, must agree), and no score_mod.
+ * Without the facts qo_indptr is int32: only sglang-extend-2025-08 (SGLang
+ * 0.5.8, 0.5.9, whose Triton backend builds it int32) reroutes without
+ * them; from 0.5.10 on the backend builds it int64 and the later rules
+ * carry needs_compiled_facts.
  */
 #include <errno.h>
 #include <math.h>
@@ -39,8 +44,6 @@ static const struct {
 	{ "K_Extend", "*bf16", "so another key dtype would be decoded wrongly" },
 	{ "V_Extend", "*bf16", "so another value dtype would be decoded wrongly" },
 	{ "O_Extend", "*bf16", "so an output of another dtype would be written as bf16 bits" },
-	{ "qo_indptr", "*i32", "so wider offsets would be read as pairs of int32 and every "
-			       "sequence's rows misplaced" },
 	{ "kv_indptr", "*i32", "so wider offsets would be read as pairs of int32 and every "
 			       "sequence's prefix misplaced" },
 	{ "kv_indices", "*i64", "so slots of another width would be misread" },
@@ -193,6 +196,27 @@ static int compiled_extend(const struct adapter_input *in, struct sm_err *why)
 	return 0;
 }
 
+/*
+ * qo_flags - ATTN_EXTEND_QO_I64 when the compiled facts type qo_indptr
+ * *i64, 0 for *i32 or without the facts (into *@flags); -EINVAL with @why
+ * for any other type.
+ */
+static int qo_flags(const struct adapter_input *in, uint32_t *flags, struct sm_err *why)
+{
+	char ty[64];
+
+	*flags = 0;
+	if (!in->compiled || compiled_get(in->compiled, "qo_indptr", ':', ty, sizeof(ty)) == -ENOENT ||
+	    strcmp(ty, "*i32") == 0)
+		return 0;
+	if (strcmp(ty, "*i64") == 0) {
+		*flags = ATTN_EXTEND_QO_I64;
+		return 0;
+	}
+	return sm_err_set(why, -EINVAL, "qo_indptr is %s in the compiled kernel; attn_extend reads "
+			  "int32 (*i32) or int64 (*i64) offsets: not rerouted", ty);
+}
+
 /* variant_for - the kernel row of head sizes @lq/@lv and the cache dtype (cache_dtype). */
 static const struct variant *variant_for(const struct adapter_input *in, int lq, int lv, int *fp8,
 					 struct sm_err *why)
@@ -232,6 +256,7 @@ int adapt_sglang_extend(const struct adapter_input *in, struct reroute_plan *pla
 	int64_t hq = in->grid[1], hkv, lq, lv;
 	unsigned int i, n_ptrs = adapter_has(in, "LSE_Extend") ? 10 : 9;
 	int fp8 = 0, per16;
+	uint32_t qo64;
 	const struct variant *k;
 
 	if (adapter_value(in, "Lq", &lq_d, why) || adapter_value(in, "Lv", &lv_d, why) ||
@@ -283,7 +308,7 @@ int adapt_sglang_extend(const struct adapter_input *in, struct reroute_plan *pla
 				  "KV heads of Lq %lld / Lv %lld", s[8], s[9], s[10], s[11],
 				  (long long)hkv, (long long)lq, (long long)lv);
 	if (check_pages(in, s[8], s[10], why) || check_extras(in, (int32_t)in->grid[0], why) ||
-	    (in->compiled && compiled_extend(in, why)))
+	    (in->compiled && compiled_extend(in, why)) || qo_flags(in, &qo64, why))
 		return -EINVAL;
 	k = variant_for(in, (int)lq, (int)lv, &fp8, why);
 	if (!k)
@@ -310,7 +335,7 @@ int adapt_sglang_extend(const struct adapter_input *in, struct reroute_plan *pla
 	a.kv_group_num = group;
 	a.lq = (int32_t)lq;
 	a.lv = (int32_t)lv;
-	a.flags = causal != 0 ? ATTN_EXTEND_CAUSAL : 0;
+	a.flags = (causal != 0 ? ATTN_EXTEND_CAUSAL : 0) | qo64;
 
 	/* Triton covered max_len_extend <= grid z * BLOCK_M rows per sequence. */
 	plan->kernel = k->name;

@@ -879,14 +879,13 @@ static int mla(struct ref_gpu *g, struct glayer *gl, int n, struct sm_err *err)
 		/* SGLang's extend attention over [prefix | these tokens], one sequence */
 		int32_t ind[4] = { 0, n, 0, pos };
 		CUdeviceptr qo_ind = s->indptr, kv_ind = s->indptr + 8, kext = gl->kc + 2 * (size_t)pos * W;
-		float one = 1.0f;
 		int grp = nh, sq = nh * W, sh = W, so = nh * kvl, soh = kvl, sk = W;
 
 		CU(g, cuMemcpyHtoD_v2(s->indptr, ind, sizeof(ind)), "indptr", err);
 		rc = launch(g, g->extend_fn, "_fwd_kernel (SGLang extend, Hopper tile)", 1, (unsigned)nh,
 			    (unsigned)cdiv(n, STANDIN_EXTEND_BM), 32 * STANDIN_EXTEND_WARPS, STANDIN_EXTEND_SMEM,
 			    ARGS(&s->qf, &kext, &kext, &s->olat, &gl->kc, &gl->kc, &qo_ind, &kv_ind, &s->kv_indices,
-				 &scale, &one, &one, &grp, &sq, &sh, &sk, &sk, &sk, &sk, &so, &soh, &sk, &sk, &sk,
+				 &scale, &grp, &sq, &sh, &sk, &sk, &sk, &sk, &so, &soh, &sk, &sk, &sk,
 				 &sk, &g->s.zeros, &g->s.zeros),
 			    err);
 	} else {

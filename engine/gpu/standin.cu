@@ -20,8 +20,9 @@
  * is its own module): -DSTANDIN_MOE_BF16, -DSTANDIN_MOE_FP8,
  * -DSTANDIN_MOE_GPTQ (SGLang fused_moe_kernel 2026-03 signature without /
  * with scale pointers; fused_moe_kernel_gptq_awq, int4 without zero points)
- * or -DSTANDIN_EXTEND (SGLang _fwd_kernel 2026-03, MLA absorbed Lq 576, Lv
- * 512, BLOCK_M 32, causal, page size 1).
+ * or -DSTANDIN_EXTEND (SGLang _fwd_kernel 2025-08 signature, SGLang 0.5.8
+ * and 0.5.9: no k/v scales, int32 qo_indptr; MLA absorbed Lq 576, Lv 512,
+ * BLOCK_M 32, causal, page size 1: the launch that crashed on SM120 cards).
  */
 #include <stdint.h>
 
@@ -125,15 +126,14 @@ extern "C" __global__ void __launch_bounds__(256) fused_moe_kernel_gptq_awq(
  * Grid (batch, q heads, cdiv(max extend length, 32)), 8 warps: the block's
  * 32 rows of one sequence and head, 4 per warp.  Row m of sequence b (query
  * qo_indptr[b] + m) sees the prefix slots kv_indices[kv_indptr[b] ..
- * kv_indptr[b+1]) of the buffers (scores times k_scale, values times
- * v_scale) and extend keys 0 .. m.
+ * kv_indptr[b+1]) of the bf16 buffers and extend keys 0 .. m.
  */
 SM120_DYNAMIC_SMEM(_fwd_kernel, STANDIN_EXTEND_SMEM);
-extern "C" __global__ void __launch_bounds__(256) _fwd_kernel(
+extern "C" __global__ void __launch_bounds__(256, 1) _fwd_kernel(
 	const __nv_bfloat16 *Q_Extend, const __nv_bfloat16 *K_Extend, const __nv_bfloat16 *V_Extend,
 	__nv_bfloat16 *O_Extend, const __nv_bfloat16 *K_Buffer, const __nv_bfloat16 *V_Buffer,
 	const int32_t *qo_indptr, const int32_t *kv_indptr, const int64_t *kv_indices, float sm_scale,
-	float k_scale, float v_scale, int kv_group_num, int stride_qbs, int stride_qh, int stride_kbs,
+	int kv_group_num, int stride_qbs, int stride_qh, int stride_kbs,
 	int stride_kh, int stride_vbs, int stride_vh, int stride_obs, int stride_oh, int stride_buf_kbs,
 	int stride_buf_kh, int stride_buf_vbs, int stride_buf_vh, void *global_scratch, void *profile_scratch)
 {
@@ -154,7 +154,7 @@ extern "C" __global__ void __launch_bounds__(256) _fwd_kernel(
 				       const int64_t slot = kv_indices[p0 + s];
 				       return attend_key{ K_Buffer + slot * stride_buf_kbs + (int64_t)kh * stride_buf_kh,
 							  V_Buffer + slot * stride_buf_vbs + (int64_t)kh * stride_buf_vh,
-							  k_scale, v_scale };
+							  1.0f, 1.0f };
 			       }
 			       const int64_t e = q0 + s - plen;
 			       return attend_key{ K_Extend + e * stride_kbs + (int64_t)kh * stride_kh,

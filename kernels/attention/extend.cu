@@ -138,7 +138,7 @@ __device__ __forceinline__ bool args_ok(const attn_extend_args &a)
 	const int64_t sb = a.kb_slot | a.kb_head | a.vb_slot | a.vb_head;
 
 	return (ptrs & 15) == 0 && (s8 & 7) == 0 && (sb & (FP8 ? 15 : 7)) == 0 && a.lq == DQK && a.lv == DV &&
-	       a.kv_group_num >= 1 && (a.flags & ~15u) == 0 && isfinite(a.sm_scale) && isfinite(a.k_scale) &&
+	       a.kv_group_num >= 1 && (a.flags & ~ATTN_EXTEND_FLAGS) == 0 && isfinite(a.sm_scale) && isfinite(a.k_scale) &&
 	       isfinite(a.v_scale) && isfinite(a.logit_cap) && a.logit_cap >= 0.f &&
 	       ((uint64_t)a.lse & 3) == 0;
 }
@@ -167,6 +167,14 @@ __device__ void fill_nan(const attn_extend_args &a, const seq_info &s, int64_t r
  * seq_setup - this block's sequence, rows and tiles.  Returns false when the
  * block has nothing to compute (after writing NaN where the contracts say so).
  */
+/* qo_at - qo_indptr[i] at the width the flags give (ATTN_EXTEND_QO_I64: int64). */
+__device__ __forceinline__ int64_t qo_at(const attn_extend_args &a, int i)
+{
+	if (a.flags & ATTN_EXTEND_QO_I64)
+		return static_cast<const int64_t *>(a.qo_indptr)[i];
+	return static_cast<const int32_t *>(a.qo_indptr)[i];
+}
+
 template <int M, int DQK, int DV, bool FP8>
 __device__ __forceinline__ bool seq_setup(const attn_extend_args &a, const unsigned char *smem, seq_info &s)
 {
@@ -181,14 +189,14 @@ __device__ __forceinline__ bool seq_setup(const attn_extend_args &a, const unsig
 	if (start_len && !a.qo_len)
 		return false; /* no rows can be located: nothing to write */
 
-	const int q0 = a.qo_indptr[s.b];
-	const int64_t q1 = start_len ? (int64_t)q0 + a.qo_len[s.b] : a.qo_indptr[s.b + 1];
+	const int64_t q0 = qo_at(a, s.b);
+	const int64_t q1 = start_len ? q0 + a.qo_len[s.b] : qo_at(a, s.b + 1);
 	const int k0 = prefix ? a.kv_indptr[s.b] : 0, k1 = prefix ? a.kv_indptr[s.b + 1] : 0;
 
 	if (q0 < 0 || q1 < q0 || q1 > 0x7fffffff)
 		return false; /* no rows can be located: nothing to write */
 	s.G = a.kv_group_num >= 1 ? a.kv_group_num : 1;
-	s.q0 = q0;
+	s.q0 = (int)q0;
 	s.kv0 = k0;
 	s.E = (int)(q1 - q0);
 

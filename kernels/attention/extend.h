@@ -99,6 +99,9 @@
 #define ATTN_EXTEND_START_LEN 8u   /* rows of sequence b: qo_indptr[b] .. qo_indptr[b] +
 				      qo_len[b] - 1 (SGLang context_attention_fwd's b_start_loc,
 				      b_seq_len); none when qo_len[b] <= 0 */
+#define ATTN_EXTEND_QO_I64 16u    /* qo_indptr holds int64 (SGLang's Triton backend from 0.5.10 on
+				      builds it so), else int32 */
+#define ATTN_EXTEND_FLAGS 31u      /* every flag above */
 
 /*
  * Contracts, checked by the kernel; a violation makes the block write NaN to
@@ -125,7 +128,8 @@ struct attn_extend_args {
 	float *lse;                 /* (tokens, q_heads) fp32, natural log, or NULL */
 	const void *k_buf;          /* (slots, kv_heads, lq) bf16 or FP8 E4M3: prefix keys */
 	const void *v_buf;          /* (slots, kv_heads, lv) same dtype as k_buf */
-	const int32_t *qo_indptr;   /* (batch + 1) first extend row of each sequence */
+	const void *qo_indptr;      /* (batch + 1) first extend row of each sequence: int32, or
+				       int64 with ATTN_EXTEND_QO_I64 */
 	const int32_t *kv_indptr;   /* (batch + 1) first kv_indices entry of each sequence */
 	const int64_t *kv_indices;  /* prefix token slots, page size 1 */
 	int64_t q_tok, q_head;      /* strides of q (stride_qbs, stride_qh) */

@@ -107,6 +107,9 @@ static const struct tcase cases[] = {
 	  GOOD, 2, { 2211, 37 }, { 1000, 64 } },
 	{ "mla576 fp8 causal, 16 heads (DeepSeek-V3 TP8), scales, padded strides", MLA_FP8, 1, 16, C, 0, 0.37,
 	  0.61, 3, 1, 0, 1, 0, GOOD, 3, { 300, 0, 2211 }, { 45, 1, 17 } },
+	{ "mla576 fp8 causal, 13 heads, scales, int64 qo_indptr (SGLang's Triton backend from 0.5.10)",
+	  MLA_FP8, 1, 13, C | ATTN_EXTEND_QO_I64, 0, 0.73, 1.37, 3, 1, 1, 0, 0, GOOD, 3, { 77, 0, 300 },
+	  { 130, 45, 1 } },
 	{ "mla576 fp8 non-causal, 3 heads, logit cap 5", MLA_FP8, 1, 3, 0, 5, 0.25, 0.5, 8, 1, 1, 0, 0, GOOD, 3,
 	  { 64, 1, 0 }, { 100, 17, 5 } },
 	{ "mla576 bf16 causal, skip prefix", MLA_BF16, 1, 4, C | ATTN_EXTEND_SKIP_PREFIX, 0, 1, 1, 3, 1, 1, 0, 0,
@@ -318,6 +321,7 @@ static int run_case(CUmodule mod, const struct tcase *tc)
 	struct attn_extend_args a;
 	CUfunction fn;
 	CUdeviceptr d_q, d_kx, d_vx, d_o, d_kb, d_vb, d_lse, d_qo, d_kvp, d_idx;
+	int64_t qo64[5];
 	void *params[] = { &a };
 	struct stats st = { 0, 0, 0, 0, 0 };
 	const int esz = kd->fp8 ? 1 : 2, pad = tc->padded;
@@ -446,7 +450,7 @@ static int run_case(CUmodule mod, const struct tcase *tc)
 	CHECK(cuMemAlloc(&d_kb, hs.n_kb * esz));
 	CHECK(cuMemAlloc(&d_vb, hs.n_vb * esz));
 	CHECK(cuMemAlloc(&d_lse, hs.n_lse * 4));
-	CHECK(cuMemAlloc(&d_qo, sizeof(hs.qo)));
+	CHECK(cuMemAlloc(&d_qo, sizeof(qo64)));
 	CHECK(cuMemAlloc(&d_kvp, sizeof(hs.kvp)));
 	CHECK(cuMemAlloc(&d_idx, (size_t)hs.nidx * 8));
 	CHECK(cuMemcpyHtoD(d_q, hs.q, hs.n_q * 2));
@@ -456,7 +460,12 @@ static int run_case(CUmodule mod, const struct tcase *tc)
 	CHECK(cuMemcpyHtoD(d_kb, hs.kb, hs.n_kb * esz));
 	if (!tc->alias_v)
 		CHECK(cuMemcpyHtoD(d_vb, hs.vb, hs.n_vb * esz));
-	CHECK(cuMemcpyHtoD(d_qo, hs.qo, sizeof(hs.qo)));
+	for (int b = 0; b < 5; b++)
+		qo64[b] = hs.qo[b];
+	if (tc->flags & ATTN_EXTEND_QO_I64)
+		CHECK(cuMemcpyHtoD(d_qo, qo64, sizeof(qo64)));
+	else
+		CHECK(cuMemcpyHtoD(d_qo, hs.qo, sizeof(hs.qo)));
 	CHECK(cuMemcpyHtoD(d_kvp, hs.kvp, sizeof(hs.kvp)));
 	CHECK(cuMemcpyHtoD(d_idx, hs.idx, (size_t)hs.nidx * 8));
 	CHECK(cuMemsetD16(d_o, NAN_BF16, hs.n_o));
@@ -470,7 +479,7 @@ static int run_case(CUmodule mod, const struct tcase *tc)
 		.lse = tc->lse ? (float *)d_lse : NULL,
 		.k_buf = (const void *)d_kb,
 		.v_buf = (const void *)(tc->alias_v ? d_kb : d_vb),
-		.qo_indptr = (const int32_t *)d_qo,
+		.qo_indptr = (const void *)d_qo,
 		.kv_indptr = (const int32_t *)d_kvp,
 		.kv_indices = (const int64_t *)d_idx,
 		.q_tok = hs.q_tok, .q_head = hs.q_head,
@@ -655,7 +664,7 @@ static void bench(CUmodule mod)
 		a = (struct attn_extend_args){
 			.q = (const void *)d_q, .k_ext = (const void *)d_kx, .v_ext = (const void *)d_vx,
 			.o = (void *)d_o, .lse = NULL, .k_buf = (const void *)d_kb, .v_buf = (const void *)d_vb,
-			.qo_indptr = (const int32_t *)d_qo, .kv_indptr = (const int32_t *)d_kvp,
+			.qo_indptr = (const void *)d_qo, .kv_indptr = (const int32_t *)d_kvp,
 			.kv_indices = (const int64_t *)d_idx,
 			.q_tok = (int64_t)Hq * kd->lq, .q_head = kd->lq,
 			.kx_tok = (int64_t)Hkv * kd->lq, .kx_head = kd->lq,

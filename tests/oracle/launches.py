@@ -560,11 +560,13 @@ CASES = {
         with_(sglang_extend, settings={"kv_cache_dtype": "fp8_e4m3"}),
         ("0.5.8", "bf16", 3, 8, 300, 1000),
         {"_fwd_kernel": ("!", "-", "SM120SHIM_KV_CACHE_DTYPE=fp8_e4m3")}),
-    # F2: qo_indptr as SGLang 0.5.23's host builds it (int64), through the
-    # real 0.5.9 kernel (which loads whatever width it is given): refused.
+    # F2: qo_indptr as SGLang's Triton backend builds it from 0.5.10 on (int64),
+    # through the real 0.5.9 kernel (which loads whatever width it is given):
+    # the facts type it *i64 and attn_extend reads it so (ATTN_EXTEND_QO_I64).
     "sglang-0.5.9-extend-kimi-tp8-bf16-qo-int64": (
         with_(sglang_extend, qo="int64"), ("0.5.9", "bf16", 2, 8, 77, 333),
-        {"_fwd_kernel": {120: ("-", "-"), 90: ("!", "-", "qo_indptr is *i64")}}),
+        {"_fwd_kernel": {120: ("-", "-"), 90: ("sglang-extend-2025-08",
+                                               "attn_extend_mla576_bf16")}}),
     # PAGE_SIZE is the kernel's: no setting needed, a disagreeing one refused.
     "vllm-0.33.0-decode-kimi-tp8-no-settings": (
         with_(vllm_mla_decode, settings={}), ("0.33.0", 5, 8, 16, 16, 4099),
@@ -660,14 +662,15 @@ CASES = {
 
 # The cases whose decision depends on the compiled facts: every other case
 # must decide the same when its events are replayed without them.  SGLang's
-# extend rules from -2026-07-10 on reroute only with the facts
+# extend rules from -2026-03 (0.5.10) on reroute only with the facts
 # (needs_compiled_facts, rules/AUDIT.md F2): without them these sm_90
 # launches are refused.  Without the facts SGLang 0.5.23's MoE launch is
 # read as sglang-moe-2026-03's (add_mask_ptr dropped): the same plan under
 # the older rule's name.
 FACTS_DECIDE = set(list(CASES)[list(CASES).index(
     "sglang-0.5.9-moe-glm-tp8-gateup-fp8tensor-m2048-no-settings"):]) | {
-    "sglang-0.5.23-extend-kimi-tp8-fp8", "sglang-0.5.17-extend-kimi-tp8-fp8",
+    "sglang-0.5.23-extend-kimi-tp8-fp8", "sglang-0.5.14-extend-kimi-tp8-fp8",
+    "sglang-0.5.15-extend-kimi-tp8-bf16", "sglang-0.5.17-extend-kimi-tp8-fp8",
     "sglang-0.5.18-extend-kimi-tp8-bf16", "sglang-0.5.23-extend-kimi-tp8-fp8-batch1",
     "sglang-0.5.23-moe-kimi-tp8-gateup-fp8block-m512"}
 

@@ -38,8 +38,8 @@ expect "with the setting, the rule and adapter plan attn_extend_mla576_bf16 (the
 expect "and the launch is still refused, not run as it was" "^launch 106496 -> 1$"
 
 run fp8 SM120SHIM_MODE=reroute SM120SHIM_KV_CACHE_DTYPE=fp8_e4m3
-expect "SM120SHIM_KV_CACHE_DTYPE=fp8_e4m3 picks the FP8 kernel" \
-	"no current CUDA context to launch attn_extend_mla576_fp8 in"
+expect "SM120SHIM_KV_CACHE_DTYPE=fp8_e4m3 is refused: SGLang 0.5.8/0.5.9 read an FP8 cache without k/v scales" \
+	"not rerouted: rule sglang-extend-2025-08 (no k_scale/v_scale) with an FP8 KV cache"
 
 run badstride SM120SHIM_MODE=reroute SM120SHIM_KV_CACHE_DTYPE=bf16 REROUTE_BAD_STRIDE=1
 expect "a q head stride the MLA layout cannot have is refused with the values" \

@@ -35,13 +35,14 @@ for name in reroute nosetting enforce diagnose; do
 done
 "$B/sm120" route "$work/reroute.jsonl" >"$out" 2>&1
 expect "the launch replays as rerouted by its rule to the bundled kernel" \
-	"launch _fwd_kernel: reroute by sglang-extend-2026-03 to attn_extend_mla576_bf16 (logged: reroute)"
+	"launch _fwd_kernel: reroute by sglang-extend-2025-08 to attn_extend_mla576_bf16 (logged: reroute)"
 "$B/sm120" route "$work/nosetting.jsonl" >"$out" 2>&1
 expect "without the setting the replay is refused, with the shim's reason" \
 	"why: the KV cache dtype is compiled into _fwd_kernel"
 check "--set gives the decision the setting would have given" 0 \
 	"$B/sm120" route --json --set kv_cache_dtype=fp8_e4m3 "$work/nosetting.jsonl"
-expect "(the FP8 kernel)" '"decision":"reroute","rule":"sglang-extend-2026-03","rerouted_to":"attn_extend_mla576_fp8"'
+expect "(an FP8 cache, which that release reads without k/v scales: refused)" \
+	'"decision":"refuse","reason":"rule sglang-extend-2025-08 (no k_scale/v_scale) with an FP8 KV cache'
 check "--mode enforce replays the reroute log as the card would" 0 \
 	"$B/sm120" route --mode enforce "$work/reroute.jsonl"
 expect "(refused, not compared with the log)" "launch _fwd_kernel: refuse (logged: not compared)"

@@ -1,7 +1,7 @@
 /*
  * reroute.c - the shim's reroute decision on a real image, against the fake
  * driver (an H200).  Loads a cubin with SGLang's extend `_fwd_kernel`
- * parameter list ($SM120_FIXTURES/sglang_extend.sm_90.cubin), sets its
+ * parameter list at SGLang 0.5.8/0.5.9 ($SM120_FIXTURES/sglang_extend.sm_90.cubin), sets its
  * dynamic shared memory as Triton does, and launches it as SGLang launches
  * the MLA absorbed extend at the Hopper tiles (Kimi K2 TP8: 8 q heads, grid
  * (3, 8, 32), 256 threads, 106496 B).  With REROUTE_BAD_STRIDE set, q's head
@@ -34,10 +34,10 @@ int main(void)
 	void *image = read_fixture("sglang_extend.sm_90.cubin");
 	CUdeviceptr ptr[9] = { 0x10000, 0x20000, 0x20000, 0x30000, 0x40000, 0x40000,
 			       0x50000, 0x60000, 0x70000 }, none = 0;
-	float scales[3] = { 0.0416f, 1.f, 1.f };
+	float sm_scale = 0.0416f;
 	int group = 8, strides[12] = { 8 * 576, 576, 576, 576, 576, 576, 8 * 512, 512,
 				       576, 576, 576, 576 };
-	void *params[27];
+	void *params[25];
 	CUlaunchConfig cfg = { 3, 8, 32, 256, 1, 1, 106496, NULL, NULL, 0 };
 	CUmodule mod;
 	CUfunction f;
@@ -47,12 +47,11 @@ int main(void)
 		strides[1] = 520;
 	for (i = 0; i < 9; i++)
 		params[i] = &ptr[i];
-	for (i = 0; i < 3; i++)
-		params[9 + i] = &scales[i];
-	params[12] = &group;
+	params[9] = &sm_scale;
+	params[10] = &group;
 	for (i = 0; i < 12; i++)
-		params[13 + i] = &strides[i];
-	params[25] = params[26] = &none;
+		params[11 + i] = &strides[i];
+	params[23] = params[24] = &none;
 	cuInit(0);
 	cuModuleLoadData(&mod, image);
 	cuModuleGetFunction(&f, mod, "_fwd_kernel");

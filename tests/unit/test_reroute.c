@@ -185,6 +185,8 @@ static void expect_plan(struct fake *f, const char *rule_id, const char *or_id,
 
 /* extend_facts - kimi_extend's launch with the facts SGLang's kernel compiles in (below). */
 static void extend_facts(struct fake *f);
+/* extend_facts_fp8 - the same with an FP8 E4M3 KV cache. */
+static void extend_facts_fp8(struct fake *f);
 
 static void test_every_release_reroutes(void **state)
 {
@@ -241,6 +243,7 @@ static void test_fp8_and_scales(void **state)
 	dtype_setting = "fp8_e4m3";
 	f.fvalue[index_of(&f, "k_scale")] = 0.5f;
 	f.fvalue[index_of(&f, "v_scale")] = 0.25f;
+	extend_facts_fp8(&f);
 	expect_plan(&f, "sglang-extend-2026-03", NULL, &plan);
 	memcpy(&a, plan.args, sizeof(a));
 	assert_string_equal(plan.kernel, ATTN_EXTEND_MLA576_FP8);
@@ -249,7 +252,8 @@ static void test_fp8_and_scales(void **state)
 	kimi_extend(&f, "sglang-extend-2025-08");
 	dtype_setting = "fp8_e4m3";
 	expect_refusal(&f, "with an FP8 KV cache: how that release scales FP8 keys is not verified");
-	kimi_extend(&f, "sglang-extend-2026-03");
+	/* without the facts the cache dtype is the setting's */
+	kimi_extend(&f, "sglang-extend-2025-08");
 	dtype_setting = NULL;
 	expect_refusal(&f, "set SM120SHIM_KV_CACHE_DTYPE=bf16 or fp8_e4m3");
 	dtype_setting = "fp16";
@@ -766,6 +770,9 @@ static const struct ptype extend_types[] = {
 	{ "O_Extend", "*bf16" }, { "K_Buffer", "*bf16" }, { "V_Buffer", "*bf16" },
 	{ "qo_indptr", "*i32" }, { "kv_indptr", "*i32" }, { "kv_indices", "*i64" }, { NULL, NULL },
 };
+static const struct ptype fp8_cache[] = {
+	{ "K_Buffer", "*fp8e4nv" }, { "V_Buffer", "*fp8e4nv" }, { NULL, NULL },
+};
 static const struct ptype decode_types[] = {
 	{ "Q", "*bf16" }, { "K_Buffer", "*fp8e4nv" }, { "V_Buffer", "*fp8e4nv" },
 	{ "Req_to_tokens", "*i32" }, { "B_Seqlen", "*i32" }, { "Att_Out", "*fp32" },
@@ -832,6 +839,11 @@ static void extend_facts(struct fake *f)
 	with_facts(f, EXTEND_CONSTEXPRS, extend_types, NULL);
 }
 
+static void extend_facts_fp8(struct fake *f)
+{
+	with_facts(f, EXTEND_CONSTEXPRS, extend_types, fp8_cache);
+}
+
 /* refact - @f's compiled facts with the first @from replaced by @to. */
 static void refact(struct fake *f, const char *from, const char *to)
 {
@@ -849,10 +861,14 @@ static void moe_facts(struct fake *f, int top_k, int mul, const char *quant, con
 {
 	char text[1024];
 
+	int vllm = strncmp(f->rule->id, "vllm", 4) == 0;
+
+	/* each framework's own constexprs: SGLang 0.5.9's, vLLM 0.33.0's */
 	snprintf(text, sizeof(text), "num_warps=8;num_stages=4;BLOCK_SIZE_M=128;BLOCK_SIZE_N=256;"
 		 "BLOCK_SIZE_K=128;GROUP_SIZE_M=16;MUL_ROUTED_WEIGHT=%d;top_k=%d;compute_type=bf16;"
-		 "use_fp8_w8a8=1;use_int8_w8a8=0;use_int8_w8a16=0;even_Ks=1;c_sorted=0;"
-		 "filter_expert=0;swap_ab=0;%s", mul, top_k,
+		 "use_fp8_w8a8=1;use_int8_w8a8=0;use_int8_w8a16=0;%s;%s", mul, top_k,
+		 vllm ? "SPLIT_K=1;HAS_BIAS=0;SWAP_AB=0;USE_TD=0;naive_block_assignment=0" :
+			"even_Ks=1;c_sorted=0;filter_expert=0;swap_ab=0",
 		 quant ? quant : "per_channel_quant=0;group_n=0;group_k=0");
 	with_facts(f, text, moe_fp8_types, retype);
 }
@@ -921,7 +937,7 @@ static void test_facts_moe_top_k(void **state)
 	glm_down(&f, "sglang-moe-main");
 	moe_facts(&f, 1, 1, NULL, NULL);
 	top_k_setting = "9";
-	a = moe_plan_args(&f, "sglang-moe-2026-03", NULL);
+	a = moe_plan_args(&f, "sglang-moe-main", NULL);
 	assert_int_equal(a.top_k, 1);
 	assert_int_equal(a.mul_routed_weight, 1);
 	assert_int_equal(a.N, 5120);
@@ -1160,8 +1176,8 @@ static void moe_cfg_launch(struct fake *f, const char *rule_id, const struct moe
 	snprintf(text, sizeof(text), "num_warps=%d;num_stages=%d;BLOCK_SIZE_M=%d;BLOCK_SIZE_N=%d;"
 		 "BLOCK_SIZE_K=%d;GROUP_SIZE_M=8;MUL_ROUTED_WEIGHT=0;top_k=8;compute_type=bf16;"
 		 "use_fp8_w8a8=%d;use_int8_w8a8=0;use_int8_w8a16=0;per_channel_quant=0;group_n=%d;"
-		 "group_k=%d;even_Ks=1;c_sorted=0;%s=%d%s", c->warps, c->stages, c->bm, c->bn, c->bk,
-		 c->quant != 0, group, group, vllm ? "SWAP_AB" : "filter_expert=0;swap_ab", swap,
+		 "group_k=%d;%s=%d%s", c->warps, c->stages, c->bm, c->bn, c->bk, c->quant != 0, group,
+		 group, vllm ? "SWAP_AB" : "even_Ks=1;c_sorted=0;filter_expert=0;swap_ab", swap,
 		 vllm ? ";SPLIT_K=1;HAS_BIAS=0;naive_block_assignment=0;USE_TD=0" : "");
 	with_facts(f, text, c->quant ? moe_fp8_types : bf16_types, NULL);
 }
@@ -1491,8 +1507,6 @@ static void test_generic_admit_agrees(void **state)
 /* F2, F3 and the cache dtype: the extend kernel's pointers and flags. */
 static void test_facts_extend(void **state)
 {
-	static const struct ptype fp8_cache[] = { { "K_Buffer", "*fp8e4nv" },
-						  { "V_Buffer", "*fp8e4nv" }, { NULL, NULL } };
 	struct fake f;
 	struct reroute_plan plan;
 	struct attn_extend_args a;
@@ -1508,9 +1522,15 @@ static void test_facts_extend(void **state)
 	expect_refusal(&f, "reroutes _fwd_kernel only at the shared-memory sizes of its tiles, not "
 			   "110592 B");
 	f.l.dynamic_smem = 106496;
-	/* F2: an int64 qo_indptr (SGLang 0.5.23's extend path), or kv_indptr */
+	/* F2: an int64 qo_indptr (SGLang's Triton backend from 0.5.10 on) is read as
+	   such; another width, or a wider kv_indptr, is refused */
 	refact(&f, "qo_indptr:*i32", "qo_indptr:*i64");
-	expect_refusal(&f, "qo_indptr is *i64 in the compiled kernel; attn_extend reads it as *i32");
+	expect_plan(&f, "sglang-extend-2026-03", NULL, &plan);
+	memcpy(&a, plan.args, sizeof(a));
+	assert_int_equal(a.flags, ATTN_EXTEND_CAUSAL | ATTN_EXTEND_QO_I64);
+	refact(&f, "qo_indptr:*i64", "qo_indptr:*i16");
+	expect_refusal(&f, "qo_indptr is *i16 in the compiled kernel; attn_extend reads int32 (*i32) "
+			   "or int64 (*i64) offsets");
 	with_facts(&f, EXTEND_CONSTEXPRS, extend_types, NULL);
 	refact(&f, "kv_indptr:*i32", "kv_indptr:*i64");
 	expect_refusal(&f, "kv_indptr is *i64");
@@ -1573,10 +1593,13 @@ static void test_needs_compiled_facts(void **state)
 	expect_plan(&f, "sglang-extend-main", "sglang-extend-2026-07-10", &plan);
 	assert_string_equal(plan.kernel, ATTN_EXTEND_MLA576_BF16);
 	refact(&f, "qo_indptr:*i32", "qo_indptr:*i64");
-	expect_refusal(&f, "qo_indptr is *i64");
-	/* a release without the key reroutes as before without the facts */
+	expect_plan(&f, "sglang-extend-main", NULL, &plan);
+	/* every release from 0.5.10 builds qo_indptr int64: 2026-03 needs the facts
+	   too; SGLang 0.5.8/0.5.9 (int32) reroute as before without them */
 	kimi_extend(&f, "sglang-extend-2026-03");
-	expect_plan(&f, "sglang-extend-2026-03", NULL, &plan);
+	expect_refusal(&f, "rule sglang-extend-2026-03 reroutes only with the kernel's compiled facts");
+	kimi_extend(&f, "sglang-extend-2025-08");
+	expect_plan(&f, "sglang-extend-2025-08", NULL, &plan);
 }
 
 /* The reading the facts state, exactly: which dropped int is which, and other lists. */
