@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../adapters/adapter.h"
+#include "../adapters/facts.h"
 #include "../rules/compiled.h"
 #include "../rules/generic.h"
 
@@ -129,7 +131,13 @@ enum stage { STAGE_NONE = 0, STAGE_SIGNATURE, STAGE_SUPPORTED, STAGE_TILE, STAGE
 /*
  * rule_admits - does rule @r take @k?  STAGE_NONE when it does (with the
  * generic tile in @g, or one of @r's exact tiles), else the stage it failed
- * at, with @why.
+ * at, with @why.  With the hook's facts (a text that types the signature) a
+ * constexpr that @r does not answer for refuses the kernel here as it would
+ * refuse every launch (facts_unaudited), so that Triton sees its
+ * OutOfResources at load, where its autotuner can skip the configuration,
+ * and the rule named at load is the one that reroutes the launches.  A text
+ * that types nothing (sm120 configs describes a config file for both
+ * frameworks at once) is judged by the values alone.
  */
 static enum stage rule_admits(const struct rule *r, const struct route_kernel *k,
 			      struct rule_generic_tile *g, struct sm_err *why)
@@ -180,6 +188,9 @@ static enum stage rule_admits(const struct rule *r, const struct route_kernel *k
 			   (unsigned long long)tile->dynamic_smem, v->name, v->value);
 		return STAGE_VALUES;
 	}
+	if (records_signature(r, k->compiled) &&
+	    facts_unaudited(r, tile, adapter_known(r->adapter), k->compiled, why))
+		return STAGE_VALUES;
 	return STAGE_NONE;
 }
 

@@ -301,10 +301,11 @@ def gptq():
 
 def sglang_0523():
     """SGLang 0.5.23's fused_moe_kernel (add_mask_ptr, PDL on sm_90).  With
-    add_mask_ptr None its runtime list is also sglang-moe-2026-03's, the first
-    of the two rules in rules/fused_moe.json, which therefore reroutes it
+    add_mask_ptr None its runtime list is also sglang-moe-2026-03's; the
+    compiled facts name add_mask_ptr among the arguments Triton compiled in,
+    which that rule does not list, so sglang-moe-main reroutes it
     (tests/oracle/launches.py shows the same on the CPU)."""
-    r = "sglang-moe-2026-03"
+    r = "sglang-moe-main"
     return [case("sglang", "0.5.23", "block", False, SG23, FP8_TILE, r, "block-gateup"),
             case("sglang", "0.5.23", "tensor", True, SG23, FP8_TILE, r, "tensor-down"),
             case("sglang", "0.5.23", "bf16", False, SG23, BF16_TILE, r, "bf16-gateup"),
