@@ -1,31 +1,35 @@
 #!/bin/sh
-# moe_reroute_gpu.sh - the shim's reroute mode on fused-MoE Triton launches
-# (GPU): stand-ins with the launch interfaces of SGLang's `fused_moe_kernel`
-# (2026-03 and upstream main), vLLM's `fused_moe_kernel` and SGLang's
-# `fused_moe_kernel_gptq_awq` (tests/gpu/standins_moe.py), at the Hopper
-# configurations that overflow SM120 (standins_moe.CONFIGS), on Kimi K2 and
-# GLM-4.7 shapes at TP8, SM120 emulated on a bigger GPU.  For each model and
-# case (signature:quantisation) every batch size runs in one process, plainly
-# and under `sm120 run --mode reroute --target sm120 --set top_k=8 --set
-# hidden_size=<hidden>`; the results are compared with a float64 reference
-# (tests/gpu/test_moe_reroute.py check); the JSON log must show every
-# fused-MoE launch rerouted (with the parameter count of its signature and
-# quantisation) and nothing refused.  One case per model also runs inside a
+# moe_reroute_gpu.sh - the shim's reroute mode on the frameworks' own fused-MoE
+# kernels (GPU), from their released packages (tests/oracle/fetch.sh, in
+# $SM120_ORACLE, default $SM120_BUILD/oracle), through their own host
+# functions (tests/gpu/test_moe_reroute.py SIGS): SGLang 0.5.9's
+# `fused_moe_kernel` and `fused_moe_kernel_gptq_awq` (sig sglang), SGLang
+# 0.5.23's (sglang_main) and vLLM 0.33.0's `fused_moe_kernel` (vllm), at the
+# Hopper configurations that overflow SM120 (moe_cases.CONFIGS), on Kimi K2
+# and GLM-4.7 shapes at TP8, SM120 emulated on a bigger GPU.  For each model
+# and case (signature:quantisation) every batch size runs in one process,
+# plainly and under `sm120 run --mode reroute --target sm120 --set top_k=8
+# --set hidden_size=<hidden>`; the results are compared with a float64
+# reference next to the framework kernel's own error (test_moe_reroute.py
+# check); the JSON log must show every fused-MoE launch rerouted by the rule
+# of its release, with the cubin parameter count of its framework and
+# quantisation, and nothing refused.  One case per model also runs inside a
 # CUDA graph.  With a top_k that disagrees with the compiled one the gate/up
-# launch must be refused with a reason naming SM120SHIM_TOP_K, and `--mode enforce` must reproduce
-# Triton's OutOfResources.  Prints "ok - ..." / "not ok - ...".
+# launch must be refused with a reason naming SM120SHIM_TOP_K, and `--mode
+# enforce` must reproduce Triton's OutOfResources.  The Triton stand-ins the
+# benchmark keeps (tests/gpu/standins_moe.py) are checked against SGLang
+# 0.5.9's kernels first.  Prints "ok - ..." / "not ok - ...".
 #
 # Environment (to keep GPU time small):
 #   MOE_BATCHES       batch sizes M          (default "1 7 64 512 4096")
 #   MOE_MODELS        models                 (default "kimi glm")
-#   MOE_CASES         signature:quantisation (default: SGLang 2026-03 with every
-#                     quantisation (int4: the gptq/awq kernel), SGLang main and
-#                     vLLM with FP8 per-tensor)
+#   MOE_CASES         signature:quantisation (default: SGLang 0.5.9 with every
+#                     quantisation (int4: the gptq/awq kernel), SGLang 0.5.23
+#                     and vLLM with FP8 per-tensor)
 #   MOE_GRAPH_CASES   cases also run in a CUDA graph (default "sglang:fp8_tensor";
 #                     empty: none)
 #   MOE_GRAPH_BATCHES batch sizes of the graph runs (default "7 512")
-#   MOE_SMEM=1        first print the stand-ins' shared memory on this GPU and
-#                     sm_120 (standins_moe.py smem; compiles every case twice)
+#   MOE_STANDINS=0    skip the stand-ins' check (standins_moe.py check)
 set -u
 B=${SM120_BUILD:-build}
 sm120=$(pwd)/$B/sm120
@@ -33,6 +37,7 @@ py=tests/gpu/test_moe_reroute.py
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export TRITON_CACHE_DIR="$work/triton"   # compiled once, shared by the runs below
+export SM120_ORACLE="${SM120_ORACLE:-$B/oracle}"
 export MOE_BATCHES="${MOE_BATCHES:-1 7 64 512 4096}"
 models=${MOE_MODELS:-kimi glm}
 cases=${MOE_CASES:-sglang:fp8_tensor sglang:fp8_channel sglang:fp8_block sglang:bf16 sglang:int4 sglang_main:fp8_tensor vllm:fp8_tensor}
@@ -41,7 +46,7 @@ graph_batches=${MOE_GRAPH_BATCHES:-7 512}
 
 . tests/gpu/step.sh   # step NAME OUT CMD...
 
-# hidden_of MODEL - the model's hidden size (standins_moe.MODELS): what the shim
+# hidden_of MODEL - the model's hidden size (moe_cases.MODELS): what the shim
 # is told so it can tell the gate/up launch (K = hidden) from the down one.
 hidden_of() {
 	case $1 in
@@ -52,18 +57,29 @@ hidden_of() {
 }
 
 # logcheck TAG SIG QUANT BATCHES - every fused-MoE launch in the JSON logs
-# $work/rr-TAG.*.jsonl rerouted (rerouted_to set), with the kernel name and
-# cubin parameter count of SIG/QUANT, at least two per batch (gate/up and
-# down), and no refusal anywhere.
+# $work/rr-TAG.*.jsonl rerouted (rerouted_to set) by the rule of SIG's
+# release, with the kernel name and cubin parameter count of SIG/QUANT, at
+# exactly two per batch (gate/up and down) in a run, six in a graph run
+# (warm-up, capture and the eager launch; a replay passes no hook), and no
+# refusal anywhere.
 logcheck() {
 	python3 - "$work" "$@" <<'PY'
 import glob, json, sys
 work, tag, sig, quant, batches = sys.argv[1:6]
-# Cubin parameters per quantisation (standins_moe.EXPECTED_PARAMS: the same for
-# SGLang 2026-03, SGLang main and vLLM; `standins_moe.py smem` measures them):
-# FP8 per-tensor 26, per-channel 22 (the scale strides equal to 1 dropped),
-# block 24, bf16 24; the gptq/awq kernel (int4) 21.
-params = {"fp8_tensor": 26, "fp8_channel": 22, "fp8_block": 24, "bf16": 24, "int4": 21}
+# Cubin parameters of the real kernels (test_moe_reroute.py PARAMS, which its
+# run checks against the compiled kernels): SGLang 0.5.9 and 0.5.23 FP8
+# per-tensor 26, per-channel 22 (the scale strides equal to 1 dropped), block
+# 24, bf16 24, the gptq/awq kernel (int4) 21; vLLM 0.33.0 the same but FP8
+# per-tensor 25.
+fw = "vllm" if sig == "vllm" else "sglang"
+params = {"fp8_tensor": 25 if fw == "vllm" else 26, "fp8_channel": 22, "fp8_block": 24,
+          "bf16": 24, "int4": 21}
+# The rules (test_moe_reroute.py SIGS): SGLang 0.5.23's fused_moe_kernel is
+# sglang-moe-main's (the hook's facts tell it from sglang-moe-2026-03's).
+rules = {"sglang": {"sglang-moe-2026-03"}, "sglang_main": {"sglang-moe-main"},
+         "vllm": {"vllm-moe-main"}}[sig]
+if quant == "int4":
+    rules = {"sglang-moe-gptq-awq"}
 kernel = "fused_moe_kernel_gptq_awq" if quant == "int4" else "fused_moe_kernel"
 names = ("fused_moe_kernel", "fused_moe_kernel_gptq_awq")
 ev = [json.loads(l) for f in glob.glob(f"{work}/rr-{tag}.*.jsonl") for l in open(f)]
@@ -86,7 +102,13 @@ wrong = [e for e in moe if e.get("kernel") != kernel
 for e in wrong[:3]:
     print(f"# unexpected launch: {e.get('kernel')} with {len(e.get('param_sizes') or [])} "
           f"parameters (expected {kernel} with {params[quant]})")
-ok = len(rr) >= 2 * n_batches and not other and not refused and not wrong
+wrong_rule = [e for e in rr if e.get("rule") not in rules]
+for e in wrong_rule[:3]:
+    print(f"# rerouted by {e.get('rule')}, expected {sorted(rules)}")
+want = (6 if tag.startswith("graph") else 2) * n_batches
+if len(moe) != want:
+    print(f"# {len(moe)} fused-MoE launches logged, {want} made")
+ok = len(moe) == want and len(rr) == want and not other and not refused and not wrong and not wrong_rule
 ok &= all(e.get("rerouted_to") for e in rr)
 sys.exit(0 if ok else 1)
 PY
@@ -97,8 +119,13 @@ if [ ! -x "$sm120" ]; then
 	exit 0
 fi
 
-if [ "${MOE_SMEM:-0}" = 1 ]; then
-	step "standins_moe.py smem" "$work/smem.out" python3 tests/gpu/standins_moe.py smem
+if [ ! -f "$SM120_ORACLE/sglang-0.5.23/sglang/kernels/ops/moe/fused_moe_triton_kernels.py" ]; then
+	echo "not ok - $SM120_ORACLE lacks the frameworks' packages: run sh tests/oracle/fetch.sh $SM120_ORACLE"
+	exit 0
+fi
+
+if [ "${MOE_STANDINS:-1}" = 1 ]; then
+	step "standins_moe.py check" "$work/standins.out" python3 tests/gpu/standins_moe.py check
 fi
 
 # run_case MODE MODEL SIG QUANT BATCHES - plain and under the shim, then the log check.
@@ -115,7 +142,7 @@ run_case() {
 		--set top_k=8 --set hidden_size="$hidden" --log "$work/rr-$tag.%p.jsonl" -- \
 		python3 $py "$mode" "$work/$mode-shim-$model" --model "$model" --quant "$quant" --sig "$sig"
 	if logcheck "$tag" "$sig" "$quant" "$batches"; then
-		echo "ok - $what: the log shows every $( [ "$quant" = int4 ] && echo fused_moe_kernel_gptq_awq || echo fused_moe_kernel) launch rerouted, nothing refused"
+		echo "ok - $what: the log shows every $( [ "$quant" = int4 ] && echo fused_moe_kernel_gptq_awq || echo fused_moe_kernel) launch rerouted by the rule of its release, nothing refused"
 	else
 		echo "not ok - $what: reroute events in the JSON log"
 	fi

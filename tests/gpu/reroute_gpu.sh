@@ -1,18 +1,22 @@
 #!/bin/sh
-# reroute_gpu.sh - the shim's reroute mode on real Triton launches (GPU):
-# stand-ins with the launch interfaces of SGLang's extend attention
-# (`_fwd_kernel`, 106496 B, in its 2026-03, v0.5.9 and upstream-main
-# signatures, main also with a batch of 1), SGLang's own released 0.5.8 and
-# 0.5.9 extend kernels (tests/oracle/fetch.sh; their 25-parameter layout is
-# the v0.5.9 one) and vLLM's TRITON_MLA decode
-# (`_fwd_grouped_kernel_stage1`, 102400 B with an FP8 cache), SM120 emulated
-# on a bigger GPU.  Each case runs plainly and under
-# `sm120 run --mode reroute --target sm120`, eagerly and inside a CUDA graph;
-# the results are compared with a float64 reference
-# (tests/gpu/test_reroute.py check), the JSON log must show each launch
-# rerouted by the rule of its signature and no refusal, the v0.5.9 signature
-# with an FP8 cache must be refused (its own process), and `--mode enforce`
-# must reproduce Triton's OutOfResources.  Prints "ok - ..." / "not ok - ...".
+# reroute_gpu.sh - the shim's reroute mode on the frameworks' own attention
+# kernels (GPU), from their released packages (tests/oracle/fetch.sh, in
+# $SM120_ORACLE, default $SM120_BUILD/oracle): SGLang's extend attention
+# `_fwd_kernel` (106496 B) at one release of every signature the rules claim
+# (0.5.8, 0.5.9, 0.5.14, 0.5.15, 0.5.17, 0.5.18, 0.5.23, and 0.5.23 with a
+# batch of 1) and vLLM's TRITON_MLA decode `_fwd_grouped_kernel_stage1`
+# (102400 B with an FP8 cache) at 0.33.0 and 0.23.0, through their own host
+# functions (tests/gpu/test_reroute.py), SM120 emulated on a bigger GPU.  Each
+# case runs plainly and under `sm120 run --mode reroute --target sm120`,
+# eagerly and inside a CUDA graph; the results are compared with a float64
+# reference next to the framework kernel's own error (test_reroute.py check);
+# the JSON log must show each over-limit launch, in the order made, rerouted
+# by the rule of its release with its cubin parameter count and nothing
+# refused (test_reroute.py logcheck); SGLang 0.5.9 with an FP8 cache must be
+# refused (its own process), and `--mode enforce` must reproduce Triton's
+# OutOfResources.  The Triton stand-ins the benchmark keeps
+# (tests/gpu/standins.py) are checked against the real kernels first.
+# Prints "ok - ..." / "not ok - ...".
 set -u
 B=${SM120_BUILD:-build}
 sm120=$(pwd)/$B/sm120
@@ -20,6 +24,7 @@ py=tests/gpu/test_reroute.py
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export TRITON_CACHE_DIR="$work/triton"   # compiled once, shared by the runs below
+export SM120_ORACLE="${SM120_ORACLE:-$B/oracle}"
 
 . tests/gpu/step.sh   # step NAME OUT CMD...
 
@@ -28,9 +33,14 @@ if [ ! -x "$sm120" ]; then
 	exit 0
 fi
 
-# The stand-ins' shared memory and cubin parameters on this GPU, against the
-# figures the shim's rules match (also fills the Triton cache).
-step "standins.py smem" "$work/smem.out" python3 tests/gpu/standins.py smem
+if [ ! -f "$SM120_ORACLE/sglang-0.5.23/sglang/kernels/ops/attention/extend_attention.py" ]; then
+	echo "not ok - $SM120_ORACLE lacks the frameworks' packages: run sh tests/oracle/fetch.sh $SM120_ORACLE"
+	exit 0
+fi
+
+# The stand-ins the attention benchmark launches, against the releases they
+# mirror (also fills the Triton cache).
+step "standins.py check" "$work/standins.out" python3 tests/gpu/standins.py check
 
 # SGLang compiles the KV cache dtype into the kernel, so the shim is told it
 # (--set kv_cache_dtype: SM120SHIM_KV_CACHE_DTYPE) and each dtype runs in its
@@ -45,61 +55,16 @@ for kv in bf16 fp8_e4m3; do
 			"$sm120" run --mode reroute --target sm120 --set kv_cache_dtype=$kv --set page_size=64 \
 			--log "$work/rr-$mode-$kv.%p.jsonl" -- python3 $py $mode "$shim" --kv $kv
 		step "check $mode $kv" "$work/check-$mode-$kv.out" python3 $py check "$plain" "$shim"
-		if python3 - "$work" "$mode" "$kv" <<'PY'
-import glob, json, sys
-work, mode, kv = sys.argv[1:4]
-# The rules each stand-in's interface is written to match (rules/*.json), told
-# apart by the launch's cubin parameter count (standins.py smem checks them):
-# SGLang extend 2026-03: 27, v0.5.9: 25, upstream main: 37, main with one
-# sequence: 36 (compact_batch_size == 1 compiled in: the 2026-07-10 layout as
-# well, which the shim reads identically, so either rule may take it); vLLM
-# decode stage 1: 23.
-rules = {("_fwd_kernel", 27): {"sglang-extend-2026-03"},
-         ("_fwd_kernel", 25): {"sglang-extend-2025-08"},
-         ("_fwd_kernel", 37): {"sglang-extend-main"},
-         ("_fwd_kernel", 36): {"sglang-extend-main", "sglang-extend-2026-07-10"},
-         ("_fwd_grouped_kernel_stage1", 23): {"vllm-mla-decode-2026-06"}}
-# What each dtype launches (test_reroute.py make_cases): v0.5.9 and main with
-# one sequence run with bf16 only; the bf16 decode (63488 B) fits.
-want = {("_fwd_kernel", 27), ("_fwd_kernel", 37)}
-want |= ({("_fwd_kernel", 25), ("_fwd_kernel", 36)} if kv == "bf16"
-         else {("_fwd_grouped_kernel_stage1", 23)})
-ev = [json.loads(l) for f in glob.glob(f"{work}/rr-{mode}-{kv}.*.jsonl") for l in open(f)]
-launch = [e for e in ev if e.get("event") == "launch"]
-rr = [e for e in launch if e.get("action") == "reroute"]
-refused = [e for e in ev if e.get("action") == "refuse"]
-got = {}
-for e in rr:
-    key = (e.get("kernel"), len(e.get("param_sizes") or []))
-    got.setdefault(key, set()).add((e.get("rule"), e.get("rerouted_to")))
-print(f"# {mode} {kv}: {len(ev)} events, {len(rr)} reroutes: "
-      + "; ".join(f"{k}/{n} -> {sorted(v)}" for (k, n), v in sorted(got.items())))
-for k, n in sorted(want - set(got)):
-    print(f"# not rerouted: {k} with {n} parameters")
-for k, n in sorted(set(got) - want):
-    print(f"# rerouted, not launched by the cases: {k} with {n} parameters")
-for (k, n), v in sorted(got.items()):
-    for r in sorted({r for r, _ in v} - rules.get((k, n), set()), key=str):
-        print(f"# {k} with {n} parameters rerouted by {r}, expected {sorted(rules.get((k, n), ()))}")
-for e in refused[:3]:
-    print(f"# refused: {e.get('kernel')}: {e.get('reason')}")
-ok = not refused and set(got) == want
-ok &= all(e.get("rerouted_to") for e in rr)
-ok &= all(r in rules.get(k, ()) for k, v in got.items() for r, _ in v)
-# the bf16 decode (63488 B) fits: the shim must not even log it
-ok &= kv != "bf16" or not [e for e in launch if e.get("kernel") == "_fwd_grouped_kernel_stage1"]
-sys.exit(0 if ok else 1)
-PY
-		then echo "ok - $mode $kv: the log shows $( [ $kv = bf16 ] && echo "_fwd_kernel in the 2026-03, v0.5.9, main and main batch-1 signatures" || echo "_fwd_kernel in the 2026-03 and main signatures and _fwd_grouped_kernel_stage1") rerouted by the rules of their signatures, nothing refused"
-		else echo "not ok - $mode $kv: reroute events in the JSON log"; fi
+		step "log $mode $kv" "$work/log-$mode-$kv.out" \
+			python3 $py logcheck "$shim" "$work"/rr-$mode-$kv.*.jsonl
 	done
 done
 
-# The v0.5.9 signature with an FP8 cache: the shim has its rule but must refuse
-# the launch (how that release scales FP8 keys is not verified) as an SM120
-# card would refuse it; in a process of its own, the failed launch being the
-# point.  The log must say so: a refused _fwd_kernel launch with the v0.5.9
-# layout (25 parameters) whose reason names the rule and "not verified".
+# SGLang 0.5.9 with an FP8 cache: the shim has its rule but must refuse the
+# launch (that release reads FP8 keys without k/v scales: not verified) as an
+# SM120 card would refuse it; in a process of its own, the failed launch being
+# the point.  The log must say so: a refused _fwd_kernel launch with 0.5.9's
+# layout (25 cubin parameters) whose reason names the rule and "not verified".
 step "refuse under sm120 run --mode reroute --target sm120" "$work/refuse.out" \
 	"$sm120" run --mode reroute --target sm120 --set kv_cache_dtype=fp8_e4m3 \
 	--log "$work/refuse.%p.jsonl" -- python3 $py refuse
@@ -118,8 +83,8 @@ for e in launch:
     ok &= "not verified" in why and "sglang-extend-2025-08" in why
 sys.exit(0 if ok else 1)
 PY
-then echo "ok - refuse: the log shows the v0.5.9 _fwd_kernel launch with an FP8 cache refused (rule sglang-extend-2025-08: not verified)"
-else echo "not ok - refuse: no refused v0.5.9 _fwd_kernel launch whose reason says 'not verified' in the JSON log"; fi
+then echo "ok - refuse: the log shows SGLang 0.5.9's _fwd_kernel launch with an FP8 cache refused (rule sglang-extend-2025-08: not verified)"
+else echo "not ok - refuse: no refused SGLang 0.5.9 _fwd_kernel launch whose reason says 'not verified' in the JSON log"; fi
 
 # enforce: the launches must fail exactly as on an SM120 card.
 step "several contexts in one process" "$work/contexts.out" \

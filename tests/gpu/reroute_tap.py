@@ -1,9 +1,11 @@
 """reroute_tap.py - what the reroute suites (test_reroute.py, test_moe_reroute.py)
 share: which process prints a TAP line, bit-exact tensor comparison, bf16
-spacing, and the check that the shim refuses one launch and leaves the context
-usable."""
+spacing, the check that the shim refuses one launch and leaves the context
+usable, and what Triton compiled for a framework's kernel (Tap: the kernel a
+framework's host function launched; its cubin parameter count)."""
 import math
 import os
+import re
 
 import torch
 
@@ -62,3 +64,29 @@ def expect_refused(what, launch, hint):
     except Exception as e:  # noqa: BLE001
         print(f"not ok - refuse ({who}): the context is broken after the refused launch: "
               f"{type(e).__name__}: {e}")
+
+
+class Tap:
+    """Stands for a framework module's @triton.jit kernel, so that its host
+    function launches through it: module._fwd_kernel = Tap(module._fwd_kernel).
+    `last` is the CompiledKernel of the latest launch (None before any)."""
+
+    def __init__(self, fn):
+        self.fn, self.last = fn, None
+
+    def __getitem__(self, grid):
+        def launch(*args, **kwargs):
+            self.last = self.fn[grid](*args, **kwargs)
+            return self.last
+        return launch
+
+    def __getattr__(self, name):
+        return getattr(self.fn, name)
+
+
+def cubin_param_count(compiled):
+    """Parameters of a compiled kernel's PTX entry: the runtime arguments
+    Triton keeps (no constexprs, no None, no int equal to 1) + 2 scratch
+    pointers, as the shim's log counts them (param_sizes)."""
+    m = re.search(r"\.entry\s+\w+\s*\((.*?)\)", compiled.asm["ptx"], re.S)
+    return len(re.findall(r"\.param\b", m.group(1))) if m else -1

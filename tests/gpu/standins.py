@@ -1,61 +1,48 @@
-"""standins.py - Triton stand-ins for the framework kernels the shim reroutes (GPU tests).
+"""standins.py - the Triton stand-ins of SGLang's and vLLM's attention kernels
+that tests/gpu/bench_attention.py still times (GPU).
 
-The shim recognises a Triton launch by kernel name, parameter layout and shared
-memory (rules/*.json).  These kernels reproduce, for the GPU tests, exactly
-what a driver-level observer sees of two framework kernels at their Hopper
-configurations:
+Kept for that benchmark only: the GPU test (test_reroute.py) and the oracle
+(oracle_extend.py, oracle_decode.py) launch the frameworks' own kernels from
+their released packages (tests/oracle/fetch.sh).  They mirror:
 
-  _fwd_kernel                  SGLang extend (prefill) attention, 2026-03
-                               signature (k_scale/v_scale, no LSE), MLA absorbed
-                               Lq 576 / Lv 512 at BLOCK 32x64, 8 warps, 1 stage:
-                               106496 B of shared memory (bf16 and FP8 cache);
-                               the v0.5.9 and upstream-main signatures are in
-                               standins_extend_v059.py / standins_extend_main.py
-                               (each `_fwd_kernel` needs a module of its own),
-                               all three inlining _extend_attention below
-  _fwd_grouped_kernel_stage1   vLLM TRITON_MLA decode stage 1, 2026-07 signature
-                               (page strides, k_scale/v_scale pointers), BLOCK_N
-                               32, BLOCK_H 16, 4 warps, 2 stages: 102400 B with
-                               an FP8 cache, 63488 B with bf16
-  _fwd_kernel_stage2           vLLM's split-KV merge (never over the limit)
+  _fwd_kernel                  SGLang 0.5.14's
+                               sglang/srt/layers/attention/triton_ops/extend_attention.py
+                               (rule sglang-extend-2026-03: k_scale/v_scale, no
+                               LSE), MLA absorbed Lq 576 / Lv 512 at BLOCK
+                               32x64, 8 warps, 1 stage: 106496 B of shared
+                               memory (bf16 and FP8 cache)
+  _fwd_grouped_kernel_stage1   vLLM 0.33.0's
+                               vllm/v1/attention/ops/triton_decode_attention.py
+                               (rule vllm-mla-decode-2026-06: page strides,
+                               k_scale/v_scale pointers), BLOCK_N 32, BLOCK_H
+                               16, 4 warps, 2 stages: 102400 B with an FP8
+                               cache, 63488 B with bf16
+  _fwd_kernel_stage2           vLLM 0.33.0's split-KV merge (never over the limit)
 
-The kernels are written for this project from the frameworks' interfaces at
-the releases the rules name (rules/*.json "source") and the math; no
-framework code is copied.  What must match the frameworks is the
-interface: the function name (it becomes the cubin entry name), the parameter
-names and order, which parameters are tl.constexpr (Triton 3.6 then drops the
-same ones: constexprs, None pointers, ints equal to 1, and appends two scratch
-pointers), the grid, num_warps and num_stages.
+The kernels are written for this project from the frameworks' interfaces and
+the math; no framework code is copied.  What must match the frameworks is
+the interface: the function name (it becomes the cubin entry name), the
+parameter names and order, which parameters are tl.constexpr (Triton 3.6
+then drops the same ones: constexprs, None pointers, ints equal to 1, and
+appends two scratch pointers), the grid, num_warps and num_stages, and the
+order of the loads and dots, which decides the shared memory: per key block
+the 512-wide latent part of the keys loaded "transposed" ([D, BLOCK_N]) and
+dotted, then the 64-wide rope part loaded and dotted, the softmax step, then
+the values [BLOCK_N, DV] loaded and dotted; queries (latent and rope apart)
+loaded once before the loops.  An FP8 prefix in the extend kernel is
+converted to bf16 before its dots, so its figure is the bf16 one.
 
-The shared-memory figure is what the shim's rules match on, and Triton derives
-it from the kernel's loads, dots and their order.  Both kernels are therefore
-written as the plain flash-attention loops the framework kernels are, in the
-same order: per key block the 512-wide latent part of the keys loaded
-"transposed" ([D, BLOCK_N]) and dotted, then the 64-wide rope part loaded and
-dotted, the softmax step, then the values [BLOCK_N, DV] loaded and dotted;
-queries (latent and rope apart) loaded once before the loops.  Not measured
-here (no GPU where this was written): `python3 standins.py smem` prints the
-figures.  If a Triton version lands elsewhere, what decides it, as far as
-known: the operand tiles staged through shared memory for each dot (extend:
-q [32, 512] and qpe [32, 64] bf16 = 36 KiB, k [512, 64] = 64 KiB, kpe
-[64, 64] = 8 KiB, v [64, 512] = 64 KiB, p [32, 64] = 4 KiB) and which of
-them are live together, so the order of loads and dots is the knob; for the
-decode, the num_stages=2 pipeline of the k/kpe loads (double buffers; with
-FP8 the 1-byte tiles are pipelined and the dequantised bf16 copies staged
-again for the dots, hence 102400 against 63488 B for bf16).  An FP8 prefix
-in the extend kernel is converted to bf16 before its dots, so its figure is
-the bf16 one, as measured for SGLang's kernel with either cache dtype.
-
-Usage (needs a CUDA GPU, PyTorch and Triton):
-  python3 tests/gpu/standins.py smem [--arch 120]
-      compile (no launch) every stand-in at the test configuration (the
-      extend kernel in each signature of extend_signatures()) and print
-      metadata.shared and the cubin parameter count against the expected
-      figures as "ok - ..." / "not ok - ..." lines.  --arch 120 compiles for
-      sm_120 instead of this GPU (Triton's own ptxas), as the reference's
-      measurements did.
+Usage (needs a CUDA GPU, PyTorch, Triton and the packages in $SM120_ORACLE,
+default $SM120_BUILD/oracle):
+  python3 tests/gpu/standins.py check
+      the stand-ins and the releases they mirror on the same inputs
+      (test_reroute.py's Kimi K2 TP8 cases, bf16 and FP8 caches, k_scale
+      and v_scale distinct and not 1): ok when the compiled kernels have the
+      same shared memory and cubin parameter count, and every output of the
+      stand-in is within 2 x the framework kernel's own error + 1 bf16 ulp
+      of test_reroute.py's float64 reference.
 """
-import re
+import os
 import sys
 
 import torch
@@ -91,24 +78,8 @@ def _online_softmax_step(scores, run_max, run_sum):
     return probs, rescale, new_max, new_sum
 
 
-def smem_of(compiled):
-    """Dynamic shared memory (bytes) Triton computed for a compiled kernel."""
-    return compiled.metadata.shared
-
-
-def cubin_param_count(compiled):
-    """Parameters of the kernel's PTX entry (runtime args + 2 scratch pointers)."""
-    ptx = compiled.asm["ptx"]
-    m = re.search(r"\.entry\s+\w+\s*\((.*?)\)", ptx, re.S)
-    return len(re.findall(r"\.param\b", m.group(1))) if m else -1
-
-
 # -----------------------------------------------------------------------------
-# SGLang extend attention: the math every signature shares, and the 2026-03
-# interface.  The other signatures (v0.5.9, upstream main) are the kernels of
-# standins_extend_v059.py and standins_extend_main.py: each is named
-# `_fwd_kernel` too (the cubin entry name), so each lives in its own module,
-# and all of them call _extend_attention below.
+# SGLang extend attention, 0.5.14's interface (sglang-extend-2026-03)
 # -----------------------------------------------------------------------------
 
 
@@ -162,9 +133,8 @@ def _extend_attention(
     kv_indptr[seq+1]] of K_Buffer/V_Buffer, scores scaled by sm_scale*k_scale,
     values by v_scale) and then to the extend keys 0..row (IS_CAUSAL) or all
     of them (scores scaled by sm_scale).  An FP8 cache is converted to the
-    query dtype (exact for e4m3 -> bf16) before the dots.  A signature
-    without k_scale/v_scale (v0.5.9) passes 1.0 for both.  Inlined into each
-    signature's `_fwd_kernel`, so every one compiles to the same code.
+    query dtype (exact for e4m3 -> bf16) before the dots.  Inlined into
+    `_fwd_kernel`.
     """
     # The stand-ins cover the features the tests launch; the others must be off.
     tl.static_assert(not USE_CUSTOM_MASK, "stand-in: custom masks are not implemented")
@@ -312,7 +282,7 @@ def _fwd_kernel(
     STORE_TRANSPOSE: tl.constexpr,
     HAS_SINK: tl.constexpr,
 ):
-    """SGLang extend attention, 2026-03 interface (k_scale/v_scale, no LSE):
+    """SGLang extend attention, 0.5.14's interface (k_scale/v_scale, no LSE):
     the math is _extend_attention's."""
     _extend_attention(
         Q_Extend, K_Extend, V_Extend, O_Extend, K_Buffer, V_Buffer,
@@ -371,7 +341,7 @@ def extend_attention_fwd(
     warmup=False,
     tiles=None,
 ):
-    """Launch `_fwd_kernel` as SGLang's 2026-03 extend_attention_fwd does.
+    """Launch `_fwd_kernel` as SGLang 0.5.14's extend_attention_fwd does.
 
     tiles=(BLOCK_M, BLOCK_N) replaces the Hopper tiles (the benchmark's SM120
     configuration, SGLang's own SM120 branch: (32, 32) for Lq 576).
@@ -426,7 +396,7 @@ def extend_attention_fwd(
 
 
 # -----------------------------------------------------------------------------
-# vLLM TRITON_MLA decode, 2026-07 interface
+# vLLM TRITON_MLA decode, 0.33.0's interface (vllm-mla-decode-2026-06)
 # -----------------------------------------------------------------------------
 
 
@@ -712,123 +682,65 @@ def decode_attention_fwd(
     return k1, k2
 
 
-# -----------------------------------------------------------------------------
-# Figures: python3 standins.py smem [--arch 120]
-# -----------------------------------------------------------------------------
-
-# Expected shared memory and cubin parameters at the test configuration
-# (Kimi K2 at TP8: 8 q heads, one MLA kv head), from the reference's
-# measurements of the framework kernels (sections 3.5, 4.4, 6.2); the attention
-# figures are the same for sm_90 and sm_120.
-EXPECTED = {
-    ("_fwd_kernel", "bf16"): (106496, 27),
-    ("_fwd_kernel", "fp8_e4m3"): (106496, 27),
-    ("_fwd_grouped_kernel_stage1", "bf16"): (63488, 23),
-    ("_fwd_grouped_kernel_stage1", "fp8_e4m3"): (102400, 23),
-    ("_fwd_kernel_stage2", "bf16"): (0, 12),
-    ("_fwd_kernel_stage2", "fp8_e4m3"): (0, 12),
-}
-
-
-def extend_signatures():
-    """The SGLang extend stand-ins of every signature the GPU test launches.
-
-    label -> (launcher, sequences in the smem example, KV cache dtypes the
-    test launches it with, expected cubin parameters).  Every one needs
-    106496 B (the same math, tiles and order of loads).  Imported here rather
-    than at the top: standins_extend_*.py import this module for the math.
-    v0.5.9 runs with bf16 only (the shim refuses FP8 there); main with one
-    sequence compiles compact_batch_size in (== 1): the 2026-07-10 layout.
-    """
-    import standins_extend_main as main
-    import standins_extend_v059 as v059
-
-    both = ("bf16", "fp8_e4m3")
-    return {
-        "2026-03": (extend_attention_fwd, 1, both, EXPECTED[("_fwd_kernel", "bf16")][1]),
-        "v0.5.9": (v059.extend_attention_fwd, 1, ("bf16",), v059.CUBIN_PARAMS),
-        "main": (main.extend_attention_fwd, 2, both, main.CUBIN_PARAMS),
-        "main, batch 1": (main.extend_attention_fwd, 1, ("bf16",), main.CUBIN_PARAMS_BATCH1),
-    }
-
-
 KV_DTYPES = {"bf16": torch.bfloat16, "fp8_e4m3": torch.float8_e4m3fn}
 
 
-def example_extend(kv, dev="cuda", heads=8, batch=1, scales=True):
-    """Small extend inputs with the test's layout (MLA 576/512, V a view of K):
-    `batch` sequences of 3 prefix and 5 new tokens.  scales=False leaves out
-    k_scale/v_scale (the v0.5.9 interface has none)."""
-    t, pre, slots = 5, 3, 16
-    q = torch.zeros(batch * t, heads, 576, dtype=torch.bfloat16, device=dev)
-    k = torch.zeros(batch * t, 1, 576, dtype=torch.bfloat16, device=dev)
-    kbuf = torch.zeros(slots, 1, 576, dtype=KV_DTYPES[kv], device=dev)
-    o = torch.empty(batch * t, heads, 512, dtype=torch.bfloat16, device=dev)
-    args = dict(q_extend=q, k_extend=k, v_extend=k[..., :512], o_extend=o,
-                k_buffer=kbuf, v_buffer=kbuf[..., :512],
-                qo_indptr=torch.arange(0, batch * t + 1, t, dtype=torch.int32, device=dev),
-                kv_indptr=torch.arange(0, batch * pre + 1, pre, dtype=torch.int32, device=dev),
-                kv_indices=torch.arange(1, batch * pre + 1, dtype=torch.int64, device=dev),
-                custom_mask=None, is_causal=True, mask_indptr=None, max_len_extend=t,
-                sm_scale=192**-0.5)
-    if scales:
-        args.update(k_scale=1.0, v_scale=1.0)
-    return args
+# -----------------------------------------------------------------------------
+# check: the stand-ins against the releases they mirror
+# -----------------------------------------------------------------------------
 
 
-def example_decode(kv, dev="cuda", heads=8, page=64, width=66):
-    """Small decode inputs with the test's layout (4-D paged MLA cache, V a view of K)."""
-    cache = torch.zeros(4, page, 1, 576, dtype=KV_DTYPES[kv], device=dev)
-    return dict(q=torch.zeros(1, heads, 576, dtype=torch.bfloat16, device=dev),
-                k_buffer=cache, v_buffer=cache[..., :512],
-                o=torch.empty(1, heads, 512, dtype=torch.bfloat16, device=dev),
-                lse=torch.empty(1, heads, dtype=torch.bfloat16, device=dev),
-                req_to_token=torch.zeros(1, width, dtype=torch.int32, device=dev),
-                b_seq_len=torch.tensor([70], dtype=torch.int32, device=dev),
-                attn_logits=torch.empty(1, heads, 8, 513, dtype=torch.float32, device=dev),
-                num_kv_splits=8, sm_scale=192**-0.5, page_size=page,
-                k_scale=torch.tensor(1.0, device=dev), v_scale=torch.tensor(1.0, device=dev),
-                is_mla=True)
+def _check_main():
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import test_reroute as tr
+    from reroute_tap import bf16_ulp, cubin_param_count
 
-
-def _smem_main(argv):
-    arch = None
-    if "--arch" in argv:
-        arch = int(argv[argv.index("--arch") + 1])
-        from triton.backends.compiler import GPUTarget
-        # Before anything compiles: the JIT reads the target once per device.
-        triton.runtime.driver.active.get_current_target = lambda: GPUTarget("cuda", arch, 32)
-    where = f"sm_{arch}" if arch else "this GPU (sm_%d%d)" % torch.cuda.get_device_capability()
-    print(f"# stand-in kernels compiled for {where}, Triton {triton.__version__}")
     bad = 0
-    for kv in ("bf16", "fp8_e4m3"):
-        figures = []  # (what, compiled kernel, expected smem, expected cubin parameters)
-        for label, (launch, batch, kvs, n_params) in extend_signatures().items():
-            # v0.5.9 also with FP8: the launch the shim must refuse (test_reroute.py refuse)
-            if kv in kvs or label == "v0.5.9":
-                k = launch(**example_extend(kv, batch=batch, scales=label != "v0.5.9"),
-                           warmup=True)
-                figures.append((f"{k.metadata.name}, {label} signature", k,
-                                EXPECTED[("_fwd_kernel", kv)][0], n_params))
-        for k in decode_attention_fwd(**example_decode(kv), warmup=True):
-            figures.append((k.metadata.name, k, *EXPECTED[(k.metadata.name, kv)]))
-        for what, k, want_smem, want_params in figures:
-            smem, params = smem_of(k), cubin_param_count(k)
-            good = smem == want_smem and params == want_params
-            bad += not good
-            print(f"{'ok' if good else 'not ok'} - smem: {what} ({kv} KV cache) needs {smem} B "
-                  f"of shared memory (expected {want_smem}), {params} cubin parameters "
-                  f"(expected {want_params}), {k.metadata.num_warps} warps, "
-                  f"{k.metadata.num_stages} stages")
+    for kv in KV_DTYPES:
+        for case in (tr.make_extend(kv, tr.EXTEND_SEQS, tr.SEED, "0514"),
+                     tr.make_decode(kv, tr.DECODE_LENS, tr.SEED, "03300")):
+            d = case.inputs
+            real = case.launch()
+            torch.cuda.synchronize()
+            theirs = tr.views(case.kind, case.outputs_cpu())
+            case.reset_outputs()
+            if case.kind == "extend":
+                k, buf = d["k_ext"], d["k_buffer"]
+                mine = [extend_attention_fwd(
+                    d["q"], k, k[..., :tr.LV], case.outputs["o"], buf, buf[..., :tr.LV],
+                    d["qo_indptr"], d["kv_indptr"], d["kv_indices"], None, True, None,
+                    d["max_len_extend"], d["k_scale"], d["v_scale"], sm_scale=d["sm_scale"])]
+                ref = tr.ref_extend(d, "cuda")
+            else:
+                cache = d["kv_cache"]
+                mine = list(decode_attention_fwd(
+                    d["q"], cache, cache[..., :tr.LV], case.outputs["o"], case.outputs["lse"],
+                    d["block_table"], d["seq_lens"], case.outputs["att"], d["num_kv_splits"],
+                    d["sm_scale"], d["page_size"], k_scale=case.k_scale_t,
+                    v_scale=case.v_scale_t, is_mla=True))
+                ref = tr.ref_decode(d, "cuda")
+            torch.cuda.synchronize()
+            ours = tr.views(case.kind, case.outputs_cpu())
+            ref = tr.views(case.kind, ref)
+            for a, b in zip(mine, real):
+                fa = (a.metadata.shared, cubin_param_count(a))
+                fb = (b.metadata.shared, cubin_param_count(b))
+                bad += fa != fb
+                print(f"{'ok' if fa == fb else 'not ok'} - check {case.name}: {a.metadata.name} "
+                      f"(shared memory, cubin parameters): stand-in {fa}, {case.release}'s {fb}")
+            for key, r in ref.items():
+                ulp = bf16_ulp(r[torch.isfinite(r)].abs().max().item())
+                e_s, e_r = tr.max_err(ours[key], r), tr.max_err(theirs[key], r)
+                good = e_s <= 2 * e_r + ulp
+                bad += not good
+                print(f"{'ok' if good else 'not ok'} - check {case.name} {key}: stand-in max|err| "
+                      f"{e_s:.3g} vs float64, {case.release}'s own {e_r:.3g} (<= 2 x it + 1 "
+                      f"bf16 ulp {2 * e_r + ulp:.3g})")
     return 1 if bad else 0
 
 
 if __name__ == "__main__":
-    if len(sys.argv) >= 2 and sys.argv[1] == "smem":
-        # Run as the module `standins`, the one standins_extend_*.py import:
-        # one copy of the shared kernels in the process.
-        import standins
-
-        sys.exit(standins._smem_main(sys.argv[2:]))
+    if len(sys.argv) == 2 and sys.argv[1] == "check":
+        sys.exit(_check_main())
     print(__doc__)
     sys.exit(2)
