@@ -57,9 +57,15 @@ $(FX)/empty_section.o: $(B)/obj/core/common/err.o
 	$(Q)mkdir -p $(FX) && objcopy --add-section .nv_fatbin=/dev/null $< $@
 
 # Unit tests compile the core sources themselves, with the sanitizers
-# (test_rules, test_reroute, test_admit and test_context also the rules table compiled from rules/).
-$(T)/test_rules $(T)/test_reroute $(T)/test_admit $(T)/test_context: EXTRA_TEST_SRCS := $(RULES_TABLE)
-$(T)/test_rules $(T)/test_reroute $(T)/test_admit $(T)/test_context: $(RULES_TABLE)
+# (test_rules, test_reroute and test_admit also the rules table compiled from rules/).
+$(T)/test_rules $(T)/test_reroute $(T)/test_admit: EXTRA_TEST_SRCS := $(RULES_TABLE)
+$(T)/test_rules $(T)/test_reroute $(T)/test_admit: $(RULES_TABLE)
+# test_context, test_inkling and test_lightning (rules sglang-context-attention,
+# sglang-inkling-moe, lightning-kv-parallel): the rules table and the fake
+# launch they hand to reroute_select (tests/unit/fake_launch.c).
+FAKE_LAUNCH_TESTS := $(T)/test_context $(T)/test_inkling $(T)/test_lightning
+$(FAKE_LAUNCH_TESTS): EXTRA_TEST_SRCS := $(RULES_TABLE) tests/unit/fake_launch.c
+$(FAKE_LAUNCH_TESTS): $(RULES_TABLE) tests/unit/fake_launch.c tests/unit/fake_launch.h
 # test_scan walks files: the tool's half of the image reader.
 $(T)/test_scan: EXTRA_TEST_SRCS := tools/sm120/scan_files.c
 $(T)/test_scan: tools/sm120/scan_files.c
@@ -138,6 +144,8 @@ include tests/fuzz/fuzz.mk
 
 # ------------------------------------------------------------------ GPU
 GPU_TESTS := $(T)/gpu_decode_merge $(T)/gpu_decode_attn $(T)/gpu_extend_attn $(T)/gpu_moe_gemm
+# lightning_kv against a double reference (tests/gpu/lightning_kv.c)
+GPU_TESTS += $(T)/gpu_lightning_kv
 GPU_BENCH := $(T)/gpu_bench_launch $(T)/gpu_bench_peaks $(T)/bench_peaks.cubin
 GPU_SHIMMED := $(T)/gpu_reroute_contexts $(T)/framework_stage1.cubin
 $(T)/framework_stage1.cubin: tests/gpu/framework_stage1.cu $(B)/.deps-ok

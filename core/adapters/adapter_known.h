@@ -29,7 +29,9 @@
  * A_OUTPUT_SLICES 2, which the rules pin off; USE_GDC and GDC_EARLY order
  * the launch after the previous one (programmatic dependent launch), which
  * a plain launch does as well; USE_TD (vLLM) loads through tensor
- * descriptors (the same values).
+ * descriptors (the same values).  sglang_inkling reads its shapes,
+ * strides, KN_MASK and INT64_INDEX (GROUP_SIZE_M only orders the blocks);
+ * lightning_kv_parallel reads b and h.
  */
 #define ADAPTER_KNOWN(X)                                                                   \
 	X(sglang_extend, "Lq Lv BLOCK_M SCORE_MOD SKIP_PREFIX_CUSTOM_MASK FP8_MAX "         \
@@ -42,6 +44,9 @@
 	X(vllm_fused_moe, "top_k use_fp8_w8a8 per_channel_quant MUL_ROUTED_WEIGHT "        \
 			  "compute_type group_n group_k naive_block_assignment SWAP_AB USE_TD") \
 	X(sglang_moe_gptq_awq, "N K top_k MUL_ROUTED_WEIGHT compute_type even_Ks "         \
-			       "filter_expert")
+			       "filter_expert")                                                  \
+	X(sglang_inkling, "E N K a_stride_0 b_stride_0 b_stride_1 c_stride_0 GROUP_SIZE_M "  \
+			  "KN_MASK INT64_INDEX")                                              \
+	X(lightning_kv_parallel, "b h")
 
 #endif

@@ -15,6 +15,10 @@
 	X(sglang_fused_moe, "SGLang fused_moe_kernel (bf16, FP8 w8a8) -> moe_gemm_* (moe_gemm.h)") \
 	X(vllm_fused_moe, "vLLM fused_moe_kernel (bf16, FP8 w8a8) -> moe_gemm_* (moe_gemm.h)")     \
 	X(sglang_moe_gptq_awq, "SGLang fused_moe_kernel_gptq_awq (int4 w4a16) -> "            \
-			       "moe_gemm_w4a16_* (moe_gemm.h)")
+			       "moe_gemm_w4a16_* (moe_gemm.h)")                                \
+	X(sglang_inkling, "SGLang inkling _grouped_gemm_kernel (inkling_moe.py, bf16) -> "     \
+			  "moe_gemm_bf16_* in schedule mode (moe_gemm.h)")                     \
+	X(lightning_kv_parallel, "vLLM and SGLang lightning attention _fwd_kv_parallel "      \
+				 "(lightning_attn.py) -> lightning_kv_* (lightning_kv.h)")
 
 #endif

@@ -274,8 +274,8 @@ static int compiled_moe(const struct adapter_input *in, const struct moe_launch 
 				 &a->mul_routed_weight, why);
 }
 
-/* aligned16 - can rows at @stride elements of @esz bytes from @p be copied 16 bytes at a time? */
-static int aligned16(const void *p, int64_t stride, int esz)
+/* moe_aligned16 - see fused_moe.h. */
+int moe_aligned16(const void *p, int64_t stride, int esz)
 {
 	return ((uintptr_t)p & 15) == 0 && (stride * esz) % 16 == 0;
 }
@@ -387,8 +387,9 @@ static int plan(const struct adapter_input *in, const struct moe_launch *l, stru
 	    l->be < (int64_t)l->n * l->bn)
 		return sm_err_set(why, -ENOENT, "strides (am %d, be %d, bn %d, cm %d) overlap for N %d, K %d",
 				  l->am, l->be, l->bn, l->cm, l->n, l->k);
-	if (!aligned16(l->a, l->am, esz) || !aligned16(l->b, l->bn, quant == MOE_W4A16 ? 1 : esz) ||
-	    !aligned16(l->b, l->be, quant == MOE_W4A16 ? 1 : esz))
+	if (!moe_aligned16(l->a, l->am, esz) ||
+	    !moe_aligned16(l->b, l->bn, quant == MOE_W4A16 ? 1 : esz) ||
+	    !moe_aligned16(l->b, l->be, quant == MOE_W4A16 ? 1 : esz))
 		return sm_err_set(why, -EINVAL, "A or B rows are not 16-byte aligned (am %d, bn %d, be %d)",
 				  l->am, l->bn, l->be);
 	if (!in->compiled && (adapter_dropped(in, "sorted_token_ids_ptr") ||

@@ -1,6 +1,6 @@
 /*
  * fused_moe.h - the pure decisions of the fused-MoE adapters (fused_moe.c),
- * exposed for the unit tests.
+ * exposed for the unit tests and the other moe_gemm adapters.
  */
 #ifndef SM120_CORE_ADAPTERS_FUSED_MOE_H
 #define SM120_CORE_ADAPTERS_FUSED_MOE_H
@@ -30,5 +30,12 @@ int moe_half(int32_t n, int32_t k, int32_t hidden, int32_t model_top_k, int32_t 
  */
 int moe_compiled_half(int64_t c_top_k, int64_t c_mul, const char *setting, int32_t num_valid,
 		      int has_weights, int32_t *top_k, int32_t *mul, struct sm_err *why);
+
+/*
+ * moe_aligned16 - can rows at @stride elements of @esz bytes from @p be
+ * copied 16 bytes at a time (moe_gemm's cp.async)?  Shared with the
+ * inkling adapter (sglang_inkling.c).
+ */
+int moe_aligned16(const void *p, int64_t stride, int esz);
 
 #endif

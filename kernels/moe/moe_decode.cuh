@@ -1,7 +1,7 @@
 /*
  * moe_decode.cuh - the device code of moe_gemm.h's decode kernels
- * (moe_gemm_<quant>_d<TN>, bf16 and FP8) as a template; moe_gemm.cu
- * instantiates them.  No kernel is defined here.
+ * (moe_gemm_<quant>_d<TN>, bf16, FP8 and INT4 W4A16) as a template;
+ * moe_gemm.cu instantiates them.  No kernel is defined here.
  *
  * At decode each expert gets one or a few routed rows: the kernel reads each
  * touched weight once and does almost no arithmetic per byte, so what it
@@ -27,6 +27,20 @@
  *     staging and no barrier in the k loop;
  *   - the warps' k partial sums meet in shared memory and are added in warp
  *     order (deterministic), then the epilogue writes whole bf16 pairs.
+ *
+ * W4A16 (4-bit weights, bf16 scales per group of 32, 64 or 128 along K): a k
+ * step is 128 k, 64 bytes of a W row and 256 of an A row.  Lane quad q
+ * holds k 32q .. 32q + 31 of the step: 16 bytes of each of its two W
+ * columns (one group: its scale is one bf16 per column) and 64 bytes of its
+ * A row, four words w_j and four uint4 x_j.  Word w_j (k 8j .. 8j + 7 of the
+ * lane's 32, nibble i = k 8j + i) turns into four bf16 pairs without a
+ * conversion: (w >> 4s) & 0x000f000f | 0x43004300 is the pair (128 + u_s,
+ * 128 + u_s+4), minus 136 the exact (u - 8), times the scale one bf16
+ * rounding, as moe_gemm.h defines the weight.  MMA 2j + t takes the pairs
+ * s = 2t (low k) and 2t + 1 (high k), and A's matching pairs come from x_j
+ * by byte permutes (k 0 and 4, 1 and 5, 2 and 6, 3 and 7).  W and its scales
+ * are fetched MOE_DECODE_W4_DEPTH steps ahead, A (from L1 or L2, the same
+ * bytes for every tile) MOE_DECODE_DEPTH steps ahead, in registers.
  */
 #ifndef SM120_KERNELS_MOE_DECODE_CUH
 #define SM120_KERNELS_MOE_DECODE_CUH
@@ -45,12 +59,13 @@ struct shape {
 	static constexpr int WN = TN / 16;                 /* warps along N, 16 columns each */
 	static constexpr int WK = MOE_DECODE_KWARPS(TN);   /* warps along K */
 	static constexpr int ESZ = QUANT == MOE_FP8 ? 1 : 2;
-	static constexpr int STEP = 128;                   /* bytes of a W or A row per k step */
+	static constexpr int STEP = 128;                   /* bytes of a W or A row per k step (not W4A16) */
 	static constexpr int WINDOW = MOE_GEMM_THREADS;    /* sorted rows gathered at a time */
 	static constexpr int PASS = 8;                     /* routed rows per pass: the n8 operand */
-	static constexpr int DEPTH = MOE_DECODE_DEPTH;     /* k steps in flight per warp */
+	static constexpr int DEPTH = MOE_DECODE_DEPTH;     /* k steps in flight per warp (W4A16: of A) */
+	static constexpr int WDEPTH = MOE_DECODE_W4_DEPTH; /* W4A16: steps of W and scales in flight */
 	static_assert(WN * WK * 32 == MOE_GEMM_THREADS && TN % 16 == 0, "8 warps, 16-column warp tiles");
-	static_assert(QUANT == MOE_BF16 || QUANT == MOE_FP8, "bf16 and FP8 only");
+	static_assert(QUANT == MOE_BF16 || QUANT == MOE_FP8 || QUANT == MOE_W4A16, "bf16, FP8 and W4A16 only");
 };
 
 /* A block's shared memory: the warps' k partial sums of a pass's column tile
@@ -74,6 +89,20 @@ struct step {
 	uint32_t w[2][2][4];
 	uint32_t x[2][4];
 	float as, bs;
+};
+
+/*
+ * W4A16: one k step of a lane's two W columns g and g + 8 (16 bytes each:
+ * words w[c][j]) and their scales (bf16 bits, 0 past N or K), and,
+ * separately (fetched fewer steps ahead), its 64 bytes of A row g (x[j]).
+ */
+struct wstep4 {
+	uint32_t w[2][4];
+	uint32_t s[2];
+};
+
+struct xstep4 {
+	uint32_t x[4][4];
 };
 
 /* r = the 16 bytes at @p if @ok, else zeros (nothing read). */
@@ -147,8 +176,8 @@ __device__ void decode(const moe_gemm_args &a, smem<TN> &sm)
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const int wn = warp % S::WN, kg = warp / S::WN;    /* the warp's 16 columns and k slice */
 	const int g = lane >> 2, q = lane & 3;
-	const int kbytes = a.K * S::ESZ;
-	const int steps = (kbytes + S::STEP - 1) / S::STEP;
+	const int kbytes = a.K * S::ESZ;   /* of an A row (and of a W row but for W4A16) */
+	const int steps = QUANT == MOE_W4A16 ? (a.K + 127) / 128 : (kbytes + S::STEP - 1) / S::STEP;
 	const int nst = kg < steps ? (steps - kg + S::WK - 1) / S::WK : 0;   /* this warp's k steps a tile */
 	const int tiles = (a.N + TN - 1) / TN;
 	const int ntl = (int)blockIdx.x < tiles ? (tiles - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x : 0;
@@ -222,6 +251,16 @@ __device__ void decode(const moe_gemm_args &a, smem<TN> &sm)
 					if (n + j < a.N)
 						dst[j] = __float2bfloat16_rn(v[j]);
 		}
+	};
+
+	/* tile @t's k slices meet (buffer t & 1: the one before was read by every thread
+	 * before it passed the last barrier), then its epilogue */
+	auto meet = [&](const float (&acc)[4], int64_t e, int r0, int nr, int t) {
+#pragma unroll
+		for (int j = 0; j < 4; j++)
+			sm.red[t & 1][kg][2 * q + (j & 1)][wn * 16 + g + 8 * (j >> 1)] = acc[j];
+		__syncthreads();
+		epilogue(e, r0, nr, t, t & 1);
 	};
 
 	/* one pass: valid rows ids[r0 .. r0 + nr) (nr <= 8) of expert @e >= 0, every tile of the block */
@@ -311,13 +350,113 @@ __device__ void decode(const moe_gemm_args &a, smem<TN> &sm)
 					buf[d] = buf[d + 1];
 				fetch(buf[S::DEPTH - 1]);
 			}
-			/* the k slices meet (buffer t & 1: the one before was read by every thread
-			 * before it passed the last barrier) */
+			meet(acc, e, r0, nr, t);
+		}
+	};
+
+	/* W4A16's pass: the same sequence of k steps, W and A in rings of their own depths */
+	auto pass4 = [&](int64_t e, int r0, int nr) {
+		const unsigned char *wexp = (const unsigned char *)a.b + e * a.b_stride_e;
+		const uint16_t *sexp = (const uint16_t *)a.b_scale + e * a.bs_stride_e;
+		const int gshift = __ffs(a.group_size) - 1;   /* group_size: a power of two >= 32 */
+		const bool xok = g < nr;
+		const unsigned char *xsrc = (const unsigned char *)a.a +
+					    (xok ? (int64_t)(sm.ids[r0 + g] / a.top_k) * a.a_stride_m * 2 : 0);
+		int wt = 0, wi = 0, xt = 0, xi = 0;   /* the next W and A steps to fetch: tile, step */
+
+		/* W and scales of the warp's next step (tile wt, step kg + wi WK of K); none past the last */
+		auto fetch_w = [&](wstep4 &s) {
+			if (wt >= ntl || nst == 0)
+				return;
+			const int st = kg + wi * S::WK, k = st * 128 + 32 * q;
+			const bool in = k < a.K;   /* K % 32 == 0: the lane's 32 k are all in or all out */
+
+#pragma unroll
+			for (int c = 0; c < 2; c++) {
+				const int col = tile_n0(wt) + wn * 16 + g + 8 * c;
+				const bool ok = in && col < a.N;
+
+				load16(s.w[c], ok, wexp + (int64_t)col * a.b_stride_n + k / 2);
+				s.s[c] = ok ? __ldg(sexp + (int64_t)col * a.bs_stride_n + (k >> gshift)) : 0u;
+			}
+			if (++wi == nst)
+				wi = 0, wt++;
+		};
+
+		/* A of the warp's next step (the same k for every tile) */
+		auto fetch_x = [&](xstep4 &s) {
+			if (xt >= ntl || nst == 0)
+				return;
+			const int k = (kg + xi * S::WK) * 128 + 32 * q;
+
 #pragma unroll
 			for (int j = 0; j < 4; j++)
-				sm.red[t & 1][kg][2 * q + (j & 1)][wn * 16 + g + 8 * (j >> 1)] = acc[j];
-			__syncthreads();
-			epilogue(e, r0, nr, t, t & 1);
+				load16(s.x[j], xok && k < a.K, xsrc + (int64_t)k * 2 + 16 * j);
+			if (++xi == nst)
+				xi = 0, xt++;
+		};
+
+		/* d += the products of one step: W dequantized word by word, eight MMAs */
+		auto dots = [&](float (&d)[4], const wstep4 &w, const xstep4 &x) {
+			const uint32_t magic = 0x43004300u, off = 0x43084308u;
+			const __nv_bfloat162 sc[2] = { __halves2bfloat162(__ushort_as_bfloat16((unsigned short)w.s[0]),
+									  __ushort_as_bfloat16((unsigned short)w.s[0])),
+						       __halves2bfloat162(__ushort_as_bfloat16((unsigned short)w.s[1]),
+									  __ushort_as_bfloat16((unsigned short)w.s[1])) };
+
+#pragma unroll
+			for (int j = 0; j < 4; j++) {
+				uint32_t wf[2][4];   /* column c's pairs (k s, k s + 4), s = 0..3, of word j */
+
+#pragma unroll
+				for (int c = 0; c < 2; c++)
+#pragma unroll
+					for (int p = 0; p < 4; p++) {
+						const uint32_t u = ((w.w[c][j] >> (4 * p)) & 0x000f000fu) | magic;
+						const __nv_bfloat162 v = __hmul2(__hsub2(*(const __nv_bfloat162 *)&u,
+											 *(const __nv_bfloat162 *)&off),
+										 sc[c]);
+
+						wf[c][p] = *(const uint32_t *)&v;
+					}
+				const uint32_t xp[4] = { __byte_perm(x.x[j][0], x.x[j][2], 0x5410),
+							 __byte_perm(x.x[j][0], x.x[j][2], 0x7632),
+							 __byte_perm(x.x[j][1], x.x[j][3], 0x5410),
+							 __byte_perm(x.x[j][1], x.x[j][3], 0x7632) };
+#pragma unroll
+				for (int t = 0; t < 2; t++) {
+					const uint32_t af[4] = { wf[0][2 * t], wf[1][2 * t], wf[0][2 * t + 1], wf[1][2 * t + 1] };
+
+					mma_bf16(d, af, xp[2 * t], xp[2 * t + 1]);
+				}
+			}
+		};
+
+		/* wb[0], xb[0] the oldest steps in flight */
+		wstep4 wb[S::WDEPTH];
+		xstep4 xb[S::DEPTH];
+#pragma unroll
+		for (int d = 0; d < S::WDEPTH; d++)
+			fetch_w(wb[d]);
+#pragma unroll
+		for (int d = 0; d < S::DEPTH; d++)
+			fetch_x(xb[d]);
+		for (int t = 0; t < ntl; t++) {
+			float acc[4] = {};
+
+#pragma unroll 1
+			for (int i = 0; i < nst; i++) {
+				dots(acc, wb[0], xb[0]);
+#pragma unroll
+				for (int d = 0; d + 1 < S::WDEPTH; d++)
+					wb[d] = wb[d + 1];
+				fetch_w(wb[S::WDEPTH - 1]);
+#pragma unroll
+				for (int d = 0; d + 1 < S::DEPTH; d++)
+					xb[d] = xb[d + 1];
+				fetch_x(xb[S::DEPTH - 1]);
+			}
+			meet(acc, e, r0, nr, t);
 		}
 	};
 
@@ -344,6 +483,8 @@ __device__ void decode(const moe_gemm_args &a, smem<TN> &sm)
 
 					if (e < 0)
 						zeros(r0, nr);
+					else if (QUANT == MOE_W4A16)
+						pass4(e, r0, nr);
 					else
 						pass(block, e, r0, nr);
 					__syncthreads();   /* ids and red are read no more */

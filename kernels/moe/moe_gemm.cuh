@@ -106,6 +106,34 @@ __device__ __forceinline__ bool load_rows(const moe_gemm_args &a, int m0, rows<T
 	return __syncthreads_or(valid);
 }
 
+/*
+ * schedule_rows - schedule mode: the rows of row block @by and their expert
+ * into @r and *@e; returns whether any row is valid (false for a framework
+ * block at or past *num_blocks).  Every thread reads the same word.
+ */
+template <int TM>
+__device__ __forceinline__ bool schedule_rows(const moe_gemm_args &a, int by, rows<TM> &r, int64_t *e)
+{
+	const int parts = a.block_m / TM, f = by / parts;
+	bool valid = false;
+
+	if (f >= a.EM / a.block_m || f >= __ldg(a.num_blocks))
+		return false;
+	const int32_t w = __ldg(a.schedule + f);
+	*e = w & 0xffff;
+	const int32_t first = __ldg(a.token_offs + *e);
+	const int32_t start = first + (w >> 16) * a.block_m;
+	const int32_t end = min(start + a.block_m, first + __ldg(a.tokens_per_expert + *e));
+
+	if (threadIdx.x < TM) {
+		const int32_t id = start + (by % parts) * TM + (int32_t)threadIdx.x;
+
+		valid = id < end;
+		r.tok[threadIdx.x] = valid ? id : -1;
+	}
+	return __syncthreads_or(valid);
+}
+
 /* write_zeros - valid rows of a block whose expert is on another rank. */
 template <int TM, int TN>
 __device__ void write_zeros(const moe_gemm_args &a, const rows<TM> &r, int n0)
@@ -249,7 +277,7 @@ __device__ __forceinline__ float block_ascale(const moe_gemm_args &a, int id, in
 /*
  * gemm - the output tile of column block @bx and row block @by (blockIdx.x
  * and .y for moe_gemm_*) of moe_gemm.h's semantics (row mode when
- * sorted_ids is NULL).  Called by all
+ * sorted_ids is NULL, schedule mode when schedule is not).  Called by all
  * MOE_GEMM_THREADS threads of the block with the same arguments; @smem is
  * moe_gemm_smem(QUANT, TM) bytes of 1024-aligned dynamic shared memory and
  * @r the block's routed ids, also in shared memory (both the caller's,
@@ -266,15 +294,21 @@ __device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, i
 	/* the block's first row in the sorted list (row mode: the framework block by's) */
 	const int n0 = bx * S::TN, m0 = a.sorted_ids ? by * TM : by * a.block_m;
 	const uint32_t base = smem_u32(smem);
+	int64_t e;
 
-	if (m0 >= a.EM || m0 >= __ldg(a.num_tokens_post_padded))
-		return;
-	if (!load_rows<TM>(a, m0, r))
-		return;
-	const int64_t e = __ldg(a.expert_ids + m0 / a.block_m);
-	if (e < 0) {
-		write_zeros<TM, S::TN>(a, r, n0);
-		return;
+	if (a.schedule) {
+		if (!schedule_rows<TM>(a, by, r, &e))
+			return;
+	} else {
+		if (m0 >= a.EM || m0 >= __ldg(a.num_tokens_post_padded))
+			return;
+		if (!load_rows<TM>(a, m0, r))
+			return;
+		e = __ldg(a.expert_ids + m0 / a.block_m);
+		if (e < 0) {
+			write_zeros<TM, S::TN>(a, r, n0);
+			return;
+		}
 	}
 
 	/* this warp's m16 fragments up to the last that holds a valid row (warp-uniform);

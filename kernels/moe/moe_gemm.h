@@ -21,8 +21,21 @@
  * computes it; the 16-row kernels waste the least (one row of 16, as vLLM's
  * own kernel computes one of BLOCK_SIZE_M).
  *
- * Either way, routed row id (< num_valid) reads activation row id / top_k
- * and writes output row id:
+ * Schedule mode (schedule not NULL; sorted_ids, expert_ids,
+ * num_tokens_post_padded and num_valid not read): SGLang's inkling grouped
+ * GEMM (inkling_moe.py _grouped_gemm_kernel, 0.5.16 to 0.5.23), whose rows
+ * are already grouped by expert, each expert's rows contiguous.  Framework
+ * block f < EM / block_m (the schedule's entries) is computed when f <
+ * *num_blocks; its word w = schedule[f] names expert e = w & 0xffff and its
+ * block j = w >> 16, the rows token_offs[e] + j * block_m up to that +
+ * block_m or token_offs[e] + tokens_per_expert[e], whichever is first.  Row
+ * block by (TM dividing block_m) is part by % (block_m / TM) of framework
+ * block by / (block_m / TM).  top_k is 1 and no routed weight is applied
+ * (the adapter sets both): each row is read from A and written to C at its
+ * own index.
+ *
+ * In every mode, routed row id (< num_valid; schedule mode: each row a
+ * block names) reads activation row id / top_k and writes output row id:
  *
  *   acc[id, n] = sum_k A[id / top_k, k] * W[e, n, k]      (fp32)
  *   acc *= scale                                          (quantized variants, below)
@@ -79,7 +92,7 @@ enum moe_scale { MOE_SCALE_NONE = 0, MOE_SCALE_TENSOR, MOE_SCALE_CHANNEL, MOE_SC
  * Blocks whose rows are all padding exit at once.
  * Launch: block (MOE_GEMM_THREADS, 1, 1),
  *   grid (ceil(N / MOE_GEMM_TN(TM)), ceil(EM / TM), 1)
- *   (row mode: ceil(EM / block_m) rows of the grid),
+ *   (row mode: ceil(EM / block_m) rows of the grid; schedule mode EM / TM),
  *   dynamic shared memory moe_gemm_smem(quant, TM).
  */
 #define MOE_GEMM_THREADS 256
@@ -164,11 +177,11 @@ static inline int moe_gemm_rows_tile(int32_t block_m, int32_t num_valid, int32_t
 #define moe_gemm_smem(quant, tm) (MOE_GEMM_STAGES(quant, tm) * MOE_GEMM_STAGE_BYTES(quant, tm))
 
 /*
- * Decode kernels: moe_gemm_<quant>_d<TN>, bf16 and FP8 (every scale layout),
- * for launches whose experts get a few routed rows each (decode batches),
- * where reading the touched experts' weights is the whole cost.  The same
- * semantics (sorted and row mode) and rounding contract as above; any
- * block_m >= 1.
+ * Decode kernels: moe_gemm_<quant>_d<TN>, bf16, FP8 (every scale layout) and
+ * W4A16 (group_size a power of two >= 32: 32, 64 or 128), for launches
+ * whose experts get a few routed rows each (decode batches), where reading
+ * the touched experts' weights is the whole cost.  The same semantics (sorted
+ * and row mode) and rounding contract as above; any block_m >= 1.
  *
  * A block takes framework blocks (block_m sorted rows each) blockIdx.y,
  * blockIdx.y + gridDim.y, ... below *num_tokens_post_padded, and of each the
@@ -178,8 +191,11 @@ static inline int moe_gemm_rows_tile(int32_t block_m, int32_t num_valid, int32_t
  * tile after tile.  Its 8 warps split TN / 16 ways along N and the rest
  * (MOE_DECODE_KWARPS) along K: a warp multiplies 16 weight columns (the
  * mma.sync A operand) by the rows (the n8 operand), loading W and A from
- * global memory straight into fragments, MOE_DECODE_DEPTH 128-byte k steps
- * ahead (across tiles); no shared-memory staging, no barrier in the k loop.
+ * global memory straight into fragments, MOE_DECODE_DEPTH k steps ahead
+ * (across tiles; a k step is MOE_DECODE_STEP_K(quant) k: 128 bytes of a bf16
+ * or FP8 row; W4A16: 64 bytes of W, fetched MOE_DECODE_W4_DEPTH steps ahead
+ * with its scales, and dequantized in registers); no shared-memory staging,
+ * no barrier in the k loop.
  * The warps' k partial sums are added in shared memory in warp order
  * (deterministic), then the epilogue, one barrier per tile.  No workspace;
  * one launch; any grid computes the whole result.
@@ -191,6 +207,11 @@ static inline int moe_gemm_rows_tile(int32_t block_m, int32_t num_valid, int32_t
  */
 #define MOE_DECODE_KWARPS(tn) (MOE_GEMM_THREADS / 32 / ((tn) / 16))
 #define MOE_DECODE_DEPTH 2
+#define MOE_DECODE_W4_DEPTH 4
+#define MOE_DECODE_STEP_K(quant) ((quant) == MOE_BF16 ? 64 : 128)
+/* Bytes of W per column (the weights a decode kernel streams; not the scales). */
+#define MOE_DECODE_WBYTES(quant, k) \
+	((int64_t)(k) * ((quant) == MOE_BF16 ? 4 : (quant) == MOE_FP8 ? 2 : 1) / 2)
 
 #define MOE_DECODE_KERNELS(X)                       \
 	X(MOE_BF16, 16, moe_gemm_bf16_d16)          \
@@ -200,7 +221,23 @@ static inline int moe_gemm_rows_tile(int32_t block_m, int32_t num_valid, int32_t
 	X(MOE_FP8, 16, moe_gemm_fp8_d16)            \
 	X(MOE_FP8, 32, moe_gemm_fp8_d32)            \
 	X(MOE_FP8, 64, moe_gemm_fp8_d64)            \
-	X(MOE_FP8, 128, moe_gemm_fp8_d128)
+	X(MOE_FP8, 128, moe_gemm_fp8_d128)          \
+	X(MOE_W4A16, 16, moe_gemm_w4a16_d16)        \
+	X(MOE_W4A16, 32, moe_gemm_w4a16_d32)        \
+	X(MOE_W4A16, 64, moe_gemm_w4a16_d64)        \
+	X(MOE_W4A16, 128, moe_gemm_w4a16_d128)
+
+/* moe_gemm_decode_has - whether decode kernels compute @quant. */
+static inline int moe_gemm_decode_has(int quant)
+{
+	return quant == MOE_BF16 || quant == MOE_FP8 || quant == MOE_W4A16;
+}
+
+/* moe_gemm_decode_steps - the k steps of a reduction of length @k. */
+static inline int64_t moe_gemm_decode_steps(int quant, int32_t k)
+{
+	return ((int64_t)k + MOE_DECODE_STEP_K(quant) - 1) / MOE_DECODE_STEP_K(quant);
+}
 
 /* moe_gemm_decode_name - "moe_gemm_<quant>_d<tn>", or NULL for another pair. */
 static inline const char *moe_gemm_decode_name(int quant, int tn)
@@ -215,15 +252,15 @@ static inline const char *moe_gemm_decode_name(int quant, int tn)
  * moe_gemm_decode_tn - the column tile TN of the decode kernel for a launch
  * of @quant with reduction length @k: the narrowest (the most blocks per
  * expert, to keep every SM streaming at one token) whose warps along K
- * still get at least 4 of the K / 128-byte k steps each (a warp's pipeline
- * fills); 0 if no decode kernel computes @quant.  Pure, plain C.
+ * still get at least 4 of the k steps each (a warp's pipeline fills); 0 if
+ * no decode kernel computes @quant.  Pure, plain C.
  */
 static inline int moe_gemm_decode_tn(int quant, int32_t k)
 {
-	const int64_t steps = ((int64_t)k * (quant == MOE_FP8 ? 1 : 2) + 127) / 128;
+	const int64_t steps = moe_gemm_decode_steps(quant, k);
 	int tn;
 
-	if (quant != MOE_BF16 && quant != MOE_FP8)
+	if (!moe_gemm_decode_has(quant))
 		return 0;
 	for (tn = 16; tn < 128; tn *= 2)
 		if (steps >= 4 * MOE_DECODE_KWARPS(tn))
@@ -261,7 +298,7 @@ static inline int moe_gemm_decode_cols(int quant, int32_t n, int32_t k, int tn, 
 				       int32_t num_valid)
 {
 	const int64_t tiles = ((int64_t)n + tn - 1) / tn;
-	const int64_t tile_bytes = (int64_t)tn * k * (quant == MOE_FP8 ? 1 : 2);
+	const int64_t tile_bytes = tn * MOE_DECODE_WBYTES(quant, k);
 	const int64_t cap = tiles * moe_gemm_decode_blocks(em, block_m, num_valid) / MOE_DECODE_MIN_BLOCKS;
 	int64_t per = tile_bytes > 0 ? (MOE_DECODE_BLOCK_BYTES + tile_bytes - 1) / tile_bytes : 1;
 
@@ -286,20 +323,26 @@ static inline int moe_gemm_decode_cols(int quant, int32_t n, int32_t k, int tn, 
  * tiles' grid would be mostly empty: EM / 16 row blocks, 16 or more for
  * each routed row (or expert, if fewer), as at one or two tokens or with
  * the Hopper configurations' BLOCK_SIZE_M 128; elsewhere the 16-row tile
- * reads W as fast.  (Row mode, one routed row per block, always is.)  Pure,
- * plain C.
+ * reads W as fast.  W4A16: whenever the experts get at most
+ * MOE_DECODE_W4_ROWS rows each (four passes; measured faster than the row
+ * tiles at every batch up to 512 tokens of Kimi K2 and GLM-4.7, gate/up
+ * and down, 3.5 to 40 times).  (Row mode, one routed row per block, always
+ * is.)  Pure, plain C.
  */
+#define MOE_DECODE_W4_ROWS 32
 static inline int moe_gemm_decode_wanted(int quant, int32_t block_m, int32_t num_valid, int32_t em, int32_t k)
 {
-	const int64_t steps = ((int64_t)k * (quant == MOE_FP8 ? 1 : 2) + 127) / 128;
+	const int64_t steps = moe_gemm_decode_steps(quant, k);
 	int64_t experts, per, busy;
 
-	if (quant != MOE_BF16 && quant != MOE_FP8)
+	if (!moe_gemm_decode_has(quant))
 		return 0;
 	experts = block_m > 1 ? (em - (int64_t)num_valid) / (block_m - 1) : 1;
 	if (experts < 1)
 		experts = 1;
 	per = num_valid / experts;
+	if (quant == MOE_W4A16)
+		return per <= MOE_DECODE_W4_ROWS;
 	if (steps <= 8)
 		return per <= 24;
 	busy = num_valid < experts ? num_valid : experts;
@@ -318,6 +361,10 @@ struct moe_gemm_args {
 	const int32_t *sorted_ids;      /* [EM], or NULL: row mode (above) */
 	const int32_t *expert_ids;      /* [EM / block_m] (row mode: [num_valid]) */
 	const int32_t *num_tokens_post_padded; /* [1] */
+	const int32_t *schedule;        /* schedule mode: [EM / block_m] words e | j << 16; else NULL */
+	const int32_t *token_offs;      /* schedule mode: [E] each expert's first row */
+	const int32_t *tokens_per_expert; /* schedule mode: [E] */
+	const int32_t *num_blocks;      /* schedule mode: [1] the framework blocks in use */
 	int64_t a_stride_m;
 	int64_t b_stride_e, b_stride_n; /* k is contiguous */
 	int64_t c_stride_m;             /* n is contiguous */

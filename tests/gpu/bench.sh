@@ -9,8 +9,10 @@
 #     instruction set) and against the configuration a user would pick
 #     instead on SM120 (without wgmma), as ratios and as a fraction of the
 #     ceiling.  Target emulated as sm120; every figure is an H200 figure;
-#  4. the fused-MoE benchmark (bench_moe.sh), the reference engine
-#     (bench_engine.sh) and the patch-versus-shim table (bench_patch.py).
+#  4. the fused-MoE benchmark (bench_moe.sh: issue 18's table, gate/up and
+#     down, every quantization, as fractions of the floor, padded and
+#     plain), the reference engine (bench_engine.sh) and the
+#     patch-versus-shim table (bench_patch.py).
 set -u
 B=${SM120_BUILD:-build}
 SHIM=$(pwd)/$B/libsm120shim.so

@@ -1,14 +1,17 @@
 """bench_moe.py - one configuration of the fused-MoE benchmark (GPU).
 
-Times the heaviest launch of a fused-MoE layer, the gate/up GEMM (A = hidden
-states [M, hidden], B = w1 [E, 2*I, hidden], top_k 8, uniform random
-routing with distinct experts per token, aligned by standins_moe.moe_align),
-for the Kimi K2 and GLM-4.7 shapes at TP8 (standins_moe.MODELS), through the
-SGLang 2026-03 launch interface of tests/gpu/standins_moe.py.
+Times the two GEMMs of a fused-MoE layer: gate/up (A = hidden states
+[M, hidden], B = w1 [E, 2*I, hidden], top_k 8) and down (A = the SwiGLU
+output [8M, I], one row per routed row, B = w2 [E, hidden, I], top_k 1,
+the routed weights applied), uniform random routing with distinct experts
+per token, aligned by standins_moe.moe_align, for the Kimi K2 and GLM-4.7
+shapes at TP8 (standins_moe.MODELS), through the SGLang 2026-03 launch
+interface of tests/gpu/standins_moe.py.
 
 Run as: python3 bench_moe.py CONFIG [--quant fp8_tensor,bf16[,int4]]
-            [--models kimi,glm] [--batches 1,16,512,4096] [--grid full|quick]
-            [--jobs N] [--retime FILE]
+            [--models kimi,glm] [--halves gateup,down]
+            [--batches 1,16,512,4096] [--grid full|quick] [--jobs N]
+            [--retime FILE]
   hopper      the over-limit configuration of standins_moe.CONFIGS (what the
               shim reroutes), run natively on the Hopper GPU
   sm120       the best configuration that fits SM120, per case: every point of
@@ -24,9 +27,17 @@ Run as: python3 bench_moe.py CONFIG [--quant fp8_tensor,bf16[,int4]]
               Compiled first in --jobs parallel processes (default: CPUs, at
               most 16) into the Triton cache.  Runs with DISABLE_MMA_V3=1 (set
               here unless set) so Triton keeps to the instructions SM120 has
-              (mma.sync, no wgmma).  --grid quick: GROUP_SIZE_M {1,32},
-              stages {2,3,4}.  Each record lists the TOP_KEEP fastest
-              configurations of the search ("top").
+              (mma.sync, no wgmma).  --grid quick (what `make bench-gpu`
+              runs, to fit one 10-minute GPU call), by the case's most rows
+              of one expert R: R <= 16 (decode): BLOCK_SIZE_M 16 x
+              BLOCK_SIZE_N {64,128} x BLOCK_SIZE_K {128,256} x warps 4 x
+              stages {2,3,4}; R <= 128: BLOCK_SIZE_M {16,32,64} x
+              BLOCK_SIZE_N {64,128} x BLOCK_SIZE_K {64,128} x warps {4,8} x
+              stages 3; larger: BLOCK_SIZE_M {64,128} x BLOCK_SIZE_N
+              {128,256} x BLOCK_SIZE_K {64,128} x warps 8 x stages {2,3};
+              GROUP_SIZE_M 1 below 64 rows a block, else 16; the same
+              shared-memory and BLOCK_SIZE_M filters.  Each record lists
+              the TOP_KEEP fastest configurations of the search ("top").
               --retime FILE (a previous sm120 run's output): no search; per
               case, the configurations FILE lists under "top" are timed again
               (20 replays each) and the best kept.  Run so under the shim with
@@ -39,10 +50,11 @@ Run as: python3 bench_moe.py CONFIG [--quant fp8_tensor,bf16[,int4]]
               is set, only the model of that hidden size runs.
   grouped_mm  torch._grouped_mm (bf16 only): the rows of A permuted by expert
               beforehand (not timed), one GEMM per expert over its rows
-Cases: each model x batch M x quantisation (default fp8_tensor and bf16;
-int4 = W4A16 through fused_moe_kernel_gptq_awq).
+Cases: each model x half x batch M x quantisation (default fp8_tensor and
+bf16; int4 = W4A16 through fused_moe_kernel_gptq_awq, groups of 32).
 
-Prints one JSON object per case: kernel, model, quant, batch, config, tile,
+Prints one JSON object per case: kernel (moe_gate_up or moe_down), half
+(gateup or down), model, quant, batch, config, tile,
 ms (median of 20 CUDA-graph replays, with the L2 cache flushed before each
 replay, so the weights come from HBM as in a real forward pass; launch costs
 on the CPU not counted), flop (2 * M*8 * N * K, the routed rows only),
@@ -121,16 +133,28 @@ class Timer:
 # -----------------------------------------------------------------------------
 
 
-class Case:
-    """The gate/up GEMM of one model, quantisation and batch size."""
+HALVES = ("gateup", "down")
 
-    def __init__(self, model, quant, batch, weights):
-        self.model, self.quant, self.batch = model, quant, batch
-        e, hidden, inter = sm.MODELS[model]
-        self.experts, self.k, self.n = e, hidden, 2 * inter
+
+def half_shape(model, half):
+    """(experts, N, K) of one GEMM of a model's layer."""
+    e, hidden, inter = sm.MODELS[model]
+    return (e, 2 * inter, hidden) if half == "gateup" else (e, hidden, inter)
+
+
+class Case:
+    """One GEMM (gate/up or down) of one model, quantisation and batch size."""
+
+    def __init__(self, model, half, quant, batch, weights):
+        self.model, self.half, self.quant, self.batch = model, half, quant, batch
+        e, self.n, self.k = half_shape(model, half)
+        self.experts = e
         self.w, self.w_scale = weights
+        # gate/up: a token's row feeds its 8 routed rows; down: each routed row its own
+        self.top_k, self.mul_routed = (TOP_K, False) if half == "gateup" else (1, True)
         g = torch.Generator(device="cuda").manual_seed(SEED + batch)
-        x = torch.randn(batch, hidden, generator=g, device="cuda").to(torch.bfloat16)
+        rows = batch if half == "gateup" else batch * TOP_K
+        x = torch.randn(rows, self.k, generator=g, device="cuda").to(torch.bfloat16)
         self.a, self.a_scale = sm.quantize_act(x, quant)
         logits = torch.randn(batch, e, generator=g, device="cuda")
         top, ids = torch.topk(logits, TOP_K, dim=1)
@@ -148,7 +172,7 @@ class Case:
             self.aligned[bm] = sm.moe_align(self.topk_ids, bm, self.experts)
         return sm.sglang_launch(self.a, self.w, self.c, self.a_scale, self.w_scale,
                                 self.topk_weights, self.topk_ids, *self.aligned[bm],
-                                False, TOP_K, config, self.quant)
+                                self.mul_routed, self.top_k, config, self.quant)
 
     def work(self):
         """(flop, weight bytes read at least once) of the routed rows and touched experts."""
@@ -163,7 +187,8 @@ class Case:
 
     def record(self, config_name, ms, **extra):
         flop, nbytes = self.work()
-        rec = dict(kernel="moe_gate_up", model=self.model, quant=self.quant, batch=self.batch,
+        rec = dict(kernel="moe_gate_up" if self.half == "gateup" else "moe_down", half=self.half,
+                   model=self.model, quant=self.quant, batch=self.batch,
                    config=config_name, ms=ms, flop=flop, weight_bytes=nbytes,
                    experts=self.touched, tflops=flop / ms / 1e9 if ms else None,
                    gbps=nbytes / ms / 1e6 if ms else None)
@@ -190,12 +215,25 @@ def sm120_smem(config, quant):
     return sm.smem_formula(config, quant)
 
 
-def candidates(quant, grid):
-    gms = (1, 32) if grid == "quick" else (1, 16, 32)
-    stages = (2, 3, 4) if grid == "quick" else (2, 3, 4, 5)
+# --grid quick, by the most rows of one expert: (up to that many rows, BLOCK_SIZE_M,
+# BLOCK_SIZE_N, BLOCK_SIZE_K, warps, stages); GROUP_SIZE_M 1 below 64 rows, else 16
+QUICK = ((16, (16,), (64, 128), (128, 256), (4,), (2, 3, 4)),
+         (128, (16, 32, 64), (64, 128), (64, 128), (4, 8), (3,)),
+         (None, (64, 128), (128, 256), (64, 128), (8,), (2, 3)))
+
+
+def candidates(quant, grid, most_rows):
+    """The configurations searched for a case whose busiest expert has `most_rows`
+    rows: the full grid, or the quick one."""
+    if grid == "quick":
+        _, bms, bns, bks, ws, sts = next(q for q in QUICK if q[0] is None or most_rows <= q[0])
+        space = ((bm, bn, bk, 1 if bm < 64 else 16, w, st)
+                 for bm, bn, bk, w, st in itertools.product(bms, bns, bks, ws, sts))
+    else:
+        space = itertools.product((16, 32, 64, 128), (64, 128, 256), (64, 128, 256), (1, 16, 32),
+                                  (4, 8), (2, 3, 4, 5))
     out = []
-    for bm, bn, bk, gm, w, s in itertools.product((16, 32, 64, 128), (64, 128, 256),
-                                                  (64, 128, 256), gms, (4, 8), stages):
+    for bm, bn, bk, gm, w, s in space:
         cfg = sm._cfg(bm, bn, bk, gm, w, s)
         if sm120_smem(cfg, quant) <= SMEM_BUDGET:
             out.append(cfg)
@@ -300,7 +338,7 @@ def grouped_mm_ms(case, timer):
     """torch._grouped_mm over the rows permuted by expert (bf16 only)."""
     flat = case.topk_ids.reshape(-1).long()
     order = torch.argsort(flat, stable=True)
-    a = case.a[order // TOP_K].contiguous()                     # [M*8, K], grouped by expert
+    a = case.a[order // case.top_k].contiguous()                # [M*8, K], grouped by expert
     offs = torch.cumsum(torch.bincount(flat, minlength=case.experts), 0).to(torch.int32)
     b = case.w.transpose(1, 2)                                  # [E, K, N] (column-major)
     return timer(lambda: torch._grouped_mm(a, b, offs=offs))
@@ -308,6 +346,7 @@ def grouped_mm_ms(case, timer):
 
 def parse(argv):
     opts = {"--quant": "fp8_tensor,bf16", "--models": ",".join(sm.MODELS),
+            "--halves": ",".join(HALVES),
             "--batches": "1,16,512,4096", "--grid": "full",
             "--jobs": str(min(16, os.cpu_count() or 1)), "--retime": ""}
     rest = list(argv)
@@ -320,6 +359,7 @@ def parse(argv):
         return None
     split = lambda s: [x for x in s.replace(" ", ",").split(",") if x]  # noqa: E731
     return dict(config=rest[0], quants=split(opts["--quant"]), models=split(opts["--models"]),
+                halves=split(opts["--halves"]),
                 batches=[int(b) for b in split(opts["--batches"])], grid=opts["--grid"],
                 jobs=int(opts["--jobs"]), retime=opts["--retime"])
 
@@ -328,6 +368,7 @@ def main(argv):
     o = parse(argv)
     if not o or any(q not in sm.QUANTS for q in o["quants"]) or \
             any(m not in sm.MODELS for m in o["models"]) or \
+            any(h not in HALVES for h in o["halves"]) or \
             (o["retime"] and o["config"] != "sm120"):
         print(__doc__)
         return 2
@@ -336,54 +377,64 @@ def main(argv):
     if o["retime"]:
         for line in open(o["retime"]):
             r = json.loads(line)
-            tops[(r["model"], r["quant"], r["batch"])] = r.get("top") or []
+            tops[(r["model"], r["half"], r["quant"], r["batch"])] = r.get("top") or []
     models = o["models"]
     hidden = os.environ.get("SM120SHIM_HIDDEN_SIZE")
     if config == "rerouted" and hidden:
         models = [m for m in models if str(sm.MODELS[m][1]) == hidden]
+    searching = config == "sm120" and not o["retime"]
     timer = Timer()
-    for model in models:
-        e, hid, inter = sm.MODELS[model]
-        for quant in o["quants"]:
-            if config == "grouped_mm" and quant != "bf16":
-                continue
-            g = torch.Generator(device="cuda").manual_seed(SEED)
-            weights = make_weight(e, 2 * inter, hid, quant, g, "cuda")
-            cases = [Case(model, quant, m, weights) for m in o["batches"]]
-            compiled = {}
-            if config == "sm120" and not o["retime"]:
-                cands = candidates(quant, o["grid"])
-                jobs = [_encode(c.launch(cfg)) for c in cases for cfg in cands
-                        if cfg["BLOCK_SIZE_M"] <= max(16, triton.next_power_of_2(c.most_rows))]
-                compiled = precompile(jobs, o["jobs"])
-            for case in cases:
-                if config in ("hopper", "rerouted"):
-                    cfg = sm.CONFIGS[quant]
-                    launch = case.launch(cfg)
-                    try:
-                        smem = sm.smem_of(launch.warmup())
-                        rec = case.record(config, timer(launch.run), tile=tile_text(cfg),
-                                          smem=smem)
-                    except Exception as e:  # noqa: BLE001  (e.g. over this GPU's limit)
-                        rec = case.record(config, None, tile=tile_text(cfg),
-                                          error=f"{type(e).__name__}: {e}")
-                elif config == "sm120" and o["retime"]:
-                    top = tops.get((model, quant, case.batch), [])
-                    ms, cfg = retime(case, top, timer)
-                    rec = case.record(config, ms, tile=tile_text(cfg) if cfg else None,
-                                      retimed=len(top))
-                elif config == "sm120":
-                    ms, cfg, smem, n, top = search(case, cands, compiled, timer)
-                    rec = case.record(config, ms, tile=tile_text(cfg) if cfg else None,
-                                      smem=smem, candidates=n, top=top)
-                else:
-                    try:
-                        rec = case.record(config, grouped_mm_ms(case, timer), tile=None)
-                    except Exception as e:  # noqa: BLE001  (not available in this torch)
-                        rec = case.record(config, None, error=f"{type(e).__name__}: {e}")
-                print(json.dumps(rec), flush=True)
-            del cases, weights
-            torch.cuda.empty_cache()
+
+    def groups():
+        """Per model, half and quantisation (one weight tensor): its cases."""
+        for model in models:
+            for half in o["halves"]:
+                for quant in o["quants"]:
+                    if config == "grouped_mm" and quant != "bf16":
+                        continue
+                    e, n, k = half_shape(model, half)
+                    g = torch.Generator(device="cuda").manual_seed(SEED)
+                    weights = make_weight(e, n, k, quant, g, "cuda")
+                    yield [Case(model, half, quant, m, weights) for m in o["batches"]]
+
+    def measure(case, compiled):
+        if config in ("hopper", "rerouted"):
+            cfg = sm.CONFIGS[case.quant]
+            launch = case.launch(cfg)
+            try:
+                smem = sm.smem_of(launch.warmup())
+                return case.record(config, timer(launch.run), tile=tile_text(cfg), smem=smem)
+            except Exception as e:  # noqa: BLE001  (e.g. over this GPU's limit)
+                return case.record(config, None, tile=tile_text(cfg), error=f"{type(e).__name__}: {e}")
+        if config == "sm120" and o["retime"]:
+            top = tops.get((case.model, case.half, case.quant, case.batch), [])
+            ms, cfg = retime(case, top, timer)
+            return case.record(config, ms, tile=tile_text(cfg) if cfg else None, retimed=len(top))
+        if config == "sm120":
+            ms, cfg, smem, n, top = search(case, candidates(case.quant, o["grid"], case.most_rows),
+                                           compiled, timer)
+            return case.record(config, ms, tile=tile_text(cfg) if cfg else None, smem=smem,
+                               candidates=n, top=top)
+        try:
+            return case.record(config, grouped_mm_ms(case, timer), tile=None)
+        except Exception as e:  # noqa: BLE001  (not available in this torch)
+            return case.record(config, None, error=f"{type(e).__name__}: {e}")
+
+    if searching:
+        # every case's weights at once (about 20 GB), so that one pool compiles all candidates
+        every = [c for group in groups() for c in group]
+        jobs = [_encode(c.launch(cfg)) for c in every
+                for cfg in candidates(c.quant, o["grid"], c.most_rows)
+                if cfg["BLOCK_SIZE_M"] <= max(16, triton.next_power_of_2(c.most_rows))]
+        compiled = precompile(jobs, o["jobs"])
+        for case in every:
+            print(json.dumps(measure(case, compiled)), flush=True)
+        return 0
+    for cases in groups():
+        for case in cases:
+            print(json.dumps(measure(case, {})), flush=True)
+        del cases
+        torch.cuda.empty_cache()
     return 0
 
 

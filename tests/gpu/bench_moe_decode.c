@@ -4,8 +4,9 @@
  * decode kernels (the row tiles: moe_gemm_rows_tile) against the decode
  * kernels it launches now (moe_gemm_decode_wanted / moe_gemm_decode_tn),
  * and every decode column tile, on the gate/up and the down GEMM of Kimi K2
- * and GLM-4.7 at TP8, bf16 and FP8 (per tensor, per channel, 128 x 128
- * blocks), as fractions of the weight-read floor.
+ * and GLM-4.7 at TP8, bf16, FP8 (per tensor, per channel, 128 x 128 blocks)
+ * and INT4 W4A16 (bf16 scales per group of 32), as fractions of the
+ * weight-read floor.
  *
  * Usage: gpu_bench_moe_decode bench_peaks.cubin [ALT.fatbin]
  *   bench_peaks.cubin  its read_bw kernel measures the streaming read
@@ -15,14 +16,17 @@
  *                      "alt" (the same tile as "new").
  * Environment: MOE_DECODE_M (batches, default 1,2,4,8,16,64,256),
  * MOE_DECODE_BM (the framework's BLOCK_SIZE_M, default 128: the over-limit
- * Hopper configurations the shim reroutes; 16 is a small-batch tuned one).
+ * Hopper configurations the shim reroutes; 16 is a small-batch tuned one),
+ * MOE_DECODE_QUANT (quantizations by name, default all: bf16, fp8_tensor,
+ * fp8_channel, fp8_block, int4).
  *
  * Each case: M tokens, top_k 8 distinct experts each, uniform (the routing
  * of tests/gpu/bench_moe.py), aligned as moe_align_block_size lays it out
  * (EM = rows + (E + 1)(BLOCK_SIZE_M - 1)); gate/up: A [M, hidden], N
  * 2 x intermediate, top_k 8; down: A [8M, intermediate], N hidden, top_k 1
  * and the routed weights.  Weights: one buffer of non-constant finite data
- * (no NaN as bf16 or E4M3) read as each case's [E, N, K].
+ * (no NaN as bf16 or E4M3; any byte is two 4-bit codes) read as each
+ * case's [E, N, K]; INT4 scales [E, N, K / 32] bf16 in [1e-3, 2e-3).
  *
  * Timing: the median of 25 launches, each between two events; two untimed
  * launches first.  The weights come from DRAM, as in a forward pass: launch
@@ -72,7 +76,10 @@ static const struct quant quants[] = {
 	{ "fp8_tensor", MOE_FP8, MOE_SCALE_TENSOR },
 	{ "fp8_channel", MOE_FP8, MOE_SCALE_CHANNEL },
 	{ "fp8_block", MOE_FP8, MOE_SCALE_BLOCK },
+	{ "int4", MOE_W4A16, MOE_SCALE_NONE },
 };
+
+#define INT4_GROUP 32
 
 static CUstream stream;
 static CUevent ev0, ev1;
@@ -166,6 +173,7 @@ static void fill_bytes(uint8_t *p, size_t n)
 int main(int argc, char **argv)
 {
 	const char *ms_env = getenv("MOE_DECODE_M"), *bm_env = getenv("MOE_DECODE_BM");
+	const char *q_env = getenv("MOE_DECODE_QUANT");
 	char mlist[256];
 	int batches[32], nb = 0, bm = bm_env ? atoi(bm_env) : 128;
 	CUmodule mod, peaks, alt = NULL;
@@ -249,8 +257,9 @@ int main(int argc, char **argv)
 					       : "launches rotate over 12 copies of the weights (no flush)");
 		printf("# blocks per SM here: moe_gemm_bf16_m16 %d (padded to %d B: %d; SM120: 1)", o16_plain,
 		       SM120_OLD_PAD, o16_pad);
-		for (int t = 0; t < 8; t++) {
-			const char *name = moe_gemm_decode_name(t < 4 ? MOE_BF16 : MOE_FP8, 16 << (t % 4));
+		for (int t = 0; t < 12; t++) {
+			const char *name = moe_gemm_decode_name(t < 4 ? MOE_BF16 : t < 8 ? MOE_FP8 : MOE_W4A16,
+								16 << (t % 4));
 
 			printf(", %s %d", name, blocks_per_sm(get(mod, name, 0), 0));
 		}
@@ -267,12 +276,15 @@ int main(int argc, char **argv)
 		for (int half = 0; half < 2; half++)
 			for (size_t qi = 0; qi < sizeof(quants) / sizeof(quants[0]); qi++)
 				for (int bi = 0; bi < nb; bi++) {
+					if (q_env && !strstr(q_env, quants[qi].name))
+						continue;
 					const struct model *md = &models[mi];
 					const struct quant *qt = &quants[qi];
 					const int M = batches[bi], E = md->experts;
 					const int N = half ? md->hidden : 2 * md->inter;
 					const int K = half ? md->inter : md->hidden;
-					const int esz = qt->quant == MOE_FP8 ? 1 : 2;
+					const int esz = qt->quant == MOE_FP8 ? 1 : 2;   /* of A */
+					const size_t wcol = (size_t)MOE_DECODE_WBYTES(qt->quant, K);   /* W bytes a column */
 					const int nv = M * TOP_K, arows = half ? nv : M;
 					const int em = nv + (E + 1) * (bm - 1), nblk = (em + bm - 1) / bm;
 					const int gk = (K + 127) / 128, gn = (N + 127) / 128;
@@ -320,8 +332,8 @@ int main(int argc, char **argv)
 
 					memset(&a, 0, sizeof(a));
 					a.b = (const void *)wbuf;
-					a.b_stride_n = K;
-					a.b_stride_e = (int64_t)N * K;
+					a.b_stride_n = qt->quant == MOE_W4A16 ? K / 2 : K;
+					a.b_stride_e = (int64_t)N * a.b_stride_n;
 					a.c_stride_m = N;
 					a.a_stride_m = K;
 					a.N = N, a.K = K, a.EM = em, a.num_valid = nv;
@@ -341,6 +353,11 @@ int main(int argc, char **argv)
 						a.as_stride_m = gk, a.as_stride_k = 1;
 						a.bs_stride_e = (int64_t)gn * gk, a.bs_stride_n = gk, a.bs_stride_k = 1;
 						a.group_n = a.group_k = 128;
+					} else if (qt->quant == MOE_W4A16) {
+						bs_n = (size_t)E * N * (K / INT4_GROUP), per_scale = (size_t)N * (K / INT4_GROUP) * 2;
+						a.bs_stride_e = (int64_t)N * (K / INT4_GROUP), a.bs_stride_n = K / INT4_GROUP;
+						a.bs_stride_k = 1;
+						a.group_size = INT4_GROUP;
 					}
 					{
 						uint8_t *ha = malloc(abytes);
@@ -357,7 +374,20 @@ int main(int argc, char **argv)
 							das = upload(s, as_n * 4);
 							free(s);
 						}
-						if (bs_n) {
+						if (bs_n && qt->quant == MOE_W4A16) {
+							float *s = fill_f32(bs_n, 1e-3, 2e-3);
+							uint16_t *h = malloc(bs_n * 2);
+
+							for (size_t i = 0; i < bs_n; i++) {
+								uint32_t u;
+
+								memcpy(&u, &s[i], 4);
+								h[i] = (uint16_t)(u >> 16);
+							}
+							dbs = upload(h, bs_n * 2);
+							free(s);
+							free(h);
+						} else if (bs_n) {
 							float *s = fill_f32(bs_n, 1e-3, 2e-3);
 
 							dbs = upload(s, bs_n * 4);
@@ -376,7 +406,7 @@ int main(int argc, char **argv)
 
 					/* floor and limit: the touched experts' weight bytes */
 					{
-						size_t bytes = (size_t)touched * ((size_t)N * K * esz + per_scale);
+						size_t bytes = (size_t)touched * ((size_t)N * wcol + per_scale);
 						size_t n16 = bytes / 16;
 						void *p[] = { &rbuf, &n16, &rout };
 

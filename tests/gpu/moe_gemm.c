@@ -85,7 +85,19 @@
  * row mode, and two model-like shapes (gate/up N 512 K 2048, down N 1024 K
  * 256 at 16 tokens).
  *
- * MOE_GEMM_CASE=n runs case n only (for compute-sanitizer).
+ * The W4A16 decode kernels (the last block of cases[]): groups of 32, 64 and
+ * 128; K ending inside their 128-k step (64, 192, 320, 448: lanes past K),
+ * odd N (201, 199) and N under one warp tile (72); one token over 5..9
+ * experts (most of them empty), several passes and windows (block_m 512),
+ * padded strides with NaN scales and 0x77 bytes between packed columns,
+ * experts on another rank, short and dropped rows, grid (2, 3), row mode,
+ * and the two model-like shapes.
+ *
+ * Schedule mode (SGLang's inkling grouped GEMM): its own cases after these,
+ * see the section "schedule mode" below.
+ *
+ * MOE_GEMM_CASE=n runs case n only, MOE_GEMM_CASE=sn schedule case n only
+ * (for compute-sanitizer).
  */
 #include "../../kernels/moe/moe_gemm.h"
 #include "../../shim/reroute/bundle.h"
@@ -219,6 +231,18 @@ static const struct tcase cases[] = {
 	{ BF16, DEC(128), 2, 8, 17, 456, 320, 64, 0, 0, NAIVE | RW | SHORT | DROP },
 	{ FP8, DEC(32), 5, 3, 9, 72, 48, 16, CHANNEL, 0, NAIVE | RW | PAD },
 	{ FP8, DEC(64), 3, 8, 12, 200, 208, 128, TENSOR, 0, NAIVE | RW | BIAS | SHORT | GRID3 },
+	/* the W4A16 decode kernels (see the top comment) */
+	{ W4, DEC(16), 1, 8, 9, 200, 1024, 128, 0, 32, RW | BIAS | PAD },
+	{ W4, DEC(128), 7, 2, 6, 456, 192, 16, 0, 32, OFF | SHORT },
+	{ W4, DEC(32), 33, 8, 9, 72, 320, 64, 0, 64, RW | DROP },
+	{ W4, DEC(64), 300, 8, 9, 384, 320, 512, 0, 128, RW | BIAS | PAD | SAMPLE },
+	{ W4, DEC(16), 1, 1, 5, 72, 64, 16, 0, 32, 0 },
+	{ W4, DEC(64), 33, 4, 8, 201, 256, 32, 0, 32, BIAS | PAD | OFF | GRID3 },
+	{ W4, DEC(32), 5, 8, 12, 199, 448, 128, 0, 128, RW | PAD | DROP | SHORT },
+	{ W4, DEC(16), 16, 8, 16, 512, 2048, 16, 0, 32, RW | PAD },
+	{ W4, DEC(128), 16, 8, 16, 1024, 256, 128, 0, 32, RW | BIAS },
+	{ W4, DEC(32), 3, 8, 12, 199, 448, 16, 0, 32, NAIVE | RW | PAD | OFF },
+	{ W4, DEC(16), 2, 4, 9, 72, 1024, 64, 0, 64, NAIVE | SHORT | DROP | GRID3 },
 };
 #undef BF16
 #undef FP8
@@ -888,6 +912,188 @@ static void check(const struct host *hs, struct stats *st)
 	free(owner);
 }
 
+/* ------------------------------------------------------------ schedule mode */
+
+/*
+ * Schedule mode (SGLang's inkling grouped GEMM, moe_gemm.h): routed rows
+ * 0 .. rows - 1 grouped by expert (random experts; SCHED_EMPTY: experts 1,
+ * 4, 7, ... get none), each expert's rows contiguous; token_offs the
+ * exclusive sum of the counts, and the schedule as SGLang's
+ * compute_expert_block_metadata builds it: expert e's blocks j = 0 ..
+ * ceil(count / block_m) - 1 in expert order as e | j << 16, then -1 up to
+ * ceil(rows / block_m) + E - 1 entries (its _get_max_num_blocks),
+ * *num_blocks the blocks in use (SHORT: a third fewer, so that the rows of
+ * the blocks past it must stay poisoned).  The
+ * kernels launched as the shim launches them: grid (ceil(N / TN), entries x
+ * block_m / TM), bf16, top_k 1, no routed weight, no bias.  The checks are
+ * the aligned layout's above, on the sorted list and expert_ids these
+ * blocks amount to (each block's rows padded to block_m), so every word no
+ * block before *num_blocks names must still hold the poison.
+ */
+#define SCHED_EMPTY (1u << 9) /* schedule mode: experts e % 3 == 1 get no rows */
+
+struct scase {
+	int tm, rows, E, N, K, block_m;
+	unsigned flags;  /* PAD, SHORT, SAMPLE, SCHED_EMPTY */
+};
+
+static const struct scase sched_cases[] = {
+	/* tm, rows, experts, N, K, block_m, flags */
+	{ 16, 1, 5, 200, 208, 16, 0 },                  /* one token, top_k 1 (decode) */
+	{ 16, 8, 64, 456, 1024, 16, PAD },              /* one token, top_k 8: 56 experts empty */
+	{ 16, 77, 9, 72, 48, 16, PAD | SCHED_EMPTY },
+	{ 16, 300, 16, 384, 1024, 16, SHORT | SAMPLE },
+	{ 16, 40, 9, 72, 16, 128, SCHED_EMPTY },        /* the 16-row tile under block_m 128 */
+	{ 64, 333, 7, 200, 192, 128, PAD | SHORT },
+	{ 128, 7, 3, 72, 1024, 128, 0 },
+	{ 128, 300, 5, 456, 208, 128, PAD | SCHED_EMPTY },
+	{ 128, 1000, 16, 200, 320, 128, SAMPLE },
+};
+
+/* The schedule mode's buffers, with the aligned layout check() reads in hs. */
+struct sched {
+	int32_t *schedule, *token_offs, *counts, num_blocks, entries;
+};
+
+/*
+ * schedule - the routing of @sc into @s, and into @hs the sorted list,
+ * expert_ids and num_tokens_post_padded of the same blocks (for check()).
+ */
+static void schedule(const struct scase *sc, struct host *hs, struct sched *s)
+{
+	const int bm = sc->block_m;
+	int used = 0, pos = 0;
+
+	s->entries = (sc->rows + bm - 1) / bm + sc->E - 1;
+	s->schedule = malloc((size_t)s->entries * sizeof(int32_t));
+	s->token_offs = calloc((size_t)sc->E + 1, sizeof(int32_t));
+	s->counts = calloc((size_t)sc->E, sizeof(int32_t));
+	for (int i = 0; i < sc->rows; i++) {
+		int e;
+
+		do
+			e = irand(sc->E);
+		while ((sc->flags & SCHED_EMPTY) && e % 3 == 1);
+		s->counts[e]++;
+	}
+	for (int e = 0; e < sc->E; e++)
+		s->token_offs[e + 1] = s->token_offs[e] + s->counts[e];
+	for (int i = 0; i < s->entries; i++)
+		s->schedule[i] = -1;
+	for (int e = 0; e < sc->E; e++)
+		for (int j = 0; j * bm < s->counts[e]; j++)
+			s->schedule[used++] = e | j << 16;
+	s->num_blocks = used;
+	if ((sc->flags & SHORT) && used >= 2)
+		s->num_blocks = used - (used / 3 > 1 ? used / 3 : 1);
+
+	hs->g.EM = s->entries * bm;
+	hs->nblk = s->entries;
+	free(hs->sorted);
+	free(hs->expert);
+	hs->sorted = malloc((size_t)hs->g.EM * sizeof(int32_t));
+	hs->expert = malloc((size_t)hs->nblk * sizeof(int32_t));
+	for (int i = 0; i < hs->g.EM; i++)
+		hs->sorted[i] = hs->nv;
+	for (int f = 0; f < s->entries; f++)
+		hs->expert[f] = -1;
+	for (int f = 0; f < s->num_blocks; f++) {
+		const int e = s->schedule[f] & 0xffff, j = s->schedule[f] >> 16;
+		const int start = s->token_offs[e] + j * bm, end = s->token_offs[e + 1];
+
+		for (int row = start; row < end && row < start + bm; row++)
+			hs->sorted[pos + row - start] = row;
+		hs->expert[f] = e;
+		pos += bm;
+	}
+	hs->ntpp = pos;
+}
+
+/* launch_schedule - upload, poison the output, run the kernel once, download the output. */
+static void launch_schedule(CUmodule mod, const struct kernel *kd, struct host *hs, const struct sched *s,
+			    const struct scase *sc)
+{
+	struct moe_gemm_args a = hs->g;
+	void *params[] = { &a };
+	const int smem = moe_gemm_smem(MOE_BF16, sc->tm);
+	CUdeviceptr d[7];
+	CUfunction fn;
+
+	d[0] = to_device(hs->a, hs->a_bytes);
+	d[1] = to_device(hs->b, hs->b_bytes);
+	CHECK(cuMemAlloc(&d[2], hs->c_elems * 2));
+	CHECK(cuMemsetD16(d[2], NAN_BF16, hs->c_elems));
+	d[3] = to_device(s->schedule, (size_t)s->entries * sizeof(int32_t));
+	d[4] = to_device(s->token_offs, (size_t)(sc->E + 1) * sizeof(int32_t));
+	d[5] = to_device(s->counts, (size_t)sc->E * sizeof(int32_t));
+	d[6] = to_device(&s->num_blocks, sizeof(int32_t)); /* the shim passes &ExpertBlockOffs[E] */
+	a.a = (const void *)d[0];
+	a.b = (const void *)d[1];
+	a.c = (void *)d[2];
+	a.schedule = (const int32_t *)d[3];
+	a.token_offs = (const int32_t *)d[4];
+	a.tokens_per_expert = (const int32_t *)d[5];
+	a.num_blocks = (const int32_t *)d[6];
+
+	CHECK(cuModuleGetFunction(&fn, mod, kd->name));
+	CHECK(cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem));
+	CHECK(cuLaunchKernel(fn, (unsigned)((a.N + MOE_GEMM_TN(sc->tm) - 1) / MOE_GEMM_TN(sc->tm)),
+			     (unsigned)(a.EM / sc->tm), 1, MOE_GEMM_THREADS, 1, 1, (unsigned)smem, NULL, params,
+			     NULL));
+	CHECK(cuCtxSynchronize());
+	CHECK(cuMemcpyDtoH(hs->c, d[2], hs->c_elems * 2));
+	for (size_t i = 0; i < sizeof(d) / sizeof(d[0]); i++)
+		if (d[i])
+			CHECK(cuMemFree(d[i]));
+}
+
+static int run_schedule_case(CUmodule mod, int idx)
+{
+	const struct scase *sc = &sched_cases[idx];
+	/* the aligned layout's fields that layout() and the fills read */
+	const struct tcase tc = { MOE_BF16, sc->tm, sc->rows, 1, sc->E, sc->N, sc->K, sc->block_m, 0, 0,
+				  sc->flags & (PAD | SAMPLE) };
+	const struct kernel *kd = find_kernel(&tc);
+	struct host hs;
+	struct sched s;
+	struct stats st;
+	char what[256];
+
+	gpu_test_rng = 0x2545f4914f6cdd1dull ^ (uint64_t)(idx + 1) * 0xd1b54a32d192ed03ull; /* per case */
+	memset(&hs, 0, sizeof(hs));
+	memset(&st, 0, sizeof(st));
+	hs.tc = &tc;
+	hs.quant = MOE_BF16;
+	layout(&hs);
+	alloc_host(&hs);
+	schedule(sc, &hs, &s);
+	fill_a(&hs);
+	fill_w(&hs);
+	launch_schedule(mod, kd, &hs, &s, sc);
+	check(&hs, &st);
+
+	snprintf(what, sizeof(what), "schedule case %d: %s, %d rows E %d N %d K %d block_m %d, %d of %d "
+		 "blocks%s%s%s", idx, kd->name, sc->rows, sc->E, sc->N, sc->K, sc->block_m, s.num_blocks,
+		 s.entries, (sc->flags & PAD) ? ", padded strides" : "",
+		 (sc->flags & SCHED_EMPTY) ? ", empty experts" : "", (sc->flags & SAMPLE) ? ", sampled rows" : "");
+	if (st.worst > 1)
+		printf("not ok - %s (max err %.3g at row %d col %d, bound %.3g; %ld bad of %ld checked, "
+		       "%ld words outside the scheduled rows written)\n",
+		       what, st.err, st.row, st.col, st.bound, st.bad, st.checked + st.finite_only, st.poisoned);
+	else if (st.bad || st.poisoned)
+		printf("not ok - %s (first: %s; %ld bad of %ld checked, %ld words outside the scheduled rows "
+		       "written)\n", what, st.first, st.bad, st.checked + st.finite_only, st.poisoned);
+	else
+		printf("ok - %s: %ld checked (%ld more only for finiteness), %ld correctly rounded, "
+		       "worst error %.2f of the bound\n",
+		       what, st.checked, st.finite_only, st.exact, st.worst);
+	free(s.schedule);
+	free(s.token_offs);
+	free(s.counts);
+	free_host(&hs);
+	return st.bad || st.poisoned;
+}
+
 /* ------------------------------------------------------------ main */
 
 static int run_case(CUmodule mod, int idx)
@@ -933,8 +1139,11 @@ int main(int argc, char **argv)
 
 	mod = gpu_test_module(argc > 1 ? argv[1] : NULL);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-		if (!only || atoi(only) == (int)i)
+		if (!only || (only[0] != 's' && atoi(only) == (int)i))
 			fails += run_case(mod, (int)i);
+	for (size_t i = 0; i < sizeof(sched_cases) / sizeof(sched_cases[0]); i++)
+		if (!only || (only[0] == 's' && atoi(only + 1) == (int)i))
+			fails += run_schedule_case(mod, (int)i);
 	CHECK(cuModuleUnload(mod));
 	return fails ? 1 : 0;
 }

@@ -3,7 +3,8 @@
 # kernels under compute-sanitizer, the GPU scan checks, the shim under
 # PyTorch + Triton (shim_gpu.sh), the attention reroute suite
 # (reroute_gpu.sh), the fused-MoE one (moe_reroute_gpu.sh), the frameworks' own
-# released kernels as the oracle (oracle_gpu.sh, oracle_context.sh), Triton,
+# released kernels as the oracle (oracle_gpu.sh, oracle_context.sh,
+# oracle_lightning.sh, oracle_inkling.sh), Triton,
 # PyTorch and SGLang's choices as on the card under reroute (hook_gpu.sh),
 # ncu and compute-sanitizer over a rerouted process (tools_gpu.sh), a 2-GPU
 # torchrun job with NCCL and a
@@ -32,13 +33,16 @@ done
 san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 if [ -n "$san" ]; then
 	for c in memcheck:decode_attn racecheck:decode_attn synccheck:decode_attn memcheck:extend_attn:0 \
-		memcheck:extend_attn:5 memcheck:extend_attn:9 racecheck:extend_attn:0 \
-		racecheck:extend_attn:5 racecheck:extend_attn:9 memcheck:moe_gemm:9 memcheck:moe_gemm:10 \
+		memcheck:extend_attn:3 memcheck:extend_attn:6 memcheck:extend_attn:10 \
+		racecheck:extend_attn:0 racecheck:extend_attn:6 racecheck:extend_attn:10 memcheck:moe_gemm:9 memcheck:moe_gemm:10 \
 		memcheck:moe_gemm:27 memcheck:moe_gemm:36 racecheck:moe_gemm:2 racecheck:moe_gemm:14 \
 		racecheck:moe_gemm:36 racecheck:moe_gemm:38 memcheck:moe_gemm:44 memcheck:moe_gemm:45 \
 		memcheck:moe_gemm:53 racecheck:moe_gemm:44 racecheck:moe_gemm:47 memcheck:moe_gemm:59 \
 		memcheck:moe_gemm:61 memcheck:moe_gemm:72 racecheck:moe_gemm:59 racecheck:moe_gemm:66 \
-		racecheck:moe_gemm:72 synccheck:moe_gemm:66; do
+		racecheck:moe_gemm:72 synccheck:moe_gemm:66 memcheck:lightning_kv racecheck:lightning_kv \
+		memcheck:moe_gemm:s2 memcheck:moe_gemm:s5 memcheck:moe_gemm:s7 racecheck:moe_gemm:s5 \
+		racecheck:moe_gemm:s7 memcheck:moe_gemm:73 memcheck:moe_gemm:76 racecheck:moe_gemm:76 \
+		memcheck:moe_gemm:83; do
 		tool=${c%%:*} rest=${c#*:}
 		t=${rest%%:*} case=${rest#*:}
 		[ "$case" = "$rest" ] && case=
@@ -64,6 +68,10 @@ count
 sh tests/gpu/oracle_gpu.sh >"$log" 2>&1
 count
 sh tests/gpu/oracle_context.sh >"$log" 2>&1
+count
+sh tests/gpu/oracle_lightning.sh >"$log" 2>&1
+count
+sh tests/gpu/oracle_inkling.sh >"$log" 2>&1
 count
 sh tests/gpu/hook_gpu.sh >"$log" 2>&1
 count

@@ -735,7 +735,17 @@ static void test_moe_decisions(void **state)
 	assert_int_equal(moe_gemm_decode_tn(MOE_BF16, 256), 128);
 	assert_int_equal(moe_gemm_decode_tn(MOE_FP8, 192), 128);
 	assert_int_equal(moe_gemm_decode_tn(MOE_FP8, 2048), 32);
-	assert_int_equal(moe_gemm_decode_tn(MOE_W4A16, 7168), 0);
+	assert_int_equal(moe_gemm_decode_tn(MOE_W4A16, 7168), 16);
+	assert_int_equal(moe_gemm_decode_tn(MOE_W4A16, 256), 128);
+	assert_int_equal(moe_gemm_decode_tn(MOE_W4A16, 2048), 32);
+	assert_int_equal(moe_gemm_decode_tn(MOE_NVFP4, 7168), 0);
+	/* W4A16: up to 32 rows an expert (GLM-4.7's 512 tokens: 25.6), gate/up and down alike */
+	assert_true(moe_gemm_decode_wanted(MOE_W4A16, 128, 8, 8 + 161 * 127, 5120));
+	assert_true(moe_gemm_decode_wanted(MOE_W4A16, 128, 512 * 8, 512 * 8 + 161 * 127, 5120));
+	assert_true(moe_gemm_decode_wanted(MOE_W4A16, 16, 512 * 8, 512 * 8 + 161 * 15, 192));
+	assert_false(moe_gemm_decode_wanted(MOE_W4A16, 128, 4096 * 8, 4096 * 8 + 385 * 127, 7168));
+	assert_int_equal(moe_gemm_decode_cols(MOE_W4A16, 512, 7168, 16, 8 + 385 * 127, 128, 8), 32);
+	assert_int_equal(moe_gemm_decode_cols(MOE_W4A16, 7168, 256, 128, 128 + 385 * 127, 128, 128), 8);
 	assert_true(moe_gemm_decode_wanted(MOE_FP8, 128, 8, 8 + 385 * 127, 7168));
 	assert_true(moe_gemm_decode_wanted(MOE_BF16, 128, 8 * 8, 8 * 8 + 385 * 127, 7168));
 	assert_true(moe_gemm_decode_wanted(MOE_BF16, 128, 16 * 8, 16 * 8 + 385 * 127, 7168));
