@@ -8,7 +8,9 @@
 #     configuration it replaces (Triton with wgmma, and without: the SM120
 #     instruction set) and against the configuration a user would pick
 #     instead on SM120 (without wgmma), as ratios and as a fraction of the
-#     ceiling.  Target emulated as sm120; every figure is an H200 figure;
+#     ceiling: SGLang 0.5.14's extend and vLLM 0.33.0's decode kernels,
+#     from their packages in $SM120_ORACLE (bench_attention.py).  Target
+#     emulated as sm120; every figure is an H200 figure;
 #  4. the fused-MoE benchmark (bench_moe.sh: issue 18's table, gate/up and
 #     down, every quantization, as fractions of the floor, padded and
 #     plain), the reference engine (bench_engine.sh) and the
@@ -21,6 +23,11 @@ out=$(mktemp)
 work=$(mktemp -d)
 trap 'rm -rf "$out" "$out".* "$work"' EXIT
 export TRITON_CACHE_DIR=$work/triton
+# The frameworks' packages (tests/oracle/fetch.sh), whose kernels the
+# benchmarks launch: an absolute path, as they run in tests/gpu.
+oracle=${SM120_ORACLE:-$B/oracle}
+case $oracle in /*) ;; *) oracle=$(pwd)/$oracle ;; esac
+export SM120_ORACLE=$oracle
 # Pinned to one CPU (when taskset exists) so that scheduling noise between
 # processes, which is larger than the overhead measured, hits all modes alike.
 pin=

@@ -4,15 +4,22 @@ Times the two GEMMs of a fused-MoE layer: gate/up (A = hidden states
 [M, hidden], B = w1 [E, 2*I, hidden], top_k 8) and down (A = the SwiGLU
 output [8M, I], one row per routed row, B = w2 [E, hidden, I], top_k 1,
 the routed weights applied), uniform random routing with distinct experts
-per token, aligned by standins_moe.moe_align, for the Kimi K2 and GLM-4.7
-shapes at TP8 (standins_moe.MODELS), through the SGLang 2026-03 launch
-interface of tests/gpu/standins_moe.py.
+per token, aligned by moe_cases.moe_align, for the Kimi K2 and GLM-4.7
+shapes at TP8 (moe_cases.MODELS).  The kernels are SGLang 0.5.9's own
+`fused_moe_kernel` and, for int4, `fused_moe_kernel_gptq_awq` (rules
+sglang-moe-2026-03 and sglang-moe-gptq-awq), from its released package in
+$SM120_ORACLE (default $SM120_BUILD/oracle; tests/oracle/fetch.sh), each
+launch made by SGLang's own invoke_fused_moe_kernel (as
+test_moe_reroute.py makes it): its FP8 quantisers return the activations
+quantised beforehand (moe_cases.quantize_act, not timed), and
+should_enable_swap_ab is answered as on SM120 (no swap; on sm_90 SGLang
+swaps FP8 tiles below 64 rows, which the Hopper configurations are not).
 
 Run as: python3 bench_moe.py CONFIG [--quant fp8_tensor,bf16[,int4]]
             [--models kimi,glm] [--halves gateup,down]
             [--batches 1,16,512,4096] [--grid full|quick] [--jobs N]
             [--retime FILE]
-  hopper      the over-limit configuration of standins_moe.CONFIGS (what the
+  hopper      the over-limit configuration of moe_cases.CONFIGS (what the
               shim reroutes), run natively on the Hopper GPU
   sm120       the best configuration that fits SM120, per case: every point of
               BLOCK_SIZE_M {16,32,64,128} x BLOCK_SIZE_N {64,128,256} x
@@ -36,7 +43,11 @@ Run as: python3 bench_moe.py CONFIG [--quant fp8_tensor,bf16[,int4]]
               stages 3; larger: BLOCK_SIZE_M {64,128} x BLOCK_SIZE_N
               {128,256} x BLOCK_SIZE_K {64,128} x warps 8 x stages {2,3};
               GROUP_SIZE_M 1 below 64 rows a block, else 16; the same
-              shared-memory and BLOCK_SIZE_M filters.  Each record lists
+              shared-memory and BLOCK_SIZE_M filters.  Both grids keep
+              fp8_block to a BLOCK_SIZE_K that divides 128 (SGLang's kernel
+              reads one block scale per K tile, so a 256-wide tile would
+              apply its first 128 columns' scale to all of them; SGLang's
+              own configurations use 128).  Each record lists
               the TOP_KEEP fastest configurations of the search ("top").
               --retime FILE (a previous sm120 run's output): no search; per
               case, the configurations FILE lists under "top" are timed again
@@ -74,18 +85,23 @@ if len(sys.argv) > 1 and sys.argv[1] == "sm120":
     # Before Triton is imported: the SM120 instruction set (no wgmma).
     os.environ.setdefault("DISABLE_MMA_V3", "1")
 
+from typing import NamedTuple  # noqa: E402
+
 import torch  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import standins_moe as sm  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "..", "oracle"))
+import moe_cases as mc  # noqa: E402
+import oracle_moe  # noqa: E402
 from test_moe_reroute import make_weight  # noqa: E402
 
-TOP_K = sm.TOP_K
+RELEASE = "0.5.9"   # the SGLang release whose kernels are timed
+TOP_K = mc.TOP_K
 CONFIGS = ("hopper", "sm120", "rerouted", "grouped_mm")
-SMEM_BUDGET = sm.SM120_SMEM_LIMIT - 1024
+SMEM_BUDGET = mc.SM120_SMEM_LIMIT - 1024
 SEED = 20260911
 REPLAYS, SEARCH_REPLAYS, FINALISTS = 20, 5, 3
 TOP_KEEP = 5   # configurations an sm120 record lists for --retime
@@ -129,6 +145,89 @@ class Timer:
 
 
 # -----------------------------------------------------------------------------
+# SGLang's kernels, launched by its own host function
+# -----------------------------------------------------------------------------
+
+
+class Recorder:
+    """Stands for one of SGLang's @triton.jit kernels, so that its host function
+    launches through it: records the launch it makes (`made`: grid, arguments,
+    keywords) and makes it, or, while `dry`, only records it."""
+
+    def __init__(self, fn):
+        self.fn, self.dry, self.made = fn, False, None
+
+    def __getitem__(self, grid):
+        def launch(*args, **kwargs):
+            self.made = (tuple(grid(kwargs) if callable(grid) else grid), args, kwargs)
+            return None if self.dry else self.fn[grid](*args, **kwargs)
+        return launch
+
+    def __getattr__(self, name):
+        return getattr(self.fn, name)
+
+
+def sglang_module():
+    """SGLang RELEASE's fused_moe_triton_kernels (oracle_moe's loader, its FP8
+    quantisers oracle_moe's), both kernels recorded, swap_ab as on SM120."""
+    mod = oracle_moe.sglang_module(RELEASE)
+    if not isinstance(mod.fused_moe_kernel, Recorder):
+        mod.is_sm90_supported = lambda: False
+        mod.should_enable_swap_ab.cache_clear()
+        for name in ("fused_moe_kernel", "fused_moe_kernel_gptq_awq"):
+            setattr(mod, name, Recorder(getattr(mod, name)))
+    return mod
+
+
+class Launch(NamedTuple):
+    """One launch SGLang's host function makes: the kernel (the @triton.jit
+    function), the grid, arguments and keywords it passed, and the host call."""
+    kernel: object
+    grid: tuple
+    args: tuple
+    kwargs: dict
+    host: object
+
+    def run(self):
+        """Launch, through SGLang's invoke_fused_moe_kernel."""
+        return self.host()
+
+    def warmup(self):
+        """Compile (no launch); returns the compiled kernel."""
+        return self.kernel.warmup(*self.args, grid=self.grid, **self.kwargs)
+
+
+def sglang_launch(a, w, c, a_scale, w_scale, topk_weights, topk_ids, sorted_ids, expert_ids,
+                  post, mul_routed, top_k, config, quant):
+    """SGLang's invoke_fused_moe_kernel on A (quantised already: its quantisers
+    return (a, a_scale)), B = w [E, N, K] (int4: uint8 [E, N, K / 2]) and its
+    scale, C [M, 8, N], the routing from moe_align; @mul_routed and @top_k as
+    the half launches them.  int4 goes to fused_moe_kernel_gptq_awq (block
+    shape [0, INT4_GROUP], no zero points), FP8 block at 128x128.  The host
+    function is called once here without launching, to learn the launch."""
+    mod = sglang_module()
+    kernel = getattr(mod, mc.kernel_name(quant))
+    block = ([0, mc.INT4_GROUP] if quant == "int4" else
+             list(mc.FP8_BLOCK_SHAPE) if quant == "fp8_block" else None)
+
+    def host():
+        mod.scaled_fp8_quant = lambda *args, **kwargs: (a, a_scale)
+        mod.sglang_per_token_group_quant_fp8 = lambda *args, **kwargs: (a, a_scale)
+        mod.invoke_fused_moe_kernel(
+            a, w, None, c, None, w_scale, None, topk_weights, topk_ids, sorted_ids, expert_ids,
+            post, mul_routed, top_k, dict(config), tl.bfloat16, quant.startswith("fp8"), False,
+            False, quant == "int4", quant == "fp8_channel", block_shape=block)
+
+    kernel.dry = True
+    try:
+        host()
+    finally:
+        kernel.dry = False
+    grid, args, kwargs = kernel.made
+    return Launch(kernel.fn, grid, args, kwargs, host)
+
+
+# -----------------------------------------------------------------------------
 # One case: weights, routing, the launch
 # -----------------------------------------------------------------------------
 
@@ -138,7 +237,7 @@ HALVES = ("gateup", "down")
 
 def half_shape(model, half):
     """(experts, N, K) of one GEMM of a model's layer."""
-    e, hidden, inter = sm.MODELS[model]
+    e, hidden, inter = mc.MODELS[model]
     return (e, 2 * inter, hidden) if half == "gateup" else (e, hidden, inter)
 
 
@@ -155,7 +254,7 @@ class Case:
         g = torch.Generator(device="cuda").manual_seed(SEED + batch)
         rows = batch if half == "gateup" else batch * TOP_K
         x = torch.randn(rows, self.k, generator=g, device="cuda").to(torch.bfloat16)
-        self.a, self.a_scale = sm.quantize_act(x, quant)
+        self.a, self.a_scale = mc.quantize_act(x, quant)
         logits = torch.randn(batch, e, generator=g, device="cuda")
         top, ids = torch.topk(logits, TOP_K, dim=1)
         self.topk_ids = ids.to(torch.int32).contiguous()
@@ -169,10 +268,10 @@ class Case:
     def launch(self, config):
         bm = config["BLOCK_SIZE_M"]
         if bm not in self.aligned:
-            self.aligned[bm] = sm.moe_align(self.topk_ids, bm, self.experts)
-        return sm.sglang_launch(self.a, self.w, self.c, self.a_scale, self.w_scale,
-                                self.topk_weights, self.topk_ids, *self.aligned[bm],
-                                self.mul_routed, self.top_k, config, self.quant)
+            self.aligned[bm] = mc.moe_align(self.topk_ids, bm, self.experts)
+        return sglang_launch(self.a, self.w, self.c, self.a_scale, self.w_scale,
+                             self.topk_weights, self.topk_ids, *self.aligned[bm],
+                             self.mul_routed, self.top_k, config, self.quant)
 
     def work(self):
         """(flop, weight bytes read at least once) of the routed rows and touched experts."""
@@ -212,7 +311,7 @@ def sm120_smem(config, quant):
     bm, bn, bk = config["BLOCK_SIZE_M"], config["BLOCK_SIZE_N"], config["BLOCK_SIZE_K"]
     if quant == "int4":
         return (config["num_stages"] - 1) * (bm * bk * 2 + bk * bn) + bk * bn * 2
-    return sm.smem_formula(config, quant)
+    return mc.smem_formula(config, quant)
 
 
 # --grid quick, by the most rows of one expert: (up to that many rows, BLOCK_SIZE_M,
@@ -234,39 +333,38 @@ def candidates(quant, grid, most_rows):
                                   (4, 8), (2, 3, 4, 5))
     out = []
     for bm, bn, bk, gm, w, s in space:
-        cfg = sm._cfg(bm, bn, bk, gm, w, s)
+        cfg = mc._cfg(bm, bn, bk, gm, w, s)
+        if quant == "fp8_block" and mc.FP8_BLOCK_SHAPE[1] % bk:
+            continue   # a K tile must lie in one scale group
         if sm120_smem(cfg, quant) <= SMEM_BUDGET:
             out.append(cfg)
     return out
 
 
 def _encode(launch):
-    """A picklable description of a launch for a compile worker: tensors by
-    dtype (the JIT specialises on dtype and 16-byte alignment only), other
-    arguments by value, compute_type by name."""
+    """A picklable description of a launch for a compile worker: the kernel by
+    name (SGLang RELEASE's), tensors by dtype (the JIT specialises on dtype and
+    16-byte alignment only), other arguments by value, compute_type by name."""
     args = [("tensor", str(a.dtype).replace("torch.", "")) if torch.is_tensor(a) else ("value", a)
             for a in launch.args]
     kwargs = dict(launch.kwargs)
     assert kwargs["compute_type"] == tl.bfloat16, "the launches here compute in bf16"
     kwargs["compute_type"] = ("tl", "bfloat16")
-    return (launch.kernel.fn.__module__, launch.kernel.fn.__name__, launch.grid, args, kwargs)
+    return (RELEASE, launch.kernel.__name__, launch.grid, args, kwargs)
 
 
 def _spec_key(job):
     """What the JIT's cache key depends on: ints by (== 1, % 16 == 0), the rest as is."""
-    mod, name, _, args, kwargs = job
+    release, name, _, args, kwargs = job
     sig = tuple((t, v) if t == "tensor" or not isinstance(v, int) or isinstance(v, bool)
                 else ("int", v == 1, v % 16 == 0) for t, v in args)
-    return (mod, name, sig, tuple(sorted((k, str(v)) for k, v in kwargs.items())))
+    return (release, name, sig, tuple(sorted((k, str(v)) for k, v in kwargs.items())))
 
 
 def _compile_worker(job):
     """In a worker process: compile one launch (no launch) into the Triton cache."""
-    mod, name, grid, args, kwargs = job
-    import importlib
-
-    sys.path.insert(0, HERE)
-    kernel = getattr(importlib.import_module(mod), name)
+    release, name, grid, args, kwargs = job
+    kernel = getattr(oracle_moe.sglang_module(release), name)
     real = [torch.empty(64, dtype=getattr(torch, v), device="cuda") if t == "tensor" else v
             for t, v in args]
     kw = dict(kwargs)
@@ -345,7 +443,7 @@ def grouped_mm_ms(case, timer):
 
 
 def parse(argv):
-    opts = {"--quant": "fp8_tensor,bf16", "--models": ",".join(sm.MODELS),
+    opts = {"--quant": "fp8_tensor,bf16", "--models": ",".join(mc.MODELS),
             "--halves": ",".join(HALVES),
             "--batches": "1,16,512,4096", "--grid": "full",
             "--jobs": str(min(16, os.cpu_count() or 1)), "--retime": ""}
@@ -366,8 +464,8 @@ def parse(argv):
 
 def main(argv):
     o = parse(argv)
-    if not o or any(q not in sm.QUANTS for q in o["quants"]) or \
-            any(m not in sm.MODELS for m in o["models"]) or \
+    if not o or any(q not in mc.QUANTS for q in o["quants"]) or \
+            any(m not in mc.MODELS for m in o["models"]) or \
             any(h not in HALVES for h in o["halves"]) or \
             (o["retime"] and o["config"] != "sm120"):
         print(__doc__)
@@ -381,7 +479,7 @@ def main(argv):
     models = o["models"]
     hidden = os.environ.get("SM120SHIM_HIDDEN_SIZE")
     if config == "rerouted" and hidden:
-        models = [m for m in models if str(sm.MODELS[m][1]) == hidden]
+        models = [m for m in models if str(mc.MODELS[m][1]) == hidden]
     searching = config == "sm120" and not o["retime"]
     timer = Timer()
 
@@ -399,10 +497,10 @@ def main(argv):
 
     def measure(case, compiled):
         if config in ("hopper", "rerouted"):
-            cfg = sm.CONFIGS[case.quant]
+            cfg = mc.CONFIGS[case.quant]
             launch = case.launch(cfg)
             try:
-                smem = sm.smem_of(launch.warmup())
+                smem = launch.warmup().metadata.shared
                 return case.record(config, timer(launch.run), tile=tile_text(cfg), smem=smem)
             except Exception as e:  # noqa: BLE001  (e.g. over this GPU's limit)
                 return case.record(config, None, tile=tile_text(cfg), error=f"{type(e).__name__}: {e}")

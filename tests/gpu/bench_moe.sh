@@ -1,7 +1,8 @@
 #!/bin/sh
 # bench_moe.sh - the fused-MoE part of `make bench-gpu` (tests/gpu/bench.sh
 # runs it after the attention part), one GPU, one run: the gate/up and the
-# down GEMM of Kimi K2 and GLM-4.7 at TP8 (tests/gpu/bench_moe.py), batches
+# down GEMM of Kimi K2 and GLM-4.7 at TP8 (tests/gpu/bench_moe.py: SGLang
+# 0.5.9's own Triton kernels, from its package in $SM120_ORACLE), batches
 # 1, 16, 512 and 4096, bf16, FP8 (per tensor, per channel, 128x128 block)
 # and INT4 W4A16 g32, on the bundled kernels (the Hopper configuration
 # rerouted under `sm120 run --mode reroute --target sm120`), the best
@@ -31,6 +32,11 @@ grid=${MOE_BENCH_GRID:-quick}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export TRITON_CACHE_DIR=${TRITON_CACHE_DIR:-$work/triton}
+# The frameworks' packages (tests/oracle/fetch.sh), whose kernels the
+# benchmarks launch: an absolute path, as they run in tests/gpu.
+oracle=${SM120_ORACLE:-$B/oracle}
+case $oracle in /*) ;; *) oracle=$(pwd)/$oracle ;; esac
+export SM120_ORACLE=$oracle
 "$B/test/gpu_bench_peaks" "$B/test/bench_peaks.cubin" >"$work/peaks" || exit 1
 nvidia-smi --query-gpu=name --format=csv,noheader -i 0 >"$work/device" 2>/dev/null || echo "this GPU" >"$work/device"
 cd tests/gpu || exit 1

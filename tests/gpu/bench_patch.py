@@ -78,7 +78,7 @@ ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "oracle"))
 from reroute_tap import bf16_ulp  # noqa: E402
-import standins_moe as sm  # noqa: E402
+import moe_cases as sm  # noqa: E402
 
 SEED = 20260923
 CAPABILITY = (12, 0)

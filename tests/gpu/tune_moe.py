@@ -22,7 +22,7 @@ is done beforehand and not timed.  I is moe_intermediate_size / TP.
 Routing: each token picks top-k distinct experts uniformly (random logits);
 GLM as SGLang runs it on CUDA, with its shared expert fused as expert 161,
 chosen by every token (so 161 experts, top-9; vLLM's E=160 file gets the
-same table).  moe_align as tests/gpu/standins_moe.moe_align (SGLang's
+same table).  moe_align as tests/gpu/moe_cases.moe_align (SGLang's
 buffer sizes).  Weights: tests/gpu/test_moe_reroute.make_weight.
 
 SM120: every candidate fits 101376 B per block by Triton's formula for
@@ -74,7 +74,7 @@ import triton.language as tl  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import oracle_moe  # noqa: E402
-import standins_moe as sm  # noqa: E402
+import moe_cases as sm  # noqa: E402
 from bench_moe import Timer, _spec_key, tile_text  # noqa: E402  (Timer: median of CUDA-graph replays, L2 flushed before each)
 from test_moe_reroute import make_weight  # noqa: E402
 
