@@ -301,3 +301,15 @@ int facts_type(const char *compiled, const char *param, const char *want, const 
 			  "not rerouted", param, rc ? "(a long type)" : got, kernel, want,
 			  consequence);
 }
+
+int facts_types(const char *compiled, const struct facts_ptype *types, size_t n,
+		const char *kernel, struct sm_err *why)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (facts_type(compiled, types[i].param, types[i].type, kernel, types[i].consequence,
+			       why))
+			return -EINVAL;
+	return 0;
+}

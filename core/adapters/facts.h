@@ -56,6 +56,18 @@ int facts_values(const struct rule *r, const struct rule_tile *tile, const char 
 int facts_unaudited(const struct rule *r, const struct rule_tile *tile, const char *known,
 		    const char *compiled, struct sm_err *why);
 
+/* One pointer's element type a bundled kernel reads, and what another would do. */
+struct facts_ptype {
+	const char *param, *type, *consequence;
+};
+
+/*
+ * facts_types - facts_type for each of @types[0..@n) (@kernel the bundled
+ * kernel that reads them): 0, or -EINVAL with @why for the first that differs.
+ */
+int facts_types(const char *compiled, const struct facts_ptype *types, size_t n,
+		const char *kernel, struct sm_err *why);
+
 /*
  * facts_type - runtime argument @param's type in @compiled is @want (a
  * pointer's element type: "*bf16", "*i32").  0 also when @compiled does not

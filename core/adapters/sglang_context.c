@@ -31,9 +31,7 @@
 #include "facts.h"
 
 /* The element type attn_extend reads or writes through each pointer, and what another would do. */
-static const struct {
-	const char *param, *type, *consequence;
-} context_types[] = {
+static const struct facts_ptype context_types[] = {
 	{ "Q", "*bf16", "so another q dtype (fp16, fp32) would be decoded wrongly" },
 	{ "K", "*bf16", "so another key dtype would be decoded wrongly" },
 	{ "V", "*bf16", "so another value dtype would be decoded wrongly" },
@@ -79,8 +77,6 @@ static int layout_ok(int32_t tok, int32_t head, int64_t heads, int64_t width)
 static int compiled_context(const struct adapter_input *in, int64_t *causal, int64_t *group,
 			    int64_t *lk, struct sm_err *why)
 {
-	size_t i;
-
 	if (!in->compiled)
 		return sm_err_set(why, -EINVAL, "IS_CAUSAL, kv_group_num and Lk (the head size) are "
 				  "compiled into %s (SGLang context_attention_fwd) and no launch shows "
@@ -96,11 +92,8 @@ static int compiled_context(const struct adapter_input *in, int64_t *causal, int
 	if ((*causal != 0 && *causal != 1) || *group < 1)
 		return sm_err_set(why, -EINVAL, "the kernel was compiled with IS_CAUSAL %lld and "
 				  "kv_group_num %lld", (long long)*causal, (long long)*group);
-	for (i = 0; i < sizeof(context_types) / sizeof(context_types[0]); i++)
-		if (facts_type(in->compiled, context_types[i].param, context_types[i].type,
-			       "attn_extend", context_types[i].consequence, why))
-			return -EINVAL;
-	return 0;
+	return facts_types(in->compiled, context_types,
+			   sizeof(context_types) / sizeof(context_types[0]), "attn_extend", why);
 }
 
 int adapt_sglang_context(const struct adapter_input *in, struct reroute_plan *plan,

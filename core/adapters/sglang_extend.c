@@ -37,9 +37,7 @@
 #include "facts.h"
 
 /* The element type attn_extend reads or writes through each pointer, and what another would do. */
-static const struct {
-	const char *param, *type, *consequence;
-} extend_types[] = {
+static const struct facts_ptype extend_types[] = {
 	{ "Q_Extend", "*bf16", "so another q dtype (fp16) would be decoded wrongly" },
 	{ "K_Extend", "*bf16", "so another key dtype would be decoded wrongly" },
 	{ "V_Extend", "*bf16", "so another value dtype would be decoded wrongly" },
@@ -182,13 +180,11 @@ static int cache_dtype(const struct adapter_input *in, int *fp8, struct sm_err *
 static int compiled_extend(const struct adapter_input *in, struct sm_err *why)
 {
 	char mod[64];
-	size_t i;
 	int rc;
 
-	for (i = 0; i < sizeof(extend_types) / sizeof(extend_types[0]); i++)
-		if (facts_type(in->compiled, extend_types[i].param, extend_types[i].type, "attn_extend",
-			       extend_types[i].consequence, why))
-			return -EINVAL;
+	if (facts_types(in->compiled, extend_types, sizeof(extend_types) / sizeof(extend_types[0]),
+			"attn_extend", why))
+		return -EINVAL;
 	rc = compiled_get(in->compiled, "SCORE_MOD", '=', mod, sizeof(mod));
 	if (rc != -ENOENT && (rc || strcmp(mod, "None") != 0))
 		return sm_err_set(why, -EINVAL, "the kernel was compiled with SCORE_MOD %s; attn_extend "

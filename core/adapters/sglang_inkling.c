@@ -36,9 +36,7 @@
 #include "fused_moe.h"
 
 /* The element type moe_gemm's schedule mode reads or writes through each pointer. */
-static const struct {
-	const char *param, *type, *consequence;
-} inkling_types[] = {
+static const struct facts_ptype inkling_types[] = {
 	{ "A", "*bf16", "so another activation dtype (fp16, fp32) would be decoded wrongly" },
 	{ "B", "*bf16", "so another weight dtype would be decoded wrongly" },
 	{ "C", "*bf16", "so an output of another dtype would be written as bf16 bits" },
@@ -80,10 +78,9 @@ static int compiled_inkling(const struct adapter_input *in, struct inkling *c, s
 			return sm_err_set(why, -EINVAL, "the compiled facts do not state %s as a whole "
 					  "number: not SGLang's inkling _grouped_gemm_kernel as rule %s "
 					  "knows it", inkling_constexprs[i], in->rule->id);
-	for (i = 0; i < sizeof(inkling_types) / sizeof(inkling_types[0]); i++)
-		if (facts_type(in->compiled, inkling_types[i].param, inkling_types[i].type, "moe_gemm",
-			       inkling_types[i].consequence, why))
-			return -EINVAL;
+	if (facts_types(in->compiled, inkling_types, sizeof(inkling_types) / sizeof(inkling_types[0]),
+			"moe_gemm", why))
+		return -EINVAL;
 	if ((c->kn_mask != 0 && c->kn_mask != 1) || (c->int64_index != 0 && c->int64_index != 1))
 		return sm_err_set(why, -EINVAL, "the kernel was compiled with KN_MASK %lld and "
 				  "INT64_INDEX %lld, which grouped_gemm_triton never passes",

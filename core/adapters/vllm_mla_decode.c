@@ -40,9 +40,7 @@
 #include "facts.h"
 
 /* The element type attn_decode reads or writes through each pointer (NULL: the cache's). */
-static const struct {
-	const char *param, *type, *consequence;
-} decode_types[] = {
+static const struct facts_ptype decode_types[] = {
 	{ "Q", "*bf16", "so another q dtype (fp16) would be decoded wrongly" },
 	{ "K_Buffer", NULL, "so another cache format would be decoded wrongly" },
 	{ "V_Buffer", NULL, "so another cache format would be decoded wrongly" },

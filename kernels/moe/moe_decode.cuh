@@ -48,6 +48,7 @@
 #include <stdint.h>
 
 #include "../primitives.cuh"
+#include "moe_epilogue.cuh"
 #include "moe_gemm.h"
 
 namespace moe_decode {
@@ -204,7 +205,6 @@ __device__ void decode(const moe_gemm_args &a, smem<TN> &sm)
 	/* tile @t's epilogue: the k slices' sums (buffer @rb) in warp order, scale, bias,
 	 * routed weight, bf16 */
 	auto epilogue = [&](int64_t e, int r0, int nr, int t, int rb) {
-		__nv_bfloat16 *c = (__nv_bfloat16 *)a.c;
 		const int n0 = tile_n0(t);
 		float ts = 1.0f;
 
@@ -232,24 +232,9 @@ __device__ void decode(const moe_gemm_args &a, smem<TN> &sm)
 					v[j] = 0.0f;
 					continue;
 				}
-				if (QUANT == MOE_FP8 && a.scale == MOE_SCALE_TENSOR)
-					x *= ts;
-				if (QUANT == MOE_FP8 && a.scale == MOE_SCALE_CHANNEL)
-					x *= as * __ldg((const float *)a.b_scale + e * a.bs_stride_e + (int64_t)nn * a.bs_stride_n);
-				if (a.bias)
-					x += __bfloat162float(((const __nv_bfloat16 *)a.bias)[e * a.bias_stride_e +
-											 (int64_t)nn * a.bias_stride_n]);
-				if (a.mul_routed_weight)
-					x *= w;
-				v[j] = x;
+				v[j] = moe_epilogue::value<QUANT>(a, x, e, nn, ts, as, w);
 			}
-			__nv_bfloat16 *dst = c + (int64_t)id * a.c_stride_m + n;
-			if (n + 1 < a.N && ((uintptr_t)dst & 3) == 0)
-				*(uint32_t *)dst = pack_bf16(v[0], v[1]);
-			else
-				for (int j = 0; j < 2; j++)
-					if (n + j < a.N)
-						dst[j] = __float2bfloat16_rn(v[j]);
+			moe_epilogue::store_pair(a, id, n, v);
 		}
 	};
 

@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "../primitives.cuh"
+#include "moe_epilogue.cuh"
 #include "moe_gemm.h"
 
 namespace moe_gemm {
@@ -386,7 +387,6 @@ __device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, i
 		}
 
 		/* epilogue: scale, bias, routed weight, bf16 */
-		__nv_bfloat16 *c = (__nv_bfloat16 *)a.c;
 		float ts = 1.0f;
 		if (QUANT == MOE_FP8 && a.scale == MOE_SCALE_TENSOR)
 			ts = __ldg(a.a_scale) * __ldg((const float *)a.b_scale + e * a.bs_stride_e);
@@ -412,25 +412,9 @@ __device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, i
 						const int nn = n + j;
 						if (nn >= a.N)
 							continue;
-						if (QUANT == MOE_FP8 && a.scale == MOE_SCALE_TENSOR)
-							x *= ts;
-						if (QUANT == MOE_FP8 && a.scale == MOE_SCALE_CHANNEL)
-							x *= as * __ldg((const float *)a.b_scale + e * a.bs_stride_e +
-									(int64_t)nn * a.bs_stride_n);
-						if (a.bias)
-							x += __bfloat162float(((const __nv_bfloat16 *)a.bias)
-								[e * a.bias_stride_e + (int64_t)nn * a.bias_stride_n]);
-						if (a.mul_routed_weight)
-							x *= w;
-						v[j] = x;
+						v[j] = moe_epilogue::value<QUANT>(a, x, e, nn, ts, as, w);
 					}
-					__nv_bfloat16 *dst = c + (int64_t)id * a.c_stride_m + n;
-					if (n + 1 < a.N && ((uintptr_t)dst & 3) == 0)
-						*(uint32_t *)dst = pack_bf16(v[0], v[1]);
-					else
-						for (int j = 0; j < 2; j++)
-							if (n + j < a.N)
-								dst[j] = __float2bfloat16_rn(v[j]);
+					moe_epilogue::store_pair(a, id, n, v);
 				}
 			}
 	};

@@ -1,0 +1,60 @@
+/*
+ * moe_epilogue.cuh - the output step that moe_gemm.cuh's tiles and
+ * moe_decode.cuh's decode kernels share: one fp32 sum of a routed row and
+ * output column turned into moe_gemm.h's result (the FP8 scales, the bias,
+ * the routed weight) and a pair of them stored as bf16.  Device code only.
+ */
+#ifndef SM120_KERNELS_MOE_EPILOGUE_CUH
+#define SM120_KERNELS_MOE_EPILOGUE_CUH
+
+#include <stdint.h>
+
+#include "../primitives.cuh"
+#include "moe_gemm.h"
+
+namespace moe_epilogue {
+
+using namespace sm120k;
+
+/*
+ * value - sum @x of expert @e at output column @nn (< N) after the per-tensor
+ * scale @ts (FP8 per tensor: a_scale * b_scale[e]), the row's activation
+ * scale @as times the column's weight scale (FP8 per channel), the bias and
+ * the routed weight @w (with mul_routed_weight); 128 x 128 block scales are
+ * applied inside the k loop, not here.
+ */
+template <int QUANT>
+__device__ __forceinline__ float value(const moe_gemm_args &a, float x, int64_t e, int nn, float ts,
+				       float as, float w)
+{
+	if (QUANT == MOE_FP8 && a.scale == MOE_SCALE_TENSOR)
+		x *= ts;
+	if (QUANT == MOE_FP8 && a.scale == MOE_SCALE_CHANNEL)
+		x *= as * __ldg((const float *)a.b_scale + e * a.bs_stride_e + (int64_t)nn * a.bs_stride_n);
+	if (a.bias)
+		x += __bfloat162float(((const __nv_bfloat16 *)a.bias)[e * a.bias_stride_e +
+								 (int64_t)nn * a.bias_stride_n]);
+	if (a.mul_routed_weight)
+		x *= w;
+	return x;
+}
+
+/*
+ * store_pair - @v[0], @v[1] as bf16 into row @id of C at columns @n and @n + 1,
+ * those below N: one 4-byte store when both are and the address allows.
+ */
+__device__ __forceinline__ void store_pair(const moe_gemm_args &a, int id, int n, const float v[2])
+{
+	__nv_bfloat16 *dst = (__nv_bfloat16 *)a.c + (int64_t)id * a.c_stride_m + n;
+
+	if (n + 1 < a.N && ((uintptr_t)dst & 3) == 0)
+		*(uint32_t *)dst = pack_bf16(v[0], v[1]);
+	else
+		for (int j = 0; j < 2; j++)
+			if (n + j < a.N)
+				dst[j] = __float2bfloat16_rn(v[j]);
+}
+
+} /* namespace moe_epilogue */
+
+#endif
