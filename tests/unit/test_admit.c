@@ -323,6 +323,18 @@ static void test_generic(void **state)
 	assert_int_equal(admit_on(120, "fused_moe_kernel", 245760, 128, f, SHIM_MODE_REROUTE, &rule,
 				  why), 245760);
 	assert_string_equal(rule, "vllm-moe-main");
+	/* ... a constexpr no rule or adapter answers for (a newer release's): refused at
+	   load, as each of its launches would be; a text that types no argument (sm120
+	   configs) is judged by the values alone */
+	moe_facts(f, sizeof(f), 64, 256, 128, 4, 4, 0, 0, 0, ";SWAP_AB=0;USE_TD=0;SPLIT_K=1;"
+		  "NEW_FLAG=1" VLLM_SIGNATURE);
+	assert_int_equal(admit_on(120, "fused_moe_kernel", 245760, 128, f, SHIM_MODE_REROUTE, &rule,
+				  why), 0);
+	assert_non_null(strstr(why, "compiled with NEW_FLAG=1, a value rule vllm-moe-main and "
+				    "adapter vllm_fused_moe do not know"));
+	moe_facts(f, sizeof(f), 64, 256, 128, 4, 4, 0, 0, 0, ";SWAP_AB=0;USE_TD=0;SPLIT_K=1;NEW_FLAG=1");
+	assert_int_equal(admit_on(120, "fused_moe_kernel", 245760, 128, f, SHIM_MODE_REROUTE, &rule,
+				  why), 245760);
 	/* ... through its tensor-descriptor path, which the formula does not model */
 	moe_facts(f, sizeof(f), 64, 256, 128, 4, 4, 0, 0, 0, ";SWAP_AB=0;USE_TD=1;SPLIT_K=1"
 		  VLLM_SIGNATURE);

@@ -1520,6 +1520,8 @@ static void test_facts_extend(void **state)
 	struct fake f;
 	struct reroute_plan plan;
 	struct attn_extend_args a;
+	struct sm_err why = { "" };
+	uint64_t way;
 
 	(void)state;
 	kimi_extend(&f, "sglang-extend-2026-03");
@@ -1573,6 +1575,18 @@ static void test_facts_extend(void **state)
 	with_facts(&f, EXTEND_CONSTEXPRS, extend_types, NULL);
 	refact(&f, "STORE_TRANSPOSE=0", "STORE_TRANSPOSE=1");
 	expect_refusal(&f, "compiled with STORE_TRANSPOSE 1");
+	/* a constexpr no rule or adapter answers for (a newer release's), and an
+	   argument compiled in that the rule does not list: refused, naming it */
+	with_facts(&f, EXTEND_CONSTEXPRS ";USE_NEW_MATH=1", extend_types, NULL);
+	expect_refusal(&f, "compiled with USE_NEW_MATH=1, a value rule sglang-extend-2026-03 and "
+			   "adapter sglang_extend do not know");
+	with_facts(&f, EXTEND_CONSTEXPRS ";new_ptr=None;compiled_args=new_ptr", extend_types, NULL);
+	expect_refusal(&f, "");
+	pack(&f);
+	assert_int_equal(facts_reading(f.rule, f.compiled, f.l.param_sizes, f.l.n_params, &way, &why),
+			 -EINVAL);
+	assert_non_null(strstr(why.msg, "has the argument new_ptr (compiled in as None), which rule "
+				       "sglang-extend-2026-03 does not list"));
 	/* a score_mod with no aux tensor: invisible to the launch, refused by its facts */
 	kimi_extend(&f, "sglang-extend-2026-07-10");
 	with_facts(&f, EXTEND_CONSTEXPRS ";SCORE_MOD=None", extend_types, NULL);
