@@ -449,7 +449,7 @@ static int plan(const struct adapter_input *in, const struct moe_launch *l, stru
 	plan->args_size = sizeof(a);
 	plan->grid[0] = tn ? (unsigned)moe_gemm_decode_cols(quant, l->n, l->k, tn, l->em, (int32_t)bm,
 							    l->num_valid)
-			   : (unsigned)cdiv(l->n, MOE_GEMM_TN(tm));
+			   : (unsigned)moe_gemm_rows_cols(quant, tm, l->n, l->k, l->num_valid);
 	plan->grid[1] = tn ? (unsigned)moe_gemm_decode_blocks(l->em, (int32_t)bm, l->num_valid) : (unsigned)rows;
 	plan->grid[2] = 1;
 	plan->block[0] = MOE_GEMM_THREADS, plan->block[1] = plan->block[2] = 1;

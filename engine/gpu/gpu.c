@@ -821,7 +821,8 @@ static int linear(struct ref_gpu *g, const struct dmat *d, CUdeviceptr x, int ro
 	a.a_stride_m = d->k, a.c_stride_m = ldy;
 	a.EM = em, a.num_valid = rows, a.top_k = 1, a.block_m = tm;
 	return launch(g, g->gemm[d->quant][ti], moe_gemm_kernel_name(d->quant, tm),
-		      (unsigned)cdiv(d->n, MOE_GEMM_TN(tm)), (unsigned)(em / tm), 1, MOE_GEMM_THREADS,
+		      (unsigned)moe_gemm_rows_cols(d->quant, tm, d->n, d->k, rows), (unsigned)(em / tm), 1,
+		      MOE_GEMM_THREADS,
 		      moe_gemm_smem(d->quant, tm), ARGS(&a), err);
 }
 
@@ -968,7 +969,8 @@ static int experts(struct ref_gpu *g, int half, const struct dmat *d, CUdevicept
 		a.top_k = half ? 1 : g->c->top_k, a.mul_routed_weight = half;
 		tm = bm, ti = tm == 16 ? 0 : tm == 64 ? 1 : 2;
 		return launch(g, g->gemm[MOE_NVFP4][ti], moe_gemm_kernel_name(MOE_NVFP4, tm),
-			      (unsigned)cdiv(d->n, MOE_GEMM_TN(tm)), (unsigned)cdiv(em, tm), 1, MOE_GEMM_THREADS,
+			      (unsigned)moe_gemm_rows_cols(MOE_NVFP4, tm, d->n, d->k, numel), (unsigned)cdiv(em, tm), 1,
+			      MOE_GEMM_THREADS,
 			      moe_gemm_smem(MOE_NVFP4, tm), ARGS(&a), err);
 	}
 	if ((rc = quant_act(g, d, x, rows_in, d->k, &a, err)))

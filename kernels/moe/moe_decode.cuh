@@ -40,7 +40,7 @@
  * s = 2t (low k) and 2t + 1 (high k), and A's matching pairs come from x_j
  * by byte permutes (k 0 and 4, 1 and 5, 2 and 6, 3 and 7).  W and its scales
  * are fetched MOE_DECODE_W4_DEPTH steps ahead, A (from L1 or L2, the same
- * bytes for every tile) MOE_DECODE_DEPTH steps ahead, in registers.
+ * bytes for every tile) one step ahead, in registers.
  */
 #ifndef SM120_KERNELS_MOE_DECODE_CUH
 #define SM120_KERNELS_MOE_DECODE_CUH
@@ -63,7 +63,7 @@ struct shape {
 	static constexpr int STEP = 128;                   /* bytes of a W or A row per k step (not W4A16) */
 	static constexpr int WINDOW = MOE_GEMM_THREADS;    /* sorted rows gathered at a time */
 	static constexpr int PASS = 8;                     /* routed rows per pass: the n8 operand */
-	static constexpr int DEPTH = MOE_DECODE_DEPTH;     /* k steps in flight per warp (W4A16: of A) */
+	static constexpr int DEPTH = MOE_DECODE_DEPTH;     /* k steps in flight per warp (not W4A16) */
 	static constexpr int WDEPTH = MOE_DECODE_W4_DEPTH; /* W4A16: steps of W and scales in flight */
 	static_assert(WN * WK * 32 == MOE_GEMM_THREADS && TN % 16 == 0, "8 warps, 16-column warp tiles");
 	static_assert(QUANT == MOE_BF16 || QUANT == MOE_FP8 || QUANT == MOE_W4A16, "bf16, FP8 and W4A16 only");
@@ -114,6 +114,25 @@ __device__ __forceinline__ void load16(uint32_t r[4], bool ok, const unsigned ch
 	if (ok)
 		v = ldg16(p);
 	r[0] = v.x, r[1] = v.y, r[2] = v.z, r[3] = v.w;
+}
+
+/*
+ * ring - @total consecutive steps of a warp's k-step sequence, step j as
+ * step(constant<j % NS>()): the caller's ring buffers of NS slots (and of
+ * any depth dividing NS) are indexed by constants, so they stay in
+ * registers and a step refills the slot it consumed instead of shifting
+ * the ring down (no register moves).  Unrolled NS times (one copy of the
+ * step each; the last round stops at @total).
+ */
+template <int NS, class F>
+__device__ __forceinline__ void ring(int total, F &&step)
+{
+#pragma unroll 1
+	for (int j = 0; j < total; j += NS)
+		unroll_for<NS>([&](auto s) {
+			if (j + decltype(s)::value < total)
+				step(s);
+		});
 }
 
 /*
@@ -339,7 +358,9 @@ __device__ void decode(const moe_gemm_args &a, smem<TN> &sm)
 		}
 	};
 
-	/* W4A16's pass: the same sequence of k steps, W and A in rings of their own depths */
+	/* W4A16's pass: the same sequence of k steps, W and its scales WDEPTH steps ahead in a
+	 * ring (slots by constant: ring), A one step ahead (from L1 or L2, the same bytes for
+	 * every tile; a second step of A in flight spills the 128-column kernel on sm_90) */
 	auto pass4 = [&](int64_t e, int r0, int nr) {
 		const unsigned char *wexp = (const unsigned char *)a.b + e * a.b_stride_e;
 		const uint16_t *sexp = (const uint16_t *)a.b_scale + e * a.bs_stride_e;
@@ -417,32 +438,32 @@ __device__ void decode(const moe_gemm_args &a, smem<TN> &sm)
 			}
 		};
 
-		/* wb[0], xb[0] the oldest steps in flight */
+		/* step j of the sequence in wb[j % WDEPTH], its A in xb */
 		wstep4 wb[S::WDEPTH];
-		xstep4 xb[S::DEPTH];
+		xstep4 xb;
 #pragma unroll
 		for (int d = 0; d < S::WDEPTH; d++)
 			fetch_w(wb[d]);
-#pragma unroll
-		for (int d = 0; d < S::DEPTH; d++)
-			fetch_x(xb[d]);
-		for (int t = 0; t < ntl; t++) {
-			float acc[4] = {};
+		fetch_x(xb);
+		float acc[4] = {};
+		int t = 0, i = 0;
 
-#pragma unroll 1
-			for (int i = 0; i < nst; i++) {
-				dots(acc, wb[0], xb[0]);
+		ring<S::WDEPTH>(ntl * nst, [&](auto slot) {
+			constexpr int sl = decltype(slot)::value;
+
+			dots(acc, wb[sl], xb);
+			fetch_w(wb[sl]);
+			fetch_x(xb);
+			if (++i == nst) {
+				meet(acc, e, r0, nr, t++);
+				i = 0;
 #pragma unroll
-				for (int d = 0; d + 1 < S::WDEPTH; d++)
-					wb[d] = wb[d + 1];
-				fetch_w(wb[S::WDEPTH - 1]);
-#pragma unroll
-				for (int d = 0; d + 1 < S::DEPTH; d++)
-					xb[d] = xb[d + 1];
-				fetch_x(xb[S::DEPTH - 1]);
+				for (int j = 0; j < 4; j++)
+					acc[j] = 0.0f;
 			}
+		});
+		for (; t < ntl; t++)   /* a warp without k steps: zeros at every tile's meeting */
 			meet(acc, e, r0, nr, t);
-		}
 	};
 
 	/* the framework blocks of this block, one copy per FP8 scale treatment (BLOCK: per step) */

@@ -56,6 +56,8 @@ struct shape {
 	static constexpr bool SMEM_SCALES = MOE_GEMM_SCALE_BYTES(QUANT, TM) > 0;
 	static constexpr int STAGE = MOE_GEMM_STAGE_BYTES(QUANT, TM);
 	static constexpr int STAGES = MOE_GEMM_STAGES(QUANT, TM);
+	/* several column tiles per block, the next tile's loads under this one's epilogue */
+	static constexpr bool MULTI = MOE_GEMM_MULTI(QUANT, TM);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900
 	/* sm_90 has no FP8 mma.sync: ptxas turns each into two f16 MMAs on converted
 	 * fragments, whose registers a 64 x 64 warp tile cannot spare; FP8 at TM 128
@@ -184,8 +186,9 @@ struct loader {
 		b_src = (const unsigned char *)a.b + (e * a.b_stride_e + (int64_t)b_n * a.b_stride_n) * esz;
 	}
 
-	/* issue the copies of k tile @kt into the stage at @stage (zeros past K and for padding) */
-	__device__ __forceinline__ void issue(const moe_gemm_args &a, uint32_t stage, int kt)
+	/* issue the copies of k tile @kt of the columns @dn past init's @n0 into the stage at
+	 * @stage (zeros past N and K, and for padding) */
+	__device__ __forceinline__ void issue(const moe_gemm_args &a, uint32_t stage, int kt, int dn = 0)
 	{
 		const int a_row_bytes = a.K * S::ESZ;
 		const int b_row_bytes = S::PACKED ? a.K / 2 : a.K * S::ESZ;
@@ -193,6 +196,7 @@ struct loader {
 		const int a_kb = kt * S::KS * MOE_GEMM_KROW + a_ch * 16;
 		const int b_kb = kt * S::KS * S::BROW + b_ch * 16;
 		const int64_t b_step = (int64_t)B_STEP * a.b_stride_n * (S::PACKED ? 1 : S::ESZ);
+		const unsigned char *b_tile = b_src + (int64_t)dn * a.b_stride_n * (S::PACKED ? 1 : S::ESZ);
 
 #pragma unroll
 		for (int i = 0; i < A_PER; i++) {
@@ -205,11 +209,11 @@ struct loader {
 #pragma unroll
 		for (int i = 0; i < B_PER; i++) {
 			const int row = threadIdx.x / S::BCH + i * B_STEP;
-			const bool ok = b_n + i * B_STEP < a.N && b_kb < b_row_bytes;
+			const bool ok = b_n + dn + i * B_STEP < a.N && b_kb < b_row_bytes;
 			const uint32_t dst = S::A_BYTES + (S::PACKED ? (uint32_t)(row * S::BPITCH + b_ch * 16)
 								     : swz(row, b_ch, S::BCH));
 
-			cp_async16(stage + dst, ok ? b_src + i * b_step + b_kb : a.b, ok ? 16 : 0);
+			cp_async16(stage + dst, ok ? b_tile + i * b_step + b_kb : a.b, ok ? 16 : 0);
 		}
 	}
 };
@@ -276,9 +280,13 @@ __device__ __forceinline__ float block_ascale(const moe_gemm_args &a, int id, in
 }
 
 /*
- * gemm - the output tile of column block @bx and row block @by (blockIdx.x
+ * gemm - the output tiles of column block @bx and row block @by (blockIdx.x
  * and .y for moe_gemm_*) of moe_gemm.h's semantics (row mode when
- * sorted_ids is NULL, schedule mode when schedule is not).  Called by all
+ * sorted_ids is NULL, schedule mode when schedule is not): column tile bx,
+ * and, for the MULTI kernels, bx + gridDim.x, bx + 2 gridDim.x, ... as one
+ * sequence of k tiles (the pipeline runs on across a tile's end, so the
+ * next tile's first loads are in flight under this one's epilogue; the
+ * other kernels need gridDim.x = ceil(N / TN)).  Called by all
  * MOE_GEMM_THREADS threads of the block with the same arguments; @smem is
  * moe_gemm_smem(QUANT, TM) bytes of 1024-aligned dynamic shared memory and
  * @r the block's routed ids, also in shared memory (both the caller's,
@@ -292,8 +300,12 @@ __device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, i
 	const int kg = warp / (S::WARPS_M * S::WARPS_N);             /* k slice of this warp */
 	const int wm = (warp % (S::WARPS_M * S::WARPS_N)) / S::WARPS_N;
 	const int wn = warp % S::WARPS_N;
-	/* the block's first row in the sorted list (row mode: the framework block by's) */
-	const int n0 = bx * S::TN, m0 = a.sorted_ids ? by * TM : by * a.block_m;
+	/* the block's first row in the sorted list (row mode: the framework block by's), its
+	 * column tiles' count and spacing, and the first column of the tile being computed */
+	const int m0 = a.sorted_ids ? by * TM : by * a.block_m;
+	const int tiles = (a.N + S::TN - 1) / S::TN, tstride = (int)gridDim.x * S::TN;
+	const int ntl = !S::MULTI ? 1 : bx < tiles ? (tiles - bx + (int)gridDim.x - 1) / (int)gridDim.x : 0;
+	int n0 = bx * S::TN;
 	const uint32_t base = smem_u32(smem);
 	int64_t e;
 
@@ -307,7 +319,8 @@ __device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, i
 			return;
 		e = __ldg(a.expert_ids + m0 / a.block_m);
 		if (e < 0) {
-			write_zeros<TM, S::TN>(a, r, n0);
+			for (int t = 0; t < ntl; t++)
+				write_zeros<TM, S::TN>(a, r, n0 + t * tstride);
 			return;
 		}
 	}
@@ -338,9 +351,19 @@ __device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, i
 	if (S::PACKED && !S::SMEM_SCALES)
 		load_wscales<QUANT, S::NI>(a, e, ncol, kg * 64, wsc_next);
 
+	/* the block's k tiles in order: step g is k tile g % nk of its tile g / nk (no
+	 * division for a block of one tile: gate/up's long K, and the other kernels) */
+	const int total = ntl * nk;
+	auto issue_step = [&](uint32_t stage, int g) {
+		if (ntl == 1)
+			ld.issue(a, stage, g);
+		else
+			ld.issue(a, stage, g % nk, g / nk * tstride);
+	};
+
 	for (int s = 0; s < S::STAGES - 1; s++) {
-		if (s < nk) {
-			ld.issue(a, base + s * S::STAGE, s);
+		if (s < total) {
+			issue_step(base + s * S::STAGE, s);
 			if (S::SMEM_SCALES) {
 				float v[1][4];
 
@@ -422,12 +445,15 @@ __device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, i
 	/* the k loop, one copy per FP8 scale treatment (BLOCK: 128 x 128 block scales), for the registers */
 	auto run = [&](auto block) {
 		constexpr bool BLOCK = decltype(block)::value;
+		int kt = 0;   /* step g's k tile */
 
-		for (int kt = 0; kt < nk; kt++) {
+		for (int g = 0; g < total; g++) {
+			const int gi = g + S::STAGES - 1;   /* the step issued now */
+
 			cp_async_wait<S::STAGES - 2>();
 			__syncthreads();
-			if (kt + S::STAGES - 1 < nk)
-				ld.issue(a, base + ((kt + S::STAGES - 1) % S::STAGES) * S::STAGE, kt + S::STAGES - 1);
+			if (gi < total)
+				issue_step(base + (gi % S::STAGES) * S::STAGE, gi);
 			cp_async_commit();
 			/* TM 128, packed: the scales of the stage just issued, stored once this one is consumed */
 			const int ksc = kt + S::STAGES - 1;
@@ -435,7 +461,7 @@ __device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, i
 			if (S::SMEM_SCALES && ksc < nk)
 				load_wscales<QUANT, 1>(a, e, scol, ksc * 64, nsc);
 
-			const uint32_t st = base + (kt % S::STAGES) * S::STAGE;
+			const uint32_t st = base + (g % S::STAGES) * S::STAGE;
 			const int kslot = kt * S::KS + kg;                  /* k slice index over K */
 
 			if (S::PACKED && !S::SMEM_SCALES) {
@@ -565,9 +591,24 @@ __device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, i
 			if (S::SMEM_SCALES && ksc < nk)
 				*(float4 *)(smem + (ksc % S::STAGES) * S::STAGE + S::SC_OFF + threadIdx.x * 16) =
 					make_float4(nsc[0][0], nsc[0][1], nsc[0][2], nsc[0][3]);
+			if (++kt == nk && S::MULTI) {
+				/* the tile's end: its epilogue (registers only) while the next tile's first
+				 * k tiles load, then on to that tile */
+				finish();
+				kt = 0;
+				n0 += tstride;
+#pragma unroll
+				for (int mi = 0; mi < S::MI; mi++)
+#pragma unroll
+					for (int ni = 0; ni < S::NI; ni++)
+#pragma unroll
+						for (int j = 0; j < 4; j++)
+							acc[mi][ni][j] = 0.0f;
+			}
 		}
 		cp_async_wait<0>();
-		finish();
+		if (!S::MULTI)
+			finish();
 	};
 	if (QUANT == MOE_FP8 && a.scale == MOE_SCALE_BLOCK)
 		run(constant<1>());

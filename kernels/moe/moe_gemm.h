@@ -89,9 +89,13 @@ enum moe_scale { MOE_SCALE_NONE = 0, MOE_SCALE_TENSOR, MOE_SCALE_CHANNEL, MOE_SC
  *   TM 64   128 columns; warps 2 (M) x 4 (N), each 32 x 32;
  *   TM 128  256 columns; warps 2 (M) x 4 (N), each 64 x 64 (the reuse per
  *           byte of shared memory that large batches need).
- * Blocks whose rows are all padding exit at once.
+ * Blocks whose rows are all padding exit at once.  The MOE_GEMM_MULTI
+ * kernels (TM 64 and 128, bf16 and FP8) take column tiles bx, bx +
+ * gridDim.x, ... of their rows as one pipelined sequence of k tiles, so
+ * that a short K (the down GEMM's 192 or 256) does not leave each block
+ * loading, computing and storing in turn; the others take one, tile bx.
  * Launch: block (MOE_GEMM_THREADS, 1, 1),
- *   grid (ceil(N / MOE_GEMM_TN(TM)), ceil(EM / TM), 1)
+ *   grid (moe_gemm_rows_cols(quant, TM, N, K, num_valid), ceil(EM / TM), 1)
  *   (row mode: ceil(EM / block_m) rows of the grid; schedule mode EM / TM),
  *   dynamic shared memory moe_gemm_smem(quant, TM).
  */
@@ -99,6 +103,9 @@ enum moe_scale { MOE_SCALE_NONE = 0, MOE_SCALE_TENSOR, MOE_SCALE_CHANNEL, MOE_SC
 #define MOE_GEMM_TN(tm) ((tm) == 16 ? 32 : (tm) == 64 ? 128 : 256)
 #define MOE_GEMM_KSPLIT(tm) ((tm) == 16 ? 8 : 1)
 #define MOE_GEMM_KROW 128           /* bytes of A per row, k slice and warp */
+#define MOE_GEMM_PACKED(quant) ((quant) == MOE_W4A16 || (quant) == MOE_NVFP4)
+/* Kernels that take several column tiles per block (above). */
+#define MOE_GEMM_MULTI(quant, tm) (MOE_GEMM_KSPLIT(tm) == 1 && !MOE_GEMM_PACKED(quant))
 
 #define MOE_GEMM_KERNELS(X)                                 \
 	X(MOE_BF16, 16, moe_gemm_bf16_m16)                  \
@@ -150,7 +157,6 @@ static inline int moe_gemm_rows_tile(int32_t block_m, int32_t num_valid, int32_t
 	return 0;
 }
 
-#define MOE_GEMM_PACKED(quant) ((quant) == MOE_W4A16 || (quant) == MOE_NVFP4)
 /* Bytes of W per output column, k slice and warp: 128 for bf16 (64 k) and FP8 (128 k), 32 packed. */
 #define MOE_GEMM_BROW(quant) (MOE_GEMM_PACKED(quant) ? 32 : 128)
 /* Bytes between W rows in shared memory (packed rows padded against bank conflicts). */
@@ -177,6 +183,37 @@ static inline int moe_gemm_rows_tile(int32_t block_m, int32_t num_valid, int32_t
 #define moe_gemm_smem(quant, tm) (MOE_GEMM_STAGES(quant, tm) * MOE_GEMM_STAGE_BYTES(quant, tm))
 
 /*
+ * moe_gemm_rows_cols - the grid's x for moe_gemm_<@quant>_m<@tm> on N @n,
+ * K @k, with @num_valid routed rows: ceil(N / TN), a block per column
+ * tile, but for the MOE_GEMM_MULTI kernels, whose blocks take about
+ * MOE_GEMM_MULTI_STEPS k tiles each (several tiles when K is short),
+ * unless that leaves fewer than MOE_GEMM_MULTI_BLOCKS blocks over the row
+ * blocks the routed rows fill at least (num_valid / tm: padding makes
+ * more).  Pure, plain C; any x from 1 to ceil(N / TN) computes the same
+ * result on a MULTI kernel.
+ */
+#define MOE_GEMM_MULTI_STEPS 16
+#define MOE_GEMM_MULTI_BLOCKS 1024
+static inline int moe_gemm_rows_cols(int quant, int tm, int32_t n, int32_t k, int32_t num_valid)
+{
+	const int64_t tiles = ((int64_t)n + MOE_GEMM_TN(tm) - 1) / MOE_GEMM_TN(tm);
+	const int ke = quant == MOE_FP8 ? 128 : 64;   /* k of a 128-byte k tile */
+	const int64_t nk = ((int64_t)k + ke - 1) / ke;
+	const int64_t rows = num_valid / tm > 1 ? num_valid / tm : 1;
+	int64_t per = nk > 0 ? (MOE_GEMM_MULTI_STEPS + nk - 1) / nk : 1;
+
+	if (!MOE_GEMM_MULTI(quant, tm))
+		return (int)tiles;
+	if (per > tiles * rows / MOE_GEMM_MULTI_BLOCKS)
+		per = tiles * rows / MOE_GEMM_MULTI_BLOCKS;
+	if (per > tiles)
+		per = tiles;
+	if (per < 1)
+		per = 1;
+	return (int)((tiles + per - 1) / per);
+}
+
+/*
  * Decode kernels: moe_gemm_<quant>_d<TN>, bf16, FP8 (every scale layout) and
  * W4A16 (group_size a power of two >= 32: 32, 64 or 128), for launches
  * whose experts get a few routed rows each (decode batches), where reading
@@ -194,8 +231,8 @@ static inline int moe_gemm_rows_tile(int32_t block_m, int32_t num_valid, int32_t
  * global memory straight into fragments, MOE_DECODE_DEPTH k steps ahead
  * (across tiles; a k step is MOE_DECODE_STEP_K(quant) k: 128 bytes of a bf16
  * or FP8 row; W4A16: 64 bytes of W, fetched MOE_DECODE_W4_DEPTH steps ahead
- * with its scales, and dequantized in registers); no shared-memory staging,
- * no barrier in the k loop.
+ * with its scales, A one step ahead, and dequantized in registers); no
+ * shared-memory staging, no barrier in the k loop.
  * The warps' k partial sums are added in shared memory in warp order
  * (deterministic), then the epilogue, one barrier per tile.  No workspace;
  * one launch; any grid computes the whole result.

@@ -85,6 +85,12 @@
  * row mode, and two model-like shapes (gate/up N 512 K 2048, down N 1024 K
  * 256 at 16 tokens).
  *
+ * The MOE_GEMM_MULTI row tiles (bf16 and FP8 at TM 64 and 128) run on the
+ * grid x of moe_gemm_rows_cols(), and, flag GRID3, on a grid x of 2 over 3
+ * to 4 column tiles (a block's tiles one pipelined sequence: the next
+ * tile's loads under the last one's epilogue; a partial last tile, K
+ * ending inside a k tile, experts on another rank, row mode).
+ *
  * The W4A16 decode kernels (the last block of cases[]): groups of 32, 64 and
  * 128; K ending inside their 128-k step (64, 192, 320, 448: lanes past K),
  * odd N (201, 199) and N under one warp tile (72); one token over 5..9
@@ -132,7 +138,8 @@ static const struct kernel kernels[] = { MOE_GEMM_KERNELS(KERNEL_ROW) MOE_DECODE
 #define DROP (1u << 5)   /* about one routed row in 6 listed nowhere */
 #define SAMPLE (1u << 6) /* reference for a sample of the rows, finiteness for the rest */
 #define NAIVE (1u << 7)  /* row mode: no sorted_ids, one routed row per block of block_m */
-#define GRID3 (1u << 8)  /* decode kernels: grid (2, 3), each block looping over tiles and framework blocks */
+#define GRID3 (1u << 8)  /* decode kernels: grid (2, 3), each block looping over tiles and framework blocks;
+			  * MOE_GEMM_MULTI row tiles: grid x 2, each block every other column tile */
 
 struct tcase {
 	int quant, tm; /* the kernel */
@@ -210,6 +217,12 @@ static const struct tcase cases[] = {
 	{ FP4, 16, 3, 4, 9, 72, 192, 16, 0, 0, NAIVE | OFF },
 	{ FP8, 64, 3, 4, 9, 200, 208, 64, CHANNEL, 0, NAIVE | RW | OFF },
 	{ BF16, 128, 2, 4, 9, 456, 192, 128, 0, 0, NAIVE | BIAS | PAD | SHORT },
+	/* MOE_GEMM_MULTI row tiles, grid x 2 (see the top comment) */
+	{ BF16, 64, 33, 8, 9, 456, 208, 128, 0, 0, RW | BIAS | PAD | OFF | GRID3 },
+	{ FP8, 128, 33, 8, 9, 600, 320, 128, BLOCK, 0, RW | BIAS | PAD | SHORT | GRID3 },
+	{ FP8, 64, 7, 2, 5, 456, 192, 64, CHANNEL, 0, NAIVE | RW | GRID3 },
+	{ FP8, 128, 33, 4, 8, 1000, 256, 128, TENSOR, 0, OFF | DROP | GRID3 },
+	{ BF16, 128, 300, 8, 16, 1000, 256, 128, 0, 0, RW | BIAS | PAD | SAMPLE | GRID3 },
 	/* the decode kernels (see the top comment) */
 	{ BF16, DEC(16), 1, 8, 9, 200, 1024, 128, 0, 0, RW | BIAS | PAD },
 	{ BF16, DEC(128), 7, 2, 6, 456, 208, 16, 0, 0, OFF | SHORT },
@@ -278,7 +291,7 @@ static void describe(int idx, char *buf, size_t len)
 		{ DROP, ", unlisted rows" },
 		{ SAMPLE, ", sampled rows" },
 		{ NAIVE, ", row mode (naive block assignment)" },
-		{ GRID3, ", grid (2, 3)" },
+		{ GRID3, "" },
 	};
 	const struct tcase *tc = &cases[idx];
 	const struct kernel *kd = find_kernel(tc);
@@ -292,6 +305,8 @@ static void describe(int idx, char *buf, size_t len)
 	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
 		if ((tc->flags & flags[i].flag) && n < len)
 			n += (size_t)snprintf(buf + n, len - n, "%s", flags[i].what);
+	if ((tc->flags & GRID3) && n < len)
+		n += (size_t)snprintf(buf + n, len - n, "%s", kd->tm < 0 ? ", grid (2, 3)" : ", grid x 2");
 }
 
 /* ------------------------------------------------------------ inputs */
@@ -757,8 +772,10 @@ static void launch(CUmodule mod, const struct kernel *kd, struct host *hs)
 	} else {
 		const int rows = (hs->tc->flags & NAIVE) ? a.block_m : kd->tm; /* row mode: a row block per framework block */
 
-		gx = (unsigned)((a.N + MOE_GEMM_TN(kd->tm) - 1) / MOE_GEMM_TN(kd->tm));
+		gx = (unsigned)moe_gemm_rows_cols(kd->quant, kd->tm, a.N, a.K, a.num_valid);
 		gy = (unsigned)((a.EM + rows - 1) / rows);
+		if (hs->tc->flags & GRID3)
+			gx = 2;
 	}
 	CHECK(cuLaunchKernel(fn, gx, gy, 1, MOE_GEMM_THREADS, 1, 1, (unsigned)smem, NULL, params, NULL));
 	CHECK(cuCtxSynchronize());
