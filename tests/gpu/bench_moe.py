@@ -61,6 +61,15 @@ Run as: python3 bench_moe.py CONFIG [--quant fp8_tensor,bf16[,int4]]
               is set, only the model of that hidden size runs.
   grouped_mm  torch._grouped_mm (bf16 only): the rows of A permuted by expert
               beforehand (not timed), one GEMM per expert over its rows
+  limit       no GEMM: bench_peaks.cu's stream_rw (from the cubin at
+              $SM120_PEAKS_CUBIN, default $SM120_BUILD/test/bench_peaks.cubin
+              under the repository root; SM count x 16 blocks of 256
+              threads), timed as the kernels are, reading as many bytes as
+              the case must read once (weight_bytes plus A and its scale)
+              and writing as many as it writes (C, M*8*N bf16), in scratch
+              buffers of its own: the traffic alone, what memory allows the
+              case at best on this GPU at this size (launch, ramp and tail
+              included)
 Cases: each model x half x batch M x quantisation (default fp8_tensor and
 bf16; int4 = W4A16 through fused_moe_kernel_gptq_awq, groups of 32).
 
@@ -72,9 +81,11 @@ on the CPU not counted), flop (2 * M*8 * N * K, the routed rows only),
 weight_bytes (the weights and weight scales of the experts the routing
 touches: what must be read at least once), experts (touched), tflops, gbps
 (weight_bytes / time), smem (the compiled kernel's shared memory on this
-GPU).  Ratios between configurations and fractions of the ceilings
+GPU); limit records add probe_bytes ([read, written]).  Ratios between
+configurations and fractions of the ceilings
 (bench_peaks) are left to the caller.
 """
+import ctypes
 import itertools
 import json
 import multiprocessing
@@ -100,7 +111,7 @@ from test_moe_reroute import make_weight  # noqa: E402
 
 RELEASE = "0.5.9"   # the SGLang release whose kernels are timed
 TOP_K = mc.TOP_K
-CONFIGS = ("hopper", "sm120", "rerouted", "grouped_mm")
+CONFIGS = ("hopper", "sm120", "rerouted", "grouped_mm", "limit")
 SMEM_BUDGET = mc.SM120_SMEM_LIMIT - 1024
 SEED = 20260911
 REPLAYS, SEARCH_REPLAYS, FINALISTS = 20, 5, 3
@@ -142,6 +153,60 @@ class Timer:
             times.append(a.elapsed_time(b))
         del graph
         return sorted(times)[len(times) // 2]
+
+
+class Probe:
+    """bench_peaks.cu's stream_rw, loaded from its cubin through the driver API
+    and launched on torch's current stream (so that Timer's graph captures it):
+    a launch that only moves a case's bytes, in scratch buffers of its own."""
+
+    def __init__(self):
+        root = os.path.join(HERE, "..", "..")
+        path = os.environ.get("SM120_PEAKS_CUBIN") or os.path.join(
+            root, os.environ.get("SM120_BUILD", "build"), "test", "bench_peaks.cubin")
+        torch.cuda.init()
+        # a first allocation: torch's primary context exists and is current here
+        self.src = self.dst = torch.empty(16, dtype=torch.uint8, device="cuda")
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        self.grid = props.multi_processor_count * 16   # blocks of 256, as for read_bw
+        self.cu = ctypes.CDLL("libcuda.so.1")
+        self.cu.cuModuleLoad.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p]
+        self.cu.cuModuleGetFunction.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p,
+                                                ctypes.c_char_p]
+        self.cu.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [
+            ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p)]
+        self.check("cuInit", self.cu.cuInit(0))
+        self.module, self.fn = ctypes.c_void_p(), ctypes.c_void_p()
+        self.check(f"cuModuleLoad({path})",
+                   self.cu.cuModuleLoad(ctypes.byref(self.module), path.encode()))
+        self.check("cuModuleGetFunction",
+                   self.cu.cuModuleGetFunction(ctypes.byref(self.fn), self.module, b"stream_rw"))
+
+    @staticmethod
+    def check(name, result):
+        """Raise unless the driver call `name` returned CUDA_SUCCESS."""
+        if result != 0:
+            raise RuntimeError(f"{name} failed: CUresult {result}")
+
+    def launcher(self, read_bytes, written_bytes):
+        """A function that launches stream_rw once over ceil(read_bytes / 16) and
+        ceil(written_bytes / 16) 16-byte elements (scratch grown to fit, never shrunk:
+        the buffers of one launcher stay valid until the next call)."""
+        n, m = -(-read_bytes // 16), -(-written_bytes // 16)
+        if self.src.numel() < n * 16:
+            self.src = torch.empty(n * 16, dtype=torch.uint8, device="cuda")
+        if self.dst.numel() < m * 16:
+            self.dst = torch.empty(m * 16, dtype=torch.uint8, device="cuda")
+        src, dst = self.src.data_ptr(), self.dst.data_ptr()
+
+        def launch():
+            args = (ctypes.c_void_p(src), ctypes.c_size_t(n), ctypes.c_void_p(dst),
+                    ctypes.c_size_t(m))
+            params = (ctypes.c_void_p * 4)(*(ctypes.addressof(a) for a in args))
+            stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+            self.check("cuLaunchKernel", self.cu.cuLaunchKernel(
+                self.fn, self.grid, 1, 1, 256, 1, 1, 0, stream, params, None))
+        return launch
 
 
 # -----------------------------------------------------------------------------
@@ -283,6 +348,14 @@ class Case:
         elif self.w_scale is not None:
             per_expert += self.w_scale.element_size()
         return flop, self.touched * per_expert
+
+    def traffic(self):
+        """(bytes read at least once: the weights and weight scales of work(), A and
+        its scale; bytes written: C)."""
+        read = self.work()[1] + self.a.numel() * self.a.element_size()
+        if self.a_scale is not None:
+            read += self.a_scale.numel() * self.a_scale.element_size()
+        return read, self.c.numel() * self.c.element_size()
 
     def record(self, config_name, ms, **extra):
         flop, nbytes = self.work()
@@ -482,6 +555,7 @@ def main(argv):
         models = [m for m in models if str(mc.MODELS[m][1]) == hidden]
     searching = config == "sm120" and not o["retime"]
     timer = Timer()
+    probe = Probe() if config == "limit" else None
 
     def groups():
         """Per model, half and quantisation (one weight tensor): its cases."""
@@ -513,6 +587,10 @@ def main(argv):
                                            compiled, timer)
             return case.record(config, ms, tile=tile_text(cfg) if cfg else None, smem=smem,
                                candidates=n, top=top)
+        if config == "limit":
+            read, written = case.traffic()
+            return case.record(config, timer(probe.launcher(read, written)),
+                               probe_bytes=[read, written], tile=None)
         try:
             return case.record(config, grouped_mm_ms(case, timer), tile=None)
         except Exception as e:  # noqa: BLE001  (not available in this torch)

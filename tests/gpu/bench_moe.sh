@@ -11,8 +11,14 @@
 # itself (Triton with wgmma, over SM120's limit) and torch._grouped_mm
 # (bf16), printed as the issue's table: each as a fraction of the floor,
 # max(flop / mma.sync rate, weight bytes read once / read bandwidth), both
-# measured here (bench_peaks).  The bundled kernels and the SM120 Triton
-# configurations are timed twice: plain, and padded
+# measured here (bench_peaks).  Column "limit", measured in the same run,
+# is the most of the floor this GPU allows a row: floor / max(the time of
+# bench_peaks.cu's stream_rw moving the row's traffic alone (its weights and
+# activations read once, its output written once: bench_moe.py limit, timed
+# as the kernels are), flop / mma.sync rate of the dtype); a row whose goal
+# (a fraction of the floor) is above it reports "no: limit x < goal" (issue
+# 18: met, or the limit that stops the row).  The bundled kernels and the
+# SM120 Triton configurations are timed twice: plain, and padded
 # (SM120SHIM_EMULATE_OCCUPANCY=1, target sm120: this GPU keeps no more
 # blocks of a launch per SM than SM120 would; the padded SM120 figure times
 # the plain search's fastest configurations again rather than searching
@@ -37,7 +43,11 @@ export TRITON_CACHE_DIR=${TRITON_CACHE_DIR:-$work/triton}
 oracle=${SM120_ORACLE:-$B/oracle}
 case $oracle in /*) ;; *) oracle=$(pwd)/$oracle ;; esac
 export SM120_ORACLE=$oracle
-"$B/test/gpu_bench_peaks" "$B/test/bench_peaks.cubin" >"$work/peaks" || exit 1
+# The ceilings' kernels (bench_peaks.cu), also launched by bench_moe.py limit.
+peaks=${SM120_PEAKS_CUBIN:-$B/test/bench_peaks.cubin}
+case $peaks in /*) ;; *) peaks=$(pwd)/$peaks ;; esac
+export SM120_PEAKS_CUBIN=$peaks
+"$B/test/gpu_bench_peaks" "$peaks" >"$work/peaks" || exit 1
 nvidia-smi --query-gpu=name --format=csv,noheader -i 0 >"$work/device" 2>/dev/null || echo "this GPU" >"$work/device"
 cd tests/gpu || exit 1
 sel="--quant $q --halves $halves --batches $batches"
@@ -47,6 +57,7 @@ SM120SHIM_EMULATE_OCCUPANCY=1 "$sm120" run --mode diagnose --target sm120 \
 	--log "$work/pad_sm120.%p.jsonl" -- python3 bench_moe.py sm120 $sel \
 	--retime "$work/sm120" >"$work/sm120_padded" 2>>"$work/padded.err" || exit 1
 python3 bench_moe.py grouped_mm $sel >"$work/grouped_mm" || exit 1
+python3 bench_moe.py limit $sel >"$work/limit" || exit 1
 for m in kimi:7168 glm:5120; do
 	for pad in 0 1; do
 		out=rerouted log=rr
@@ -81,8 +92,8 @@ def load(name):
         if "ms" in r:
             out[(r["half"], r["model"], r["quant"], r["batch"])] = r
     return out
-hop, sm, smp, gm, rr, rrp = (load(n) for n in (
-    "hopper", "sm120", "sm120_padded", "grouped_mm", "rerouted", "rerouted_padded"))
+hop, sm, smp, gm, rr, rrp, lim = (load(n) for n in (
+    "hopper", "sm120", "sm120_padded", "grouped_mm", "rerouted", "rerouted_padded", "limit"))
 QUANTS = ("bf16", "fp8_tensor", "fp8_channel", "fp8_block", "int4")
 def order(k):
     return (k[0] != "gateup", k[1], QUANTS.index(k[2]) if k[2] in QUANTS else 9, k[3])
@@ -92,13 +103,18 @@ def num(v, width, fmt=".2f"):
     return f"{v:>{width}{fmt}}" if v is not None else f"{'-':>{width}}"
 def div(a, b):
     return a / b if a is not None and b else None
+def frac(v, below):
+    """0 <= v < below as .xx, or cut to .xxx where two digits would round it up to `below`."""
+    t = f"{v:.2f}" if round(v, 2) < below else f"{int(v * 1000) / 1000:.3f}"
+    return t.lstrip("0")
 print()
 print("fraction of the floor (floor / time; 1.00 = at the floor); floor = max(flop / mma.sync rate of "
       "the dtype, weight bytes read once / read bandwidth), bound = which; pad = padded to SM120's "
-      "blocks per SM; x s120 = best SM120 Triton time / bundled time (> 1: bundled faster)")
-print(f"{'half':<6} {'model':<5} {'quant':<11} {'M':>5} {'floor us':>9} {'bound':>5} | {'bundled':>7} "
-      f"{'pad':>5} | {'sm120':>6} {'pad':>5} | {'hopper':>6} {'grp_mm':>6} | {'x s120':>6} {'pad':>5} "
-      f"| goal")
+      "blocks per SM; x s120 = best SM120 Triton time / bundled time (> 1: bundled faster); "
+      "limit = the best fraction this GPU's traffic and MMA ceilings allow the row (below)")
+print(f"{'half':<6} {'model':<5} {'quant':<11} {'M':>5} {'floor us':>9} {'bound':>5} {'limit':>5} | "
+      f"{'bundled':>7} {'pad':>5} | {'sm120':>6} {'pad':>5} | {'hopper':>6} {'grp_mm':>6} | "
+      f"{'x s120':>6} {'pad':>5} | {'bf16px':>6} | goal")
 fp8_mma = 0
 for key in sorted(rr, key=order):
     r = rr[key]
@@ -108,8 +124,12 @@ for key in sorted(rr, key=order):
     floor = max(t_mma, t_bw)
     mma_bound = t_mma > t_bw
     b, bp, s, sp = ms(rr, key), ms(rrp, key), ms(sm, key), ms(smp, key)
-    # the issue's goals, on the plain figures
+    # the traffic alone or the MMA ceiling, whichever is slower, as a fraction of the floor
+    limit = div(floor, max(ms(lim, key), t_mma)) if ms(lim, key) else None
+    # the issue's goals, on the plain figures; a fraction of the floor above the limit
+    # cannot be met here, and the limit is what the row reports
     m = key[3]
+    want = (0.85, ".85") if m <= 16 else (0.9, ".9") if m <= 512 else None
     if b is None:
         goal = "-"
     elif m <= 16:
@@ -120,13 +140,20 @@ for key in sorted(rr, key=order):
     else:
         ok = s is not None and s / b >= 1.3 and (key[2] != "bf16" or r["flop"] / (b * 1e9) / mma16 >= 0.6)
         goal = "met" if ok else "no (>= 1.3x s120" + (", >= .6 mma)" if key[2] == "bf16" else ")")
+    if goal.startswith("no") and want and limit is not None and limit < want[0]:
+        goal = f"no: limit {frac(limit, want[0])} < {want[1]}"
     mark = ""
     if fp8 and (mma_bound or r["flop"] / (mma16 * 1e9) > t_bw):
         mark, fp8_mma = " *", fp8_mma + 1
+    # FP8 rows: the bundled bf16 kernel's time on the same row (its tiles with bf16 mma.sync,
+    # twice the weight bytes), as a fraction of this row's floor: what SM120's FP8 kernel,
+    # with native FP8 mma.sync and half the bytes, is not slower than
+    proxy = div(floor, ms(rr, (key[0], key[1], "bf16", m))) if fp8 else None
     print(f"{key[0]:<6} {key[1]:<5} {key[2]:<11} {m:>5} {floor * 1e3:>9.1f} "
-          f"{'mma' if mma_bound else 'read':>5} | {num(div(floor, b), 7)} {num(div(floor, bp), 5)} | "
-          f"{num(div(floor, s), 6)} {num(div(floor, sp), 5)} | {num(div(floor, ms(hop, key)), 6)} "
-          f"{num(div(floor, ms(gm, key)), 6)} | {num(div(s, b), 6)} {num(div(sp, bp), 5)} | {goal}{mark}")
+          f"{'mma' if mma_bound else 'read':>5} {num(limit, 5)} | {num(div(floor, b), 7)} "
+          f"{num(div(floor, bp), 5)} | {num(div(floor, s), 6)} {num(div(floor, sp), 5)} | "
+          f"{num(div(floor, ms(hop, key)), 6)} {num(div(floor, ms(gm, key)), 6)} | "
+          f"{num(div(s, b), 6)} {num(div(sp, bp), 5)} | {num(proxy, 6)} | {goal}{mark}")
 print()
 print("bundled: the Hopper configuration rerouted to the bundled kernels; sm120: the best "
       "SM120-fitting Triton configuration the search found (no wgmma); hopper: the Hopper "
@@ -134,11 +161,23 @@ print("bundled: the Hopper configuration rerouted to the bundled kernels; sm120:
       "torch._grouped_mm (bf16).  Goals (issue 18): M <= 16 >= 0.85 of the floor; M 512 >= 0.9 "
       "of the floor and >= 1.0x the best SM120 Triton; M 4096 >= 1.3x the best SM120 Triton and, "
       "bf16, >= 0.6 of the mma.sync ceiling.")
+print("limit: floor / max(the time of bench_peaks.cu's stream_rw moving only the row's traffic "
+      "(its weights and activations read once, its output written once; timed as the kernels are: "
+      "CUDA-graph replay, L2 flushed), flop / mma.sync rate of the dtype): the most of the floor "
+      "this GPU allows the row at this size, measured in this run; a goal above it (M <= 16: .85, "
+      "M 512: .9) reads \"no: limit x < goal\".")
+print("bf16px (FP8 rows): this row's floor / the bundled bf16 kernel's time on the same half, "
+      "model and M (the same tiles with bf16 mma.sync, twice the weight bytes): sm_90 has no native "
+      "FP8 mma.sync, so the FP8 kernels here run ptxas's emulation (f16 MMAs on converted "
+      "operands: their sm_90 code takes more registers and instructions than their sm_120 code, "
+      "which runs QMMA); on SM120, whose FP8 mma.sync is native, the FP8 row is expected to be no "
+      "slower than this proxy.")
 if fp8_mma:
     print(f"* {fp8_mma} FP8 rows are bound by the MMA rate at the FP8 or at the bf16 mma.sync "
-          "rate: sm_90 has no native FP8 mma.sync (ptxas emulates it with f16 MMAs, no faster "
-          "than bf16), so these rows do not stand for SM120; the stated proxy is the bf16 row of "
-          "the same half, model and M (the same tiles with bf16 mma.sync).")
+          "rate: sm_90 has no native FP8 mma.sync (ptxas emulates it with f16 MMAs: the FP8 ceiling "
+          "above is that emulation's, about the bf16 rate), so these rows do not stand for SM120; "
+          "the stated proxy is the bf16 row of the same half, model and M (the same tiles with bf16 "
+          "mma.sync), column bf16px.")
 print()
 print("milliseconds (plain):")
 print(f"{'half':<6} {'model':<5} {'quant':<11} {'M':>5} {'bundled':>8} {'sm120':>8} {'hopper':>8} "

@@ -18,7 +18,9 @@
  * MOE_DECODE_BM (the framework's BLOCK_SIZE_M, default 128: the over-limit
  * Hopper configurations the shim reroutes; 16 is a small-batch tuned one),
  * MOE_DECODE_QUANT (quantizations by name, default all: bf16, fp8_tensor,
- * fp8_channel, fp8_block, int4).
+ * fp8_channel, fp8_block, int4), MOE_DECODE_ROWTILES=1 (a second line per
+ * case: every row tile on a block per column tile and on the plan's grid,
+ * plain and padded to SM120's blocks per SM: row_tiles).
  *
  * Each case: M tokens, top_k 8 distinct experts each, uniform (the routing
  * of tests/gpu/bench_moe.py), aligned as moe_align_block_size lays it out
@@ -85,6 +87,7 @@ static CUstream stream;
 static CUevent ev0, ev1;
 static CUdeviceptr flush_buf;
 static int flush_write;       /* MOE_DECODE_FLUSH=write: one copy, a memset before each launch */
+static int rowtiles;          /* MOE_DECODE_ROWTILES=1: each row tile's line (row_tiles) */
 
 static int cmp_float(const void *x, const void *y)
 {
@@ -170,6 +173,53 @@ static void fill_bytes(uint8_t *p, size_t n)
 	}
 }
 
+/*
+ * row_tiles - MOE_DECODE_ROWTILES=1: each row tile TM (16, 64, 128) that
+ * divides @bm, as floor / time, on a block per column tile ("tiles") and
+ * on the grid x the plan launches (moe_gemm_rows_cols: "cols", gx; several
+ * column tiles per block for the MOE_GEMM_MULTI kernels when K is short),
+ * that also padded to SM120's one block per SM ("pad"); "same" whether the
+ * two grids wrote the same bytes.
+ */
+static void row_tiles(CUmodule mod, int quant, int N, int K, int em, int nv, int bm, void **params,
+		      struct moe_gemm_args *a, CUdeviceptr dc, size_t cbytes, CUdeviceptr wbuf, size_t wbytes,
+		      double floor_ms)
+{
+	static const int tms[] = { 16, 64, 128 };
+
+	printf("      rows:");
+	for (int i = 0; i < 3; i++) {
+		const int tm = tms[i];
+
+		if (bm % tm)
+			continue;
+		const int smem = moe_gemm_smem(quant, tm);
+		const unsigned tiles = (unsigned)((N + MOE_GEMM_TN(tm) - 1) / MOE_GEMM_TN(tm));
+		const unsigned gx = (unsigned)moe_gemm_rows_cols(quant, tm, N, K, nv), gy = (unsigned)((em + tm - 1) / tm);
+		CUfunction f = get(mod, moe_gemm_kernel_name(quant, tm), SM120_OLD_PAD);
+		const int pad = smem < SM120_OLD_PAD && blocks_per_sm(f, smem) > 1 ? SM120_OLD_PAD : smem;
+		double tiles_ms, cols_ms, pad_ms;
+		uint16_t *c0 = malloc(cbytes), *c1 = malloc(cbytes);
+
+		tiles_ms = timed_ms(f, tiles, gy, MOE_GEMM_THREADS, (unsigned)smem, params, &a->b, wbuf, wbytes);
+		cols_ms = gx != tiles ? timed_ms(f, gx, gy, MOE_GEMM_THREADS, (unsigned)smem, params, &a->b, wbuf, wbytes)
+				      : tiles_ms;
+		pad_ms = timed_ms(f, gx, gy, MOE_GEMM_THREADS, (unsigned)pad, params, &a->b, wbuf, wbytes);
+		for (int t = 0; t < 2; t++) {
+			CHECK(cuMemsetD16(dc, NAN_BF16, cbytes / 2));
+			CHECK(cuLaunchKernel(f, t ? gx : tiles, gy, 1, MOE_GEMM_THREADS, 1, 1, (unsigned)smem, stream, params,
+					     NULL));
+			CHECK(cuStreamSynchronize(stream));
+			CHECK(cuMemcpyDtoH(t ? c1 : c0, dc, cbytes));
+		}
+		printf("  m%d tiles %.2f cols %.2f (gx %u of %u) pad %.2f same %d", tm, floor_ms / tiles_ms,
+		       floor_ms / cols_ms, gx, tiles, floor_ms / pad_ms, !memcmp(c0, c1, cbytes));
+		free(c0);
+		free(c1);
+	}
+	printf("\n");
+}
+
 int main(int argc, char **argv)
 {
 	const char *ms_env = getenv("MOE_DECODE_M"), *bm_env = getenv("MOE_DECODE_BM");
@@ -205,6 +255,7 @@ int main(int argc, char **argv)
 	CHECK(cuEventCreate(&ev1, 0));
 	CHECK(cuMemAlloc(&flush_buf, FLUSH_BYTES));
 	flush_write = getenv("MOE_DECODE_FLUSH") && !strcmp(getenv("MOE_DECODE_FLUSH"), "write");
+	rowtiles = getenv("MOE_DECODE_ROWTILES") && !strcmp(getenv("MOE_DECODE_ROWTILES"), "1");
 
 	/* the read bandwidth: read_bw over 4 GiB, median of 9 */
 	CHECK(cuMemAlloc(&rbuf, big));
@@ -491,6 +542,9 @@ int main(int argc, char **argv)
 					if (alt)
 						printf(" %6.2f", tn ? floor_ms / alt_ms : 0.0);
 					printf(" %9.1e%s\n", wire, tn ? "" : "  (new = old: row tile kept)");
+					if (rowtiles)
+						row_tiles(mod, qt->quant, N, K, em, nv, bm, params, &a, dc, cbytes, wbuf, wbytes,
+							  floor_ms);
 					fflush(stdout);
 
 					CHECK(cuMemFree(da));
