@@ -371,6 +371,20 @@ __device__ void decode(const moe_gemm_args &a, smem<TN> &sm)
 		int wt = 0, wi = 0, xt = 0, xi = 0;   /* the next W and A steps to fetch: tile, step */
 
 		/* W and scales of the warp's next step (tile wt, step kg + wi WK of K); none past the last */
+		/* the W and scale rows of the lane's column g of tile wt (its column g + 8 is 8 rows
+		 * further), formed once per tile rather than at every step; which of the two are
+		 * inside N */
+		const unsigned char *wrow;
+		const uint16_t *srow;
+		bool wok[2];
+		auto point_w = [&]() {
+			const int col = tile_n0(wt) + wn * 16 + g;
+
+			wok[0] = col < a.N, wok[1] = col + 8 < a.N;
+			wrow = wexp + (int64_t)col * a.b_stride_n;
+			srow = sexp + (int64_t)col * a.bs_stride_n;
+		};
+		point_w();
 		auto fetch_w = [&](wstep4 &s) {
 			if (wt >= ntl || nst == 0)
 				return;
@@ -379,14 +393,15 @@ __device__ void decode(const moe_gemm_args &a, smem<TN> &sm)
 
 #pragma unroll
 			for (int c = 0; c < 2; c++) {
-				const int col = tile_n0(wt) + wn * 16 + g + 8 * c;
-				const bool ok = in && col < a.N;
+				const bool ok = in && wok[c];
 
-				load16(s.w[c], ok, wexp + (int64_t)col * a.b_stride_n + k / 2);
-				s.s[c] = ok ? __ldg(sexp + (int64_t)col * a.bs_stride_n + (k >> gshift)) : 0u;
+				load16(s.w[c], ok, wrow + 8 * c * a.b_stride_n + k / 2);
+				s.s[c] = ok ? __ldg(srow + 8 * c * a.bs_stride_n + (k >> gshift)) : 0u;
 			}
-			if (++wi == nst)
+			if (++wi == nst) {
 				wi = 0, wt++;
+				point_w();
+			}
 		};
 
 		/* A of the warp's next step (the same k for every tile) */
