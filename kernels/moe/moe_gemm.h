@@ -193,7 +193,8 @@ static inline int moe_gemm_rows_tile(int32_t block_m, int32_t num_valid, int32_t
  * result on a MULTI kernel.
  */
 #define MOE_GEMM_MULTI_STEPS 16
-#define MOE_GEMM_MULTI_BLOCKS 1024
+#define MOE_GEMM_MULTI_BLOCKS 512   /* 1024 kept GLM-4.7's down GEMM at 512 tokens to 2 tiles a block,
+				     * 10% slower than 4 to 8 (H100, bench_moe_decode "per") */
 static inline int moe_gemm_rows_cols(int quant, int tm, int32_t n, int32_t k, int32_t num_valid)
 {
 	const int64_t tiles = ((int64_t)n + MOE_GEMM_TN(tm) - 1) / MOE_GEMM_TN(tm);

@@ -179,7 +179,8 @@ static void fill_bytes(uint8_t *p, size_t n)
  * on the grid x the plan launches (moe_gemm_rows_cols: "cols", gx; several
  * column tiles per block for the MOE_GEMM_MULTI kernels when K is short),
  * that also padded to SM120's one block per SM ("pad"); "same" whether the
- * two grids wrote the same bytes.
+ * two grids wrote the same bytes; for the MULTI kernels, "per": 2, 4, 8 and
+ * 16 column tiles per block.
  */
 static void row_tiles(CUmodule mod, int quant, int N, int K, int em, int nv, int bm, void **params,
 		      struct moe_gemm_args *a, CUdeviceptr dc, size_t cbytes, CUdeviceptr wbuf, size_t wbytes,
@@ -214,6 +215,14 @@ static void row_tiles(CUmodule mod, int quant, int N, int K, int em, int nv, int
 		}
 		printf("  m%d tiles %.2f cols %.2f (gx %u of %u) pad %.2f same %d", tm, floor_ms / tiles_ms,
 		       floor_ms / cols_ms, gx, tiles, floor_ms / pad_ms, !memcmp(c0, c1, cbytes));
+		if (MOE_GEMM_MULTI(quant, tm)) {
+			/* the column tiles per block a MULTI kernel could take: 2, 4, 8, 16 */
+			printf(" per");
+			for (unsigned per = 2; per <= 16; per *= 2)
+				printf(" %u:%.2f", per,
+				       floor_ms / timed_ms(f, (tiles + per - 1) / per, gy, MOE_GEMM_THREADS, (unsigned)smem,
+							   params, &a->b, wbuf, wbytes));
+		}
 		free(c0);
 		free(c1);
 	}
