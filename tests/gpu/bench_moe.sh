@@ -16,7 +16,7 @@
 # bench_peaks.cu's stream_rw moving the row's traffic alone (its weights and
 # activations read once, its output written once: bench_moe.py limit, timed
 # as the kernels are), flop / mma.sync rate of the dtype); a row whose goal
-# (a fraction of the floor) is above it reports "no: limit x < goal" (issue
+# (a fraction of the floor) is above it reports "limit x < goal" (issue
 # 18: met, or the limit that stops the row).  The bundled kernels and the
 # SM120 Triton configurations are timed twice: plain, and padded
 # (SM120SHIM_EMULATE_OCCUPANCY=1, target sm120: this GPU keeps no more
@@ -126,22 +126,29 @@ for key in sorted(rr, key=order):
     b, bp, s, sp = ms(rr, key), ms(rrp, key), ms(sm, key), ms(smp, key)
     # the traffic alone or the MMA ceiling, whichever is slower, as a fraction of the floor
     limit = div(floor, max(ms(lim, key), t_mma)) if ms(lim, key) else None
-    # the issue's goals, on the plain figures; a fraction of the floor above the limit
-    # cannot be met here, and the limit is what the row reports
+    # the issue's goals, on the plain figures: each unmet part named, a fraction of the
+    # floor above the row's limit as that limit (it cannot be met on this GPU at this size)
     m = key[3]
-    want = (0.85, ".85") if m <= 16 else (0.9, ".9") if m <= 512 else None
+    def floor_part(want, text):
+        if floor / b >= want:
+            return None
+        if limit is not None and limit < want:
+            return f"limit {frac(limit, want)} < {text}"
+        return f"{floor / b:.2f} < {text} floor"
+    def s120_part(want):
+        return None if s is not None and s / b >= want else f"{num(div(s, b), 0)}x < {want}x s120"
     if b is None:
-        goal = "-"
+        parts = ["-"]
     elif m <= 16:
-        goal = "met" if floor / b >= 0.85 else "no (>= .85 floor)"
+        parts = [floor_part(0.85, ".85")]
     elif m <= 512:
-        ok = floor / b >= 0.9 and s is not None and s / b >= 1.0
-        goal = "met" if ok else "no (>= .9 floor, >= 1x s120)"
+        parts = [floor_part(0.9, ".9"), s120_part(1.0)]
     else:
-        ok = s is not None and s / b >= 1.3 and (key[2] != "bf16" or r["flop"] / (b * 1e9) / mma16 >= 0.6)
-        goal = "met" if ok else "no (>= 1.3x s120" + (", >= .6 mma)" if key[2] == "bf16" else ")")
-    if goal.startswith("no") and want and limit is not None and limit < want[0]:
-        goal = f"no: limit {frac(limit, want[0])} < {want[1]}"
+        tflops = r["flop"] / (b * 1e9)
+        parts = [s120_part(1.3), None if key[2] != "bf16" or tflops / mma16 >= 0.6
+                 else f"{tflops / mma16:.2f} < .6 mma"]
+    parts = [p for p in parts if p]
+    goal = "met" if not parts else parts[0] if parts == ["-"] else "no: " + "; ".join(parts)
     mark = ""
     if fp8 and (mma_bound or r["flop"] / (mma16 * 1e9) > t_bw):
         mark, fp8_mma = " *", fp8_mma + 1
@@ -165,7 +172,7 @@ print("limit: floor / max(the time of bench_peaks.cu's stream_rw moving only the
       "(its weights and activations read once, its output written once; timed as the kernels are: "
       "CUDA-graph replay, L2 flushed), flop / mma.sync rate of the dtype): the most of the floor "
       "this GPU allows the row at this size, measured in this run; a goal above it (M <= 16: .85, "
-      "M 512: .9) reads \"no: limit x < goal\".")
+      "M 512: .9) reads \"limit x < goal\".  goal: met, or each unmet part of it.")
 print("bf16px (FP8 rows): this row's floor / the bundled bf16 kernel's time on the same half, "
       "model and M (the same tiles with bf16 mma.sync, twice the weight bytes): sm_90 has no native "
       "FP8 mma.sync, so the FP8 kernels here run ptxas's emulation (f16 MMAs on converted "
