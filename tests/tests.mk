@@ -57,13 +57,14 @@ $(FX)/empty_section.o: $(B)/obj/core/common/err.o
 	$(Q)mkdir -p $(FX) && objcopy --add-section .nv_fatbin=/dev/null $< $@
 
 # Unit tests compile the core sources themselves, with the sanitizers
-# (test_rules, test_reroute and test_admit also the rules table compiled from rules/).
-$(T)/test_rules $(T)/test_reroute $(T)/test_admit: EXTRA_TEST_SRCS := $(RULES_TABLE)
-$(T)/test_rules $(T)/test_reroute $(T)/test_admit: $(RULES_TABLE)
-# test_context, test_inkling and test_lightning (rules sglang-context-attention,
-# sglang-inkling-moe, lightning-kv-parallel): the rules table and the fake
-# launch they hand to reroute_select (tests/unit/fake_launch.c).
-FAKE_LAUNCH_TESTS := $(T)/test_context $(T)/test_inkling $(T)/test_lightning
+# (test_rules and test_admit also the rules table compiled from rules/).
+$(T)/test_rules $(T)/test_admit: EXTRA_TEST_SRCS := $(RULES_TABLE)
+$(T)/test_rules $(T)/test_admit: $(RULES_TABLE)
+# test_reroute, test_context, test_inkling and test_lightning (the extend,
+# decode and fused-MoE rules; sglang-context-attention, sglang-inkling-moe,
+# lightning-kv-parallel): the rules table and the fake launch they hand to
+# reroute_select (tests/unit/fake_launch.c).
+FAKE_LAUNCH_TESTS := $(T)/test_reroute $(T)/test_context $(T)/test_inkling $(T)/test_lightning
 $(FAKE_LAUNCH_TESTS): EXTRA_TEST_SRCS := $(RULES_TABLE) tests/unit/fake_launch.c
 $(FAKE_LAUNCH_TESTS): $(RULES_TABLE) tests/unit/fake_launch.c tests/unit/fake_launch.h
 # test_scan walks files: the tool's half of the image reader.

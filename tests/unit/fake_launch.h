@@ -1,9 +1,9 @@
 /*
  * fake_launch.h - one fake launch of a Triton kernel for the unit tests of
- * a rule and its adapter (test_context, test_inkling, test_lightning): the
- * parameter values in the rule's order, the parameters Triton compiled in
- * and dropped, the launch geometry and the compiled-facts text the Python
- * hook records; packed into kernelParams as Triton passes them and handed to
+ * a rule and its adapter (test_reroute, test_context, test_inkling,
+ * test_lightning): the parameter values in the rule's order, the parameters
+ * Triton compiled in and dropped, the launch geometry and the compiled-facts
+ * text the Python hook records; packed into kernelParams as Triton passes them and handed to
  * reroute_select, which must plan it or refuse it with a reason; and the
  * load-time decision (route_admit) on the same compiled text.  Every
  * function fails the running cmocka test on a name the rule lacks or a text

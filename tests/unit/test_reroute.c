@@ -29,19 +29,7 @@
 #include "../../core/rules/compiled.h"
 #include "../../core/route/admit.h"
 #include "../../core/route/route.h"
-
-/* One fake SGLang launch: parameter values by name, and which are dropped. */
-struct fake {
-	const struct rule *rule;
-	int64_t value[RULE_MAX_PARAMS];   /* ints, or pointer values */
-	float fvalue[RULE_MAX_PARAMS];
-	int dropped[RULE_MAX_PARAMS];
-	unsigned char storage[RULE_MAX_PARAMS][8];
-	void *params[RULE_MAX_PARAMS];
-	uint32_t sizes[RULE_MAX_PARAMS];
-	struct select_launch l;
-	char compiled[COMPILED_MAX];      /* with_facts() */
-};
+#include "fake_launch.h"
 
 static const char *dtype_setting, *page_setting, *top_k_setting, *hidden_setting;
 
@@ -54,18 +42,12 @@ static const char *setting(const char *name)
 						     NULL;
 }
 
-static const struct rule *rule_by_id(const char *id)
-{
-	uint32_t i;
-
-	for (i = 0; i < rules_builtin_count; i++)
-		if (strcmp(rules_builtin[i].id, id) == 0)
-			return &rules_builtin[i];
-	fail_msg("no rule %s", id);
-	return NULL;
-}
-
-static int index_of(const struct fake *f, const char *name)
+/*
+ * index_of, set, drop - by parameter name, like fake_set and fake_drop, but
+ * a name the rule lacks is skipped, not a failure: one launch below feeds
+ * the rules of several signatures, which differ in the parameters they have.
+ */
+static int index_of(const struct fake_launch *f, const char *name)
 {
 	uint32_t i;
 
@@ -75,7 +57,7 @@ static int index_of(const struct fake *f, const char *name)
 	return -1;
 }
 
-static void set(struct fake *f, const char *name, int64_t v)
+static void set(struct fake_launch *f, const char *name, int64_t v)
 {
 	int i = index_of(f, name);
 
@@ -83,7 +65,7 @@ static void set(struct fake *f, const char *name, int64_t v)
 		f->value[i] = v;
 }
 
-static void drop(struct fake *f, const char *name)
+static void drop(struct fake_launch *f, const char *name)
 {
 	int i = index_of(f, name);
 
@@ -95,7 +77,7 @@ static void drop(struct fake *f, const char *name)
  * kimi_extend - Kimi K2 at TP8 (8 local q heads, MLA absorbed: one 576-wide
  * KV head), 3 sequences, longest extend 1000: grid (3, 8, cdiv(1000, 32)).
  */
-static void kimi_extend(struct fake *f, const char *rule_id)
+static void kimi_extend(struct fake_launch *f, const char *rule_id)
 {
 	static const struct {
 		const char *name;
@@ -116,7 +98,7 @@ static void kimi_extend(struct fake *f, const char *rule_id)
 	size_t i;
 
 	memset(f, 0, sizeof(*f));
-	f->rule = rule_by_id(rule_id);
+	f->rule = fake_rule(rule_id);
 	for (i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
 		set(f, ints[i].name, ints[i].v);
 	for (i = 0; i < sizeof(none) / sizeof(none[0]); i++)
@@ -130,53 +112,14 @@ static void kimi_extend(struct fake *f, const char *rule_id)
 	dtype_setting = "bf16";
 }
 
-/* pack - kernelParams and sizes as Triton would pass them. */
-static void pack(struct fake *f)
-{
-	uint32_t i, n = 0;
-
-	for (i = 0; i < f->rule->n_params; i++) {
-		const struct rule_param *p = &f->rule->params[i];
-
-		if (f->dropped[i])
-			continue;
-		if (p->type == RULE_FP32)
-			memcpy(f->storage[n], &f->fvalue[i], 4);
-		else if (p->type == RULE_I32)
-			memcpy(f->storage[n], &(int32_t){ (int32_t)f->value[i] }, 4);
-		else
-			memcpy(f->storage[n], &f->value[i], 8);
-		f->params[n] = f->storage[n];
-		f->sizes[n] = rule_type_size((enum rule_type)p->type);
-		n++;
-	}
-	f->l.params = f->params;
-	f->l.param_sizes = f->sizes;
-	f->l.n_params = n;
-}
-
-/* expect_refusal - the launch is not rerouted, and the reason contains @text. */
-static void expect_refusal(struct fake *f, const char *text)
-{
-	struct reroute_plan plan;
-	const struct rule *r = NULL;
-	struct sm_err why = { "" };
-
-	pack(f);
-	assert_int_not_equal(reroute_select(rules_builtin, rules_builtin_count, &f->l, &plan, &r,
-					    &why), 0);
-	if (!strstr(why.msg, text))
-		fail_msg("reason '%s' lacks '%s'", why.msg, text);
-}
-
 /* expect_plan - rerouted, by rule @rule_id (or @or_id, a rule that reads it the same way). */
-static void expect_plan(struct fake *f, const char *rule_id, const char *or_id,
+static void expect_plan(struct fake_launch *f, const char *rule_id, const char *or_id,
 			struct reroute_plan *plan)
 {
 	const struct rule *r = NULL;
 	struct sm_err why = { "" };
 
-	pack(f);
+	fake_pack(f);
 	if (reroute_select(rules_builtin, rules_builtin_count, &f->l, plan, &r, &why) != 0)
 		fail_msg("not rerouted: %s", why.msg);
 	if (strcmp(r->id, rule_id) != 0 && (!or_id || strcmp(r->id, or_id) != 0))
@@ -184,16 +127,16 @@ static void expect_plan(struct fake *f, const char *rule_id, const char *or_id,
 }
 
 /* extend_facts - kimi_extend's launch with the facts SGLang's kernel compiles in (below). */
-static void extend_facts(struct fake *f);
+static void extend_facts(struct fake_launch *f);
 /* extend_facts_fp8 - the same with an FP8 E4M3 KV cache. */
-static void extend_facts_fp8(struct fake *f);
+static void extend_facts_fp8(struct fake_launch *f);
 
 static void test_every_release_reroutes(void **state)
 {
 	static const char *const ids[] = { "sglang-extend-2025-08", "sglang-extend-2026-03",
 					   "sglang-extend-2026-06-29", "sglang-extend-2026-07-10",
 					   "sglang-extend-main" };
-	struct fake f;
+	struct fake_launch f;
 	struct reroute_plan plan;
 	struct attn_extend_args a;
 	size_t i;
@@ -203,7 +146,7 @@ static void test_every_release_reroutes(void **state)
 		kimi_extend(&f, ids[i]);
 		/* 0.5.23 and later (F2): with the facts only */
 		if (f.rule->needs_compiled_facts) {
-			expect_refusal(&f, "reroutes only with the kernel's compiled facts");
+			fake_expect_refusal(&f, "reroutes only with the kernel's compiled facts");
 			extend_facts(&f);
 		}
 		expect_plan(&f, ids[i], NULL, &plan);
@@ -234,7 +177,7 @@ static void test_every_release_reroutes(void **state)
 
 static void test_fp8_and_scales(void **state)
 {
-	struct fake f;
+	struct fake_launch f;
 	struct reroute_plan plan;
 	struct attn_extend_args a;
 
@@ -251,19 +194,19 @@ static void test_fp8_and_scales(void **state)
 	/* the release without k_scale/v_scale: FP8 is not verified there */
 	kimi_extend(&f, "sglang-extend-2025-08");
 	dtype_setting = "fp8_e4m3";
-	expect_refusal(&f, "with an FP8 KV cache: how that release scales FP8 keys is not verified");
+	fake_expect_refusal(&f, "with an FP8 KV cache: how that release scales FP8 keys is not verified");
 	/* without the facts the cache dtype is the setting's */
 	kimi_extend(&f, "sglang-extend-2025-08");
 	dtype_setting = NULL;
-	expect_refusal(&f, "set SM120SHIM_KV_CACHE_DTYPE=bf16 or fp8_e4m3");
+	fake_expect_refusal(&f, "set SM120SHIM_KV_CACHE_DTYPE=bf16 or fp8_e4m3");
 	dtype_setting = "fp16";
-	expect_refusal(&f, "SM120SHIM_KV_CACHE_DTYPE=fp16: use bf16 or fp8_e4m3");
+	fake_expect_refusal(&f, "SM120SHIM_KV_CACHE_DTYPE=fp16: use bf16 or fp8_e4m3");
 }
 
 /* SGLang main with one of kv_group_num / compact_batch_size == 1: the layout decides. */
 static void test_main_dropped_int_is_told_apart(void **state)
 {
-	struct fake f;
+	struct fake_launch f;
 	struct reroute_plan plan;
 	struct attn_extend_args a;
 
@@ -300,47 +243,47 @@ static void test_main_dropped_int_is_told_apart(void **state)
 	kimi_extend(&f, "sglang-extend-main");
 	drop(&f, "kv_group_num");
 	extend_facts(&f);
-	expect_refusal(&f, "");
+	fake_expect_refusal(&f, "");
 }
 
 static void test_inconsistent_launches_are_refused(void **state)
 {
-	struct fake f;
+	struct fake_launch f;
 
 	(void)state;
 	kimi_extend(&f, "sglang-extend-2026-03");
 	f.l.dynamic_smem = 106497;
-	expect_refusal(&f, "only at the shared-memory sizes of its tiles, not 106497 B");
+	fake_expect_refusal(&f, "only at the shared-memory sizes of its tiles, not 106497 B");
 	kimi_extend(&f, "sglang-extend-2026-03");
 	f.l.block[0] = 128;
-	expect_refusal(&f, "is not the tile's 8 warps");
+	fake_expect_refusal(&f, "is not the tile's 8 warps");
 	kimi_extend(&f, "sglang-extend-2026-03");
 	f.dropped[index_of(&f, "mask_ptr")] = 0;
 	f.dropped[index_of(&f, "mask_indptr")] = 0;
 	set(&f, "mask_ptr", 0x80000);
 	set(&f, "mask_indptr", 0x90000);
-	expect_refusal(&f, "");
+	fake_expect_refusal(&f, "");
 	kimi_extend(&f, "sglang-extend-2026-03");
 	set(&f, "kv_group_num", 3);
-	expect_refusal(&f, "kv_group_num 3 does not divide the 8 q heads");
+	fake_expect_refusal(&f, "kv_group_num 3 does not divide the 8 q heads");
 	kimi_extend(&f, "sglang-extend-2026-03");
 	set(&f, "stride_qh", 512);
-	expect_refusal(&f, "q strides");
+	fake_expect_refusal(&f, "q strides");
 	kimi_extend(&f, "sglang-extend-2026-03");
 	set(&f, "stride_buf_kbs", 580);
-	expect_refusal(&f, "stride_buf_kbs = 580 is not a multiple of 8 elements");
+	fake_expect_refusal(&f, "stride_buf_kbs = 580 is not a multiple of 8 elements");
 	kimi_extend(&f, "sglang-extend-2026-06-29");
 	set(&f, "stride_buf_kpage", 576 * 16);
-	expect_refusal(&f, "describe a page size above 1");
+	fake_expect_refusal(&f, "describe a page size above 1");
 	kimi_extend(&f, "sglang-extend-main");
 	set(&f, "compact_batch_size", 5);
-	expect_refusal(&f, "compact_batch_size 5 differs from the batch of the grid (3)");
+	fake_expect_refusal(&f, "compact_batch_size 5 differs from the batch of the grid (3)");
 	kimi_extend(&f, "sglang-extend-2026-07-10");
 	set(&f, "aux0_len", 4);
-	expect_refusal(&f, "a score_mod is compiled in");
+	fake_expect_refusal(&f, "a score_mod is compiled in");
 	kimi_extend(&f, "sglang-extend-2026-03");
 	f.l.params = NULL;
-	pack(&f);
+	fake_pack(&f);
 	f.l.params = NULL;
 	{
 		struct reroute_plan plan;
@@ -360,7 +303,7 @@ static void test_inconsistent_launches_are_refused(void **state)
 		struct sm_err why;
 
 		kimi_extend(&f, "sglang-extend-2026-03");
-		pack(&f);
+		fake_pack(&f);
 		f.l.param_sizes = prefill;
 		f.l.n_params = 17;
 		assert_int_not_equal(reroute_select(rules_builtin, rules_builtin_count, &f.l, &plan,
@@ -369,7 +312,7 @@ static void test_inconsistent_launches_are_refused(void **state)
 	}
 	/* a truncated list of the extend kernel itself */
 	kimi_extend(&f, "sglang-extend-2026-03");
-	pack(&f);
+	fake_pack(&f);
 	f.l.n_params = 14;
 	{
 		struct reroute_plan plan;
@@ -389,7 +332,7 @@ static void test_inconsistent_launches_are_refused(void **state)
  * vllm_decode - vLLM TRITON_MLA decode with an FP8 cache: 5 sequences, 8 heads
  * (Kimi K2 TP8), 16 splits, pages of 64 tokens of one 576-wide head.
  */
-static void vllm_decode(struct fake *f, const char *rule_id)
+static void vllm_decode(struct fake_launch *f, const char *rule_id)
 {
 	static const struct {
 		const char *name;
@@ -406,7 +349,7 @@ static void vllm_decode(struct fake *f, const char *rule_id)
 	size_t i;
 
 	memset(f, 0, sizeof(*f));
-	f->rule = rule_by_id(rule_id);
+	f->rule = fake_rule(rule_id);
 	for (i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
 		set(f, ints[i].name, ints[i].v);
 	f->fvalue[index_of(f, "sm_scale")] = 0.0416666f;
@@ -418,7 +361,7 @@ static void vllm_decode(struct fake *f, const char *rule_id)
 
 static void test_vllm_mla_decode(void **state)
 {
-	struct fake f;
+	struct fake_launch f;
 	struct reroute_plan plan;
 	struct attn_decode_args a;
 
@@ -457,25 +400,25 @@ static void test_vllm_mla_decode(void **state)
 	/* refusals */
 	vllm_decode(&f, "vllm-mla-decode-2026-06");
 	page_setting = NULL;
-	expect_refusal(&f, "set SM120SHIM_PAGE_SIZE to vLLM's --block-size");
+	fake_expect_refusal(&f, "set SM120SHIM_PAGE_SIZE to vLLM's --block-size");
 	vllm_decode(&f, "vllm-mla-decode-2026-06");
 	page_setting = "128";
-	expect_refusal(&f, "page strides 36864 / 36864 cannot hold 128 tokens");
+	fake_expect_refusal(&f, "page strides 36864 / 36864 cannot hold 128 tokens");
 	vllm_decode(&f, "vllm-mla-decode-2026-06");
 	f.l.grid[2] = 8;
-	expect_refusal(&f, "does not match 8 heads and 16 splits read from Att_Out");
+	fake_expect_refusal(&f, "does not match 8 heads and 16 splits read from Att_Out");
 	vllm_decode(&f, "vllm-mla-decode-2026-06");
 	set(&f, "stride_mid_os", 512);
-	expect_refusal(&f, "are not a contiguous [batch, heads, splits, Lv + 1] buffer");
+	fake_expect_refusal(&f, "are not a contiguous [batch, heads, splits, Lv + 1] buffer");
 	vllm_decode(&f, "vllm-mla-decode-2026-06");
 	set(&f, "V_Buffer", 0x28000);
-	expect_refusal(&f, "V_Buffer is not K_Buffer's first 512 channels");
+	fake_expect_refusal(&f, "V_Buffer is not K_Buffer's first 512 channels");
 	vllm_decode(&f, "vllm-mla-decode-2026-06");
 	set(&f, "k_scale", 0);
-	expect_refusal(&f, "an FP8 cache without a k_scale pointer");
+	fake_expect_refusal(&f, "an FP8 cache without a k_scale pointer");
 	vllm_decode(&f, "vllm-mla-decode-2026-06");
 	f.l.dynamic_smem = 63488; /* the bf16 cache: fits, and no tile claims it */
-	expect_refusal(&f, "not 63488 B");
+	fake_expect_refusal(&f, "not 63488 B");
 }
 
 /*
@@ -500,7 +443,7 @@ static void test_decision_table(void **state)
 	struct target_limits sm120;
 	struct route_decision d;
 	struct route_launch l;
-	struct fake f;
+	struct fake_launch f;
 	size_t i;
 	int m;
 
@@ -511,7 +454,7 @@ static void test_decision_table(void **state)
 			vllm_decode(&f, "vllm-mla-decode-2026-06");
 			set(&f, "stride_mid_os", rows[i].stride_os);
 			f.l.dynamic_smem = rows[i].smem;
-			pack(&f);
+			fake_pack(&f);
 			l = (struct route_launch){ .event = ROUTE_EVENT_LAUNCH, .sel = f.l };
 			memset(&d, 0x5a, sizeof(d));
 			route_decide(&l, &sm120, m, rules_builtin, rules_builtin_count, 197632, &d);
@@ -541,7 +484,7 @@ static void test_decision_table(void **state)
  * tile (128 x 256 x 128, 8 warps), per-tensor scales, as rule @rule_id lays
  * its parameters out.  EM = 2400 + 385 * 127.
  */
-static void kimi_moe(struct fake *f, const char *rule_id)
+static void kimi_moe(struct fake_launch *f, const char *rule_id)
 {
 	static const struct {
 		const char *name;
@@ -559,7 +502,7 @@ static void kimi_moe(struct fake *f, const char *rule_id)
 	size_t i;
 
 	memset(f, 0, sizeof(*f));
-	f->rule = rule_by_id(rule_id);
+	f->rule = fake_rule(rule_id);
 	for (i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
 		set(f, ints[i].name, ints[i].v);
 	for (i = 0; i < sizeof(none) / sizeof(none[0]); i++)
@@ -574,7 +517,7 @@ static void kimi_moe(struct fake *f, const char *rule_id)
 
 /* moe_plan_args - the moe_gemm_args of a launch rerouted by @rule_id (or
  * @or_id: SGLang main without add_mask_ptr reads as the 2026-03 list). */
-static struct moe_gemm_args moe_plan_args(struct fake *f, const char *rule_id, const char *or_id)
+static struct moe_gemm_args moe_plan_args(struct fake_launch *f, const char *rule_id, const char *or_id)
 {
 	struct reroute_plan plan;
 	struct moe_gemm_args a;
@@ -589,7 +532,7 @@ static struct moe_gemm_args moe_plan_args(struct fake *f, const char *rule_id, c
 
 static void test_fused_moe(void **state)
 {
-	struct fake f;
+	struct fake_launch f;
 	struct reroute_plan plan;
 	struct moe_gemm_args a;
 	static const char *const sglang[] = { "sglang-moe-2026-03", "sglang-moe-main" };
@@ -657,48 +600,48 @@ static void test_fused_moe(void **state)
 	/* only one of the scales: not an FP8 launch */
 	kimi_moe(&f, "sglang-moe-2026-03");
 	drop(&f, "a_scale_ptr");
-	expect_refusal(&f, "FP8 w8a8 with only one of a_scale and b_scale");
+	fake_expect_refusal(&f, "FP8 w8a8 with only one of a_scale and b_scale");
 }
 
 static void test_fused_moe_refusals(void **state)
 {
 	(void)state;
-	struct fake f;
+	struct fake_launch f;
 
 	kimi_moe(&f, "sglang-moe-2026-03");
 	top_k_setting = NULL;
-	expect_refusal(&f, "set SM120SHIM_TOP_K (or sm120 run --model DIR");
+	fake_expect_refusal(&f, "set SM120SHIM_TOP_K (or sm120 run --model DIR");
 	kimi_moe(&f, "sglang-moe-2026-03");
 	hidden_setting = NULL;
-	expect_refusal(&f, "set SM120SHIM_HIDDEN_SIZE");
+	fake_expect_refusal(&f, "set SM120SHIM_HIDDEN_SIZE");
 	kimi_moe(&f, "sglang-moe-2026-03");
 	hidden_setting = "5120";
-	expect_refusal(&f, "neither is the hidden size 5120");
+	fake_expect_refusal(&f, "neither is the hidden size 5120");
 	kimi_moe(&f, "sglang-moe-2026-03");
 	top_k_setting = "7";
-	expect_refusal(&f, "2400 routed rows, not a multiple of top_k 7");
+	fake_expect_refusal(&f, "2400 routed rows, not a multiple of top_k 7");
 	kimi_moe(&f, "sglang-moe-2026-03");
 	top_k_setting = "eight";
-	expect_refusal(&f, "SM120SHIM_TOP_K=eight is not top_k");
+	fake_expect_refusal(&f, "SM120SHIM_TOP_K=eight is not top_k");
 	kimi_moe(&f, "sglang-moe-2026-03");
 	f.l.grid[0] += 2;
-	expect_refusal(&f, "is not cdiv(EM");
+	fake_expect_refusal(&f, "is not cdiv(EM");
 	kimi_moe(&f, "sglang-moe-2026-03");
 	f.l.block[0] = 128;
-	expect_refusal(&f, "is not the tile's 8 warps");
+	fake_expect_refusal(&f, "is not the tile's 8 warps");
 	kimi_moe(&f, "sglang-moe-2026-03");
 	set(&f, "stride_asm", 3);
-	expect_refusal(&f, "neither per tensor, per channel nor 128x128 blocks");
+	fake_expect_refusal(&f, "neither per tensor, per channel nor 128x128 blocks");
 	kimi_moe(&f, "sglang-moe-2026-03");
 	f.dropped[index_of(&f, "bias_ptr")] = 0;
 	set(&f, "bias_ptr", 0xa00000);
-	expect_refusal(&f, "bias_ptr");
+	fake_expect_refusal(&f, "bias_ptr");
 	kimi_moe(&f, "vllm-moe-main");
 	drop(&f, "sorted_token_ids_ptr");
-	expect_refusal(&f, "naive block assignment");
+	fake_expect_refusal(&f, "naive block assignment");
 	kimi_moe(&f, "sglang-moe-2026-03");
 	f.l.dynamic_smem = 73728; /* the M <= E default fits: no tile */
-	expect_refusal(&f, "not 73728 B");
+	fake_expect_refusal(&f, "not 73728 B");
 }
 
 static void test_moe_decisions(void **state)
@@ -827,7 +770,7 @@ static const char *type_in(const struct ptype *t, const char *name)
  * by @types) and "name=None" / "name=1" when dropped; Triton's two scratch
  * pointers are not in the facts.
  */
-static void with_facts(struct fake *f, const char *constexprs, const struct ptype *types,
+static void with_facts(struct fake_launch *f, const char *constexprs, const struct ptype *types,
 		       const struct ptype *retype)
 {
 	static const char *const scalar[] = { [RULE_I64] = "i64", [RULE_I32] = "i32",
@@ -856,18 +799,18 @@ static void with_facts(struct fake *f, const char *constexprs, const struct ptyp
 	f->l.compiled = f->compiled;
 }
 
-static void extend_facts(struct fake *f)
+static void extend_facts(struct fake_launch *f)
 {
 	with_facts(f, EXTEND_CONSTEXPRS, extend_types, NULL);
 }
 
-static void extend_facts_fp8(struct fake *f)
+static void extend_facts_fp8(struct fake_launch *f)
 {
 	with_facts(f, EXTEND_CONSTEXPRS, extend_types, fp8_cache);
 }
 
 /* refact - @f's compiled facts with the first @from replaced by @to. */
-static void refact(struct fake *f, const char *from, const char *to)
+static void refact(struct fake_launch *f, const char *from, const char *to)
 {
 	char rest[COMPILED_MAX], *at = strstr(f->compiled, from);
 
@@ -879,7 +822,7 @@ static void refact(struct fake *f, const char *from, const char *to)
 }
 
 /* moe_facts - the fused_moe_kernel constexprs of a launch (FP8 per tensor unless @quant). */
-static void moe_facts(struct fake *f, int top_k, int mul, const char *quant, const struct ptype *retype)
+static void moe_facts(struct fake_launch *f, int top_k, int mul, const char *quant, const struct ptype *retype)
 {
 	char text[1024];
 
@@ -900,7 +843,7 @@ static void moe_facts(struct fake *f, int top_k, int mul, const char *quant, con
  * top_k 9 compiled in, num_experts_per_tok 8): the FP8 per-tensor gate/up
  * launch (N 384, K 5120) of 2048 tokens, EM = 18432 + 162 * 127.
  */
-static void glm_moe(struct fake *f, const char *rule_id)
+static void glm_moe(struct fake_launch *f, const char *rule_id)
 {
 	kimi_moe(f, rule_id);
 	set(f, "N", 384), set(f, "K", 5120), set(f, "stride_am", 5120);
@@ -912,7 +855,7 @@ static void glm_moe(struct fake *f, const char *rule_id)
 }
 
 /* glm_down - the down launch of glm_moe: N 5120 (hidden), K 192, top_k 1 compiled in. */
-static void glm_down(struct fake *f, const char *rule_id)
+static void glm_down(struct fake_launch *f, const char *rule_id)
 {
 	glm_moe(f, rule_id);
 	set(f, "N", 5120), set(f, "K", 192), set(f, "stride_am", 192);
@@ -923,7 +866,7 @@ static void glm_down(struct fake *f, const char *rule_id)
 /* F1: the compiled top_k is the one used; a setting that disagrees is refused. */
 static void test_facts_moe_top_k(void **state)
 {
-	struct fake f;
+	struct fake_launch f;
 	struct moe_gemm_args a;
 
 	(void)state;
@@ -940,9 +883,9 @@ static void test_facts_moe_top_k(void **state)
 	assert_int_equal(a.top_k, 9);
 	/* the model's num_experts_per_tok set by hand: refused, naming both */
 	top_k_setting = "8";
-	expect_refusal(&f, "compiled with top_k 9 but SM120SHIM_TOP_K=8");
+	fake_expect_refusal(&f, "compiled with top_k 9 but SM120SHIM_TOP_K=8");
 	top_k_setting = "nine";
-	expect_refusal(&f, "SM120SHIM_TOP_K=nine is not top_k");
+	fake_expect_refusal(&f, "SM120SHIM_TOP_K=nine is not top_k");
 	/* without the facts the setting is trusted: 18432 rows are whole tokens of 8
 	   too, so top_k 8 is used (rules/AUDIT.md F1, the residue) */
 	top_k_setting = "8";
@@ -954,7 +897,7 @@ static void test_facts_moe_top_k(void **state)
 	glm_moe(&f, "sglang-moe-2026-03");
 	set(&f, "num_valid_tokens", 2048 * 9 + 4);
 	moe_facts(&f, 9, 0, NULL, NULL);
-	expect_refusal(&f, "18436 routed rows are not a multiple of the compiled top_k 9");
+	fake_expect_refusal(&f, "18436 routed rows are not a multiple of the compiled top_k 9");
 	/* the down launch: top_k 1 and the routed weight, whatever SM120SHIM_TOP_K says */
 	glm_down(&f, "sglang-moe-main");
 	moe_facts(&f, 1, 1, NULL, NULL);
@@ -968,7 +911,7 @@ static void test_facts_moe_top_k(void **state)
 /* F5 and F6(a): MUL_ROUTED_WEIGHT as compiled, and a None topk_weights without it. */
 static void test_facts_moe_routed_weight(void **state)
 {
-	struct fake f;
+	struct fake_launch f;
 	struct moe_gemm_args a;
 
 	(void)state;
@@ -994,12 +937,12 @@ static void test_facts_moe_routed_weight(void **state)
 	assert_ptr_equal(a.sorted_ids, (void *)0x700000);
 	/* ... a routed weight without weights is no launch a framework makes */
 	moe_facts(&f, 9, 1, NULL, NULL);
-	expect_refusal(&f, "compiled with MUL_ROUTED_WEIGHT but topk_weights_ptr is None");
+	fake_expect_refusal(&f, "compiled with MUL_ROUTED_WEIGHT but topk_weights_ptr is None");
 	/* ... and without the facts it cannot be told from naive block assignment */
 	f.l.compiled = NULL;
 	top_k_setting = "9";
 	hidden_setting = "5120";
-	expect_refusal(&f, "the launch cannot show which");
+	fake_expect_refusal(&f, "the launch cannot show which");
 }
 
 /* F3, F4, F6(b): compute type, operand types, flags and the scale layout. */
@@ -1011,7 +954,7 @@ static void test_facts_moe_formats(void **state)
 	static const char *const all_reduce =
 		"per_channel_quant=0;group_n=0;group_k=0;FUSE_SUM_ALL_REDUCE=1;ROUTER_TOPK=9;"
 		"FUSE_ADD_TO_OUTPUT=0;MASK_OUTPUT=0";
-	struct fake f;
+	struct fake_launch f;
 	struct moe_gemm_args a;
 
 	(void)state;
@@ -1019,38 +962,38 @@ static void test_facts_moe_formats(void **state)
 	glm_moe(&f, "sglang-moe-2026-03");
 	moe_facts(&f, 9, 0, NULL, NULL);
 	refact(&f, "compute_type=bf16", "compute_type=fp16");
-	expect_refusal(&f, "compiled with compute_type fp16; moe_gemm computes and writes bf16");
+	fake_expect_refusal(&f, "compiled with compute_type fp16; moe_gemm computes and writes bf16");
 	/* ... an fp16 output buffer, bf16 activations with FP8 weights, int8 weights */
 	moe_facts(&f, 9, 0, NULL, fp16_out);
-	expect_refusal(&f, "c_ptr is *fp16 in the compiled kernel; moe_gemm reads it as *bf16");
+	fake_expect_refusal(&f, "c_ptr is *fp16 in the compiled kernel; moe_gemm reads it as *bf16");
 	moe_facts(&f, 9, 0, NULL, bf16_a);
-	expect_refusal(&f, "a_ptr is *bf16 in the compiled kernel; moe_gemm reads it as *fp8e4nv");
+	fake_expect_refusal(&f, "a_ptr is *bf16 in the compiled kernel; moe_gemm reads it as *fp8e4nv");
 	moe_facts(&f, 9, 0, NULL, int8_w);
-	expect_refusal(&f, "b_ptr is *i8 in the compiled kernel");
+	fake_expect_refusal(&f, "b_ptr is *i8 in the compiled kernel");
 	/* int8 w8a8 passes scale pointers like FP8: the rule's value refuses it */
 	moe_facts(&f, 9, 0, NULL, NULL);
 	refact(&f, "use_int8_w8a8=0", "use_int8_w8a8=1");
-	expect_refusal(&f, "compiled with use_int8_w8a8 1");
+	fake_expect_refusal(&f, "compiled with use_int8_w8a8 1");
 	/* use_fp8_w8a8 off with both scale pointers: a bf16 kernel of 128 x 256 x 128 has
 	   twice the FP8 one's shared memory, so the facts and the launch disagree ... */
 	moe_facts(&f, 9, 0, NULL, NULL);
 	refact(&f, "use_fp8_w8a8=1", "use_fp8_w8a8=0");
-	expect_refusal(&f, "fused_moe_kernel has 147456 B of dynamic shared memory, but Triton "
+	fake_expect_refusal(&f, "fused_moe_kernel has 147456 B of dynamic shared memory, but Triton "
 			   "compiles 294912 B on sm_120");
 	/* ... and at BLOCK_SIZE_K 64, where bf16 has the FP8 size, the adapter says it */
 	refact(&f, "BLOCK_SIZE_K=128", "BLOCK_SIZE_K=64");
-	expect_refusal(&f, "compiled with use_fp8_w8a8 0, the launch passes scale pointers");
+	fake_expect_refusal(&f, "compiled with use_fp8_w8a8 0, the launch passes scale pointers");
 	/* F4: SGLang main's fused all-reduce down launch is refused; off, rerouted */
 	glm_down(&f, "sglang-moe-main");
 	moe_facts(&f, 1, 1, all_reduce, NULL);
-	expect_refusal(&f, "compiled with FUSE_SUM_ALL_REDUCE 1; rule sglang-moe-");
-	expect_refusal(&f, "reroutes it only with FUSE_SUM_ALL_REDUCE 0");
+	fake_expect_refusal(&f, "compiled with FUSE_SUM_ALL_REDUCE 1; rule sglang-moe-");
+	fake_expect_refusal(&f, "reroutes it only with FUSE_SUM_ALL_REDUCE 0");
 	refact(&f, "FUSE_SUM_ALL_REDUCE=1", "FUSE_SUM_ALL_REDUCE=0");
 	a = moe_plan_args(&f, "sglang-moe-main", "sglang-moe-2026-03");
 	assert_int_equal(a.mul_routed_weight, 1);
 	/* another configuration (BLOCK_SIZE_N 128) at the tile's bytes: not the formula's */
 	refact(&f, "BLOCK_SIZE_N=256", "BLOCK_SIZE_N=128");
-	expect_refusal(&f, "has 147456 B of dynamic shared memory, but Triton compiles 98304 B on "
+	fake_expect_refusal(&f, "has 147456 B of dynamic shared memory, but Triton compiles 98304 B on "
 			   "sm_120, 98304 B on sm_121, 131072 B on sm_90 for BLOCK_SIZE_M 128, "
 			   "BLOCK_SIZE_N 128");
 	/* F6(b): vLLM per tensor passes stride_bse = 1 (dropped), the other scale strides 0 */
@@ -1063,18 +1006,18 @@ static void test_facts_moe_formats(void **state)
 	f.l.compiled = NULL;
 	top_k_setting = "9";
 	hidden_setting = "5120";
-	expect_refusal(&f, "neither per tensor, per channel nor 128x128 blocks");
+	fake_expect_refusal(&f, "neither per tensor, per channel nor 128x128 blocks");
 	/* the facts' layout decides, and the strides must be that layout */
 	glm_moe(&f, "sglang-moe-2026-03");
 	moe_facts(&f, 9, 0, "per_channel_quant=1;group_n=0;group_k=0", NULL);
-	expect_refusal(&f, "are not the per-channel layout the kernel was compiled for");
+	fake_expect_refusal(&f, "are not the per-channel layout the kernel was compiled for");
 	moe_facts(&f, 9, 0, "per_channel_quant=0;group_n=64;group_k=64", NULL);
-	expect_refusal(&f, "compiled with group_n 64; rule sglang-moe-2026-03 reroutes group_n "
+	fake_expect_refusal(&f, "compiled with group_n 64; rule sglang-moe-2026-03 reroutes group_n "
 			   "only at 0 or 128 (no block scales, or moe_gemm's 128 x 128 ones)");
 	set(&f, "stride_asm", 40), set(&f, "stride_bse", 3 * 40), set(&f, "stride_bsn", 40);
 	drop(&f, "stride_ask"), drop(&f, "stride_bsk");
 	moe_facts(&f, 9, 0, "per_channel_quant=0;group_n=128;group_k=128", NULL);
-	expect_refusal(&f, "has 147456 B of dynamic shared memory, but Triton compiles 148480 B on "
+	fake_expect_refusal(&f, "has 147456 B of dynamic shared memory, but Triton compiles 148480 B on "
 			   "sm_120");
 	f.l.dynamic_smem = 148480; /* the B scales' layout scratch */
 	a = moe_plan_args(&f, "sglang-moe-2026-03", NULL);
@@ -1086,7 +1029,7 @@ static void test_facts_moe_formats(void **state)
  * kimi_gptq - Kimi K2's INT4 w4a16 gate/up at TP8 (N 512, K 7168, group 32)
  * at SGLang's 128 x 256 x 128 tile: B [E, N, K/2] bytes, scales [E, N, K/32].
  */
-static void kimi_gptq(struct fake *f)
+static void kimi_gptq(struct fake_launch *f)
 {
 	static const struct ptype types[] = {
 		{ "a_ptr", "*bf16" }, { "b_ptr", "*u8" }, { "c_ptr", "*bf16" }, { "b_scale_ptr", "*bf16" },
@@ -1110,7 +1053,7 @@ static void kimi_gptq(struct fake *f)
 
 static void test_facts_gptq(void **state)
 {
-	struct fake f;
+	struct fake_launch f;
 	struct moe_gemm_args a;
 
 	(void)state;
@@ -1122,15 +1065,15 @@ static void test_facts_gptq(void **state)
 	assert_int_equal(a.group_size, 32);
 	/* compiled N and K that the strides do not give */
 	refact(&f, "N=512", "N=1024");
-	expect_refusal(&f, "compiled N and K are not the N 512 and K 7168");
+	fake_expect_refusal(&f, "compiled N and K are not the N 512 and K 7168");
 	/* fp16 scales (an fp16 GPTQ checkpoint through moe_wna16) */
 	kimi_gptq(&f);
 	refact(&f, "b_scale_ptr:*bf16", "b_scale_ptr:*fp16");
-	expect_refusal(&f, "b_scale_ptr is *fp16 in the compiled kernel; moe_gemm reads it as *bf16");
+	fake_expect_refusal(&f, "b_scale_ptr is *fp16 in the compiled kernel; moe_gemm reads it as *bf16");
 	/* int8 w8a16 and zero points are the rule's values */
 	kimi_gptq(&f);
 	refact(&f, "has_zp=0", "has_zp=1");
-	expect_refusal(&f, "compiled with has_zp 1");
+	fake_expect_refusal(&f, "compiled with has_zp 1");
 }
 
 /* ------------------------------------------------------------------ tile-generic rules */
@@ -1167,7 +1110,7 @@ static uint64_t cfg_smem(const struct moe_cfg *c, int vllm)
  * @smem_off), and the compiled facts the Python hook records; @tell_sm: the
  * launch says which architecture (else 0, unknown).
  */
-static void moe_cfg_launch(struct fake *f, const char *rule_id, const struct moe_cfg *c,
+static void moe_cfg_launch(struct fake_launch *f, const char *rule_id, const struct moe_cfg *c,
 			   int smem_off, int tell_sm)
 {
 	static const struct ptype bf16_types[] = {
@@ -1223,7 +1166,7 @@ static void test_generic_moe(void **state)
 	static const struct moe_cfg bf16 = { 256, 256, 64, 8, 3, 0, 120 };
 	struct reroute_plan plan;
 	struct moe_gemm_args a;
-	struct fake f;
+	struct fake_launch f;
 
 	(void)state;
 	moe_cfg_launch(&f, "sglang-moe-2026-03", &issue, 0, 1);
@@ -1239,27 +1182,27 @@ static void test_generic_moe(void **state)
 	assert_string_equal(plan.kernel, moe_gemm_kernel_name(MOE_FP8, 16));
 	/* ... without the facts (no hook): only the exact tiles */
 	f.l.compiled = NULL;
-	expect_refusal(&f, "rule sglang-moe-2026-03 reroutes fused_moe_kernel only at the "
+	fake_expect_refusal(&f, "rule sglang-moe-2026-03 reroutes fused_moe_kernel only at the "
 			   "shared-memory sizes of its tiles, not 163840 B (at any other "
 			   "configuration only with the compiled facts of the Python hook)");
 	/* ... a grid of BLOCK_SIZE_M 128 with facts of 64: the two readings disagree */
 	moe_cfg_launch(&f, "sglang-moe-2026-03", &issue, 0, 1);
 	f.l.grid[0] = (unsigned)(((2400 + 385 * 63 + 127) / 128) * 2);
-	expect_refusal(&f, "grid (418, 1, 1) is not cdiv(EM 26655, 64) * cdiv(N 512, 256)");
+	fake_expect_refusal(&f, "grid (418, 1, 1) is not cdiv(EM 26655, 64) * cdiv(N 512, 256)");
 	/* ... a block of 8 warps with facts of 4 */
 	moe_cfg_launch(&f, "sglang-moe-2026-03", &issue, 0, 1);
 	f.l.block[0] = 256;
-	expect_refusal(&f, "runs 256 threads a block, but its compiled num_warps 4 makes 128");
+	fake_expect_refusal(&f, "runs 256 threads a block, but its compiled num_warps 4 makes 128");
 	/* ... shared memory the facts' configuration does not have */
 	moe_cfg_launch(&f, "sglang-moe-2026-03", &issue, 32, 1);
-	expect_refusal(&f, "has 163872 B of dynamic shared memory, but Triton compiles 163840 B on "
+	fake_expect_refusal(&f, "has 163872 B of dynamic shared memory, but Triton compiles 163840 B on "
 			   "sm_90");
 	/* ... the architecture told wrong */
 	moe_cfg_launch(&f, "sglang-moe-2026-03", &issue, 0, 1);
 	f.l.sm = 120;
-	expect_refusal(&f, "Triton compiles 122880 B on sm_120");
+	fake_expect_refusal(&f, "Triton compiles 122880 B on sm_120");
 	f.l.sm = 89;
-	expect_refusal(&f, "the formula models Triton's compiles for sm_90, sm_120 and sm_121, not "
+	fake_expect_refusal(&f, "the formula models Triton's compiles for sm_90, sm_120 and sm_121, not "
 			   "sm_89");
 	/* BLOCK_SIZE_M 16: the 16-row kernel, one moe_gemm block per framework block */
 	moe_cfg_launch(&f, "sglang-moe-main", &ds16, 0, 1);
@@ -1293,19 +1236,19 @@ static void test_generic_moe(void **state)
 	assert_string_equal(plan.kernel, moe_gemm_kernel_name(MOE_BF16, 16));
 	/* ... its tensor-descriptor path: the formula does not model it */
 	refact(&f, "USE_TD=0", "USE_TD=1");
-	expect_refusal(&f, "USE_TD 1, VLLM_TRITON_USE_TD) is not modelled");
+	fake_expect_refusal(&f, "USE_TD 1, VLLM_TRITON_USE_TD) is not modelled");
 	/* bounds: BLOCK_SIZE_M 8, 64x64 block scales, BLOCK_SIZE_K over the scale group */
 	moe_cfg_launch(&f, "sglang-moe-2026-03", &(struct moe_cfg){ 8, 256, 128, 8, 4, 1, 90 }, 0, 1);
-	expect_refusal(&f, "compiled with BLOCK_SIZE_M 8; rule sglang-moe-2026-03 reroutes "
+	fake_expect_refusal(&f, "compiled with BLOCK_SIZE_M 8; rule sglang-moe-2026-03 reroutes "
 			   "BLOCK_SIZE_M from 16 to 256 in multiples of 16");
 	moe_cfg_launch(&f, "sglang-moe-2026-03", &(struct moe_cfg){ 64, 256, 256, 4, 4, 2, 90 }, 0, 1);
-	expect_refusal(&f, "compiled with BLOCK_SIZE_K 256 and group_k 128");
+	fake_expect_refusal(&f, "compiled with BLOCK_SIZE_K 256 and group_k 128");
 	moe_cfg_launch(&f, "sglang-moe-2026-03", &(struct moe_cfg){ 64, 256, 64, 4, 4, 3, 120 }, 0, 1);
-	expect_refusal(&f, "compiled with group_n 64");
+	fake_expect_refusal(&f, "compiled with group_n 64");
 }
 
 /* cfg_admitted - route_admit's answer for the kernel of @f's launch: the rule, or NULL. */
-static const struct rule *cfg_admitted(const struct fake *f, const struct moe_cfg *c,
+static const struct rule *cfg_admitted(const struct fake_launch *f, const struct moe_cfg *c,
 				       struct sm_err *why)
 {
 	struct route_kernel k = { "fused_moe_kernel", f->l.dynamic_smem, (uint32_t)c->warps * 32,
@@ -1326,7 +1269,7 @@ static const struct rule *cfg_admitted(const struct fake *f, const struct moe_cf
  * expert_ids the flat topk_ids, EM = tokens x 8 x BLOCK_SIZE_M, one
  * framework block per routed row, naive_block_assignment 1 compiled in.
  */
-static void naive_launch(struct fake *f, const struct moe_cfg *c, int tokens)
+static void naive_launch(struct fake_launch *f, const struct moe_cfg *c, int tokens)
 {
 	const int64_t nv = (int64_t)tokens * 8;
 
@@ -1339,7 +1282,7 @@ static void naive_launch(struct fake *f, const struct moe_cfg *c, int tokens)
 }
 
 /* naive_down - the down launch of naive_launch: N 7168 (hidden), K 256, top_k 1, routed weight. */
-static void naive_down(struct fake *f, const struct moe_cfg *c, int tokens)
+static void naive_down(struct fake_launch *f, const struct moe_cfg *c, int tokens)
 {
 	naive_launch(f, c, tokens);
 	set(f, "N", 7168), set(f, "K", 256), set(f, "stride_am", 256);
@@ -1367,7 +1310,7 @@ static void test_facts_moe_naive(void **state)
 	static const struct moe_cfg bf16 = { 16, 128, 128, 4, 4, 0, 120 };
 	struct reroute_plan plan;
 	struct moe_gemm_args a;
-	struct fake f;
+	struct fake_launch f;
 	struct sm_err why = { "" };
 
 	(void)state;
@@ -1444,26 +1387,26 @@ static void test_facts_moe_naive(void **state)
 	naive_launch(&f, &ds16, 4);
 	set(&f, "EM", 31 * 16);
 	f.l.grid[0] = 31 * 2;
-	expect_refusal(&f, "naive block assignment with EM 496, not the 32 routed rows x "
+	fake_expect_refusal(&f, "naive block assignment with EM 496, not the 32 routed rows x "
 			   "BLOCK_SIZE_M 16 vLLM launches it with");
 	naive_launch(&f, &ds16, 4);
 	refact(&f, "naive_block_assignment=1", "naive_block_assignment=0");
-	expect_refusal(&f, "compiled with naive_block_assignment 0 but sorted_token_ids_ptr is None");
+	fake_expect_refusal(&f, "compiled with naive_block_assignment 0 but sorted_token_ids_ptr is None");
 	moe_cfg_launch(&f, "vllm-moe-main", &ds16, 0, 1);
 	refact(&f, "naive_block_assignment=0", "naive_block_assignment=1");
-	expect_refusal(&f, "compiled with naive_block_assignment 1 but sorted_token_ids_ptr is passed");
+	fake_expect_refusal(&f, "compiled with naive_block_assignment 1 but sorted_token_ids_ptr is passed");
 	naive_launch(&f, &ds16, 4);
 	refact(&f, "naive_block_assignment=1", "naive_block_assignment=2");
-	expect_refusal(&f, "state naive_block_assignment, but not as 0 or 1");
+	fake_expect_refusal(&f, "state naive_block_assignment, but not as 0 or 1");
 	naive_launch(&f, &ds16, 4);
 	refact(&f, "expert_ids_ptr:*i32", "expert_ids_ptr:*i64");
-	expect_refusal(&f, "expert_ids_ptr is *i64 in the compiled kernel; moe_gemm reads it as *i32");
+	fake_expect_refusal(&f, "expert_ids_ptr is *i64 in the compiled kernel; moe_gemm reads it as *i32");
 	/* ... without the facts, at the exact tile a rule takes without them (128 x 256 x 128) */
 	naive_launch(&f, &(struct moe_cfg){ 128, 256, 128, 8, 4, 1, 120 }, 4);
 	assert_int_equal(f.l.dynamic_smem, 147456);
 	expect_plan(&f, "vllm-moe-main", NULL, &plan);
 	f.l.compiled = NULL;
-	expect_refusal(&f, "the launch cannot show which");
+	fake_expect_refusal(&f, "the launch cannot show which");
 	/* SGLang's kernel has no naive path: the flag is not read there */
 	moe_cfg_launch(&f, "sglang-moe-2026-03", &ds16, 0, 1);
 	expect_plan(&f, "sglang-moe-2026-03", "sglang-moe-main", &plan);
@@ -1487,7 +1430,7 @@ static void test_generic_admit_agrees(void **state)
 	static const int warps[] = { 4, 8 }, stages[] = { 2, 3, 4, 5 }, sms[] = { 90, 120 };
 	static const char *const rules[] = { "sglang-moe-2026-03", "vllm-moe-main" };
 	int r, q, m, n, k, w, st, sm, off, counts[2] = { 0, 0 };
-	struct fake f;
+	struct fake_launch f;
 
 	(void)state;
 	for (r = 0; r < 2; r++)
@@ -1508,7 +1451,7 @@ static void test_generic_admit_agrees(void **state)
 		moe_cfg_launch(&f, rules[r], &c, off * 16, (m + n + k) % 2);
 		if (f.l.dynamic_smem <= 101376)
 			continue;
-		pack(&f);
+		fake_pack(&f);
 		admitted = cfg_admitted(&f, &c, &load);
 		rc = reroute_select(rules_builtin, rules_builtin_count, &f.l, &plan, &chosen, &why);
 		if ((rc == 0) != (admitted != NULL))
@@ -1529,7 +1472,7 @@ static void test_generic_admit_agrees(void **state)
 /* F2, F3 and the cache dtype: the extend kernel's pointers and flags. */
 static void test_facts_extend(void **state)
 {
-	struct fake f;
+	struct fake_launch f;
 	struct reroute_plan plan;
 	struct attn_extend_args a;
 	struct sm_err why = { "" };
@@ -1543,7 +1486,7 @@ static void test_facts_extend(void **state)
 	assert_string_equal(plan.kernel, ATTN_EXTEND_MLA576_BF16);
 	/* the attention rules have no generic entry: with the facts too, only their tiles */
 	f.l.dynamic_smem = 110592;
-	expect_refusal(&f, "reroutes _fwd_kernel only at the shared-memory sizes of its tiles, not "
+	fake_expect_refusal(&f, "reroutes _fwd_kernel only at the shared-memory sizes of its tiles, not "
 			   "110592 B");
 	f.l.dynamic_smem = 106496;
 	/* F2: an int64 qo_indptr (SGLang's Triton backend from 0.5.10 on) is read as
@@ -1553,15 +1496,15 @@ static void test_facts_extend(void **state)
 	memcpy(&a, plan.args, sizeof(a));
 	assert_int_equal(a.flags, ATTN_EXTEND_CAUSAL | ATTN_EXTEND_QO_I64);
 	refact(&f, "qo_indptr:*i64", "qo_indptr:*i16");
-	expect_refusal(&f, "qo_indptr is *i16 in the compiled kernel; attn_extend reads int32 (*i32) "
+	fake_expect_refusal(&f, "qo_indptr is *i16 in the compiled kernel; attn_extend reads int32 (*i32) "
 			   "or int64 (*i64) offsets");
 	with_facts(&f, EXTEND_CONSTEXPRS, extend_types, NULL);
 	refact(&f, "kv_indptr:*i32", "kv_indptr:*i64");
-	expect_refusal(&f, "kv_indptr is *i64");
+	fake_expect_refusal(&f, "kv_indptr is *i64");
 	/* F3: fp16 q */
 	with_facts(&f, EXTEND_CONSTEXPRS, extend_types, NULL);
 	refact(&f, "Q_Extend:*bf16", "Q_Extend:*fp16");
-	expect_refusal(&f, "Q_Extend is *fp16 in the compiled kernel; attn_extend reads it as *bf16");
+	fake_expect_refusal(&f, "Q_Extend is *fp16 in the compiled kernel; attn_extend reads it as *bf16");
 	/* the cache dtype is K_Buffer's type: FP8 without the setting */
 	with_facts(&f, EXTEND_CONSTEXPRS, extend_types, fp8_cache);
 	f.fvalue[index_of(&f, "k_scale")] = 0.625f;
@@ -1573,28 +1516,28 @@ static void test_facts_extend(void **state)
 	dtype_setting = "fp8_e4m3";
 	expect_plan(&f, "sglang-extend-2026-03", NULL, &plan);
 	dtype_setting = "bf16";
-	expect_refusal(&f, "compiled for a fp8_e4m3 KV cache (K_Buffer *fp8e4nv) but "
+	fake_expect_refusal(&f, "compiled for a fp8_e4m3 KV cache (K_Buffer *fp8e4nv) but "
 			   "SM120SHIM_KV_CACHE_DTYPE=bf16");
 	/* ... an e5m2 cache, or K and V of two types */
 	dtype_setting = NULL;
 	refact(&f, "K_Buffer:*fp8e4nv", "K_Buffer:*fp8e5");
-	expect_refusal(&f, "K_Buffer is *fp8e5 and V_Buffer *fp8e4nv in the compiled kernel");
+	fake_expect_refusal(&f, "K_Buffer is *fp8e5 and V_Buffer *fp8e4nv in the compiled kernel");
 	/* a compiled-in flag the rule states: non-causal, transposed output */
 	with_facts(&f, EXTEND_CONSTEXPRS, extend_types, NULL);
 	refact(&f, "IS_CAUSAL=1", "IS_CAUSAL=0");
-	expect_refusal(&f, "compiled with IS_CAUSAL 0; rule sglang-extend-2026-03 reroutes it only "
+	fake_expect_refusal(&f, "compiled with IS_CAUSAL 0; rule sglang-extend-2026-03 reroutes it only "
 			   "with IS_CAUSAL 1");
 	with_facts(&f, EXTEND_CONSTEXPRS, extend_types, NULL);
 	refact(&f, "STORE_TRANSPOSE=0", "STORE_TRANSPOSE=1");
-	expect_refusal(&f, "compiled with STORE_TRANSPOSE 1");
+	fake_expect_refusal(&f, "compiled with STORE_TRANSPOSE 1");
 	/* a constexpr no rule or adapter answers for (a newer release's), and an
 	   argument compiled in that the rule does not list: refused, naming it */
 	with_facts(&f, EXTEND_CONSTEXPRS ";USE_NEW_MATH=1", extend_types, NULL);
-	expect_refusal(&f, "compiled with USE_NEW_MATH=1, a value rule sglang-extend-2026-03 and "
+	fake_expect_refusal(&f, "compiled with USE_NEW_MATH=1, a value rule sglang-extend-2026-03 and "
 			   "adapter sglang_extend do not know");
 	with_facts(&f, EXTEND_CONSTEXPRS ";new_ptr=None;compiled_args=new_ptr", extend_types, NULL);
-	expect_refusal(&f, "");
-	pack(&f);
+	fake_expect_refusal(&f, "");
+	fake_pack(&f);
 	assert_int_equal(facts_reading(f.rule, f.compiled, f.l.param_sizes, f.l.n_params, &way, &why),
 			 -EINVAL);
 	assert_non_null(strstr(why.msg, "has the argument new_ptr (compiled in as None), which rule "
@@ -1604,7 +1547,7 @@ static void test_facts_extend(void **state)
 	with_facts(&f, EXTEND_CONSTEXPRS ";SCORE_MOD=None", extend_types, NULL);
 	expect_plan(&f, "sglang-extend-2026-07-10", NULL, &plan);
 	refact(&f, "SCORE_MOD=None", "SCORE_MOD=<function soft_cap at 0x7f3a>");
-	expect_refusal(&f, "compiled with SCORE_MOD <function soft_cap at 0x7f3a>");
+	fake_expect_refusal(&f, "compiled with SCORE_MOD <function soft_cap at 0x7f3a>");
 }
 
 /*
@@ -1615,16 +1558,16 @@ static void test_facts_extend(void **state)
  */
 static void test_needs_compiled_facts(void **state)
 {
-	struct fake f;
+	struct fake_launch f;
 	struct reroute_plan plan;
 
 	(void)state;
 	kimi_extend(&f, "sglang-extend-main");
 	drop(&f, "compact_batch_size");
 	f.l.grid[0] = 1;
-	expect_refusal(&f, "reroutes only with the kernel's compiled facts (the Python hook beside "
+	fake_expect_refusal(&f, "reroutes only with the kernel's compiled facts (the Python hook beside "
 			   "the shim)");
-	expect_refusal(&f, "rule sglang-extend-");
+	fake_expect_refusal(&f, "rule sglang-extend-");
 	extend_facts(&f);
 	expect_plan(&f, "sglang-extend-main", "sglang-extend-2026-07-10", &plan);
 	assert_string_equal(plan.kernel, ATTN_EXTEND_MLA576_BF16);
@@ -1633,7 +1576,7 @@ static void test_needs_compiled_facts(void **state)
 	/* every release from 0.5.10 builds qo_indptr int64: 2026-03 needs the facts
 	   too; SGLang 0.5.8/0.5.9 (int32) reroute as before without them */
 	kimi_extend(&f, "sglang-extend-2026-03");
-	expect_refusal(&f, "rule sglang-extend-2026-03 reroutes only with the kernel's compiled facts");
+	fake_expect_refusal(&f, "rule sglang-extend-2026-03 reroutes only with the kernel's compiled facts");
 	kimi_extend(&f, "sglang-extend-2025-08");
 	expect_plan(&f, "sglang-extend-2025-08", NULL, &plan);
 }
@@ -1641,7 +1584,7 @@ static void test_needs_compiled_facts(void **state)
 /* The reading the facts state, exactly: which dropped int is which, and other lists. */
 static void test_facts_reading(void **state)
 {
-	struct fake f;
+	struct fake_launch f;
 	struct reroute_plan plan;
 	struct attn_extend_args a;
 	uint64_t way;
@@ -1663,12 +1606,12 @@ static void test_facts_reading(void **state)
 	set(&f, "compact_batch_size", 1);
 	f.l.grid[0] = 1;
 	with_facts(&f, EXTEND_CONSTEXPRS, extend_types, NULL);
-	expect_refusal(&f, "do not fit 8 KV heads (kv_group_num 1)");
+	fake_expect_refusal(&f, "do not fit 8 KV heads (kv_group_num 1)");
 	/* a list the rule does not have: SGLang 0.5.9's MoE kernel (no add_mask_ptr) */
 	glm_moe(&f, "sglang-moe-2026-03");
 	moe_facts(&f, 9, 0, NULL, NULL);
-	pack(&f);
-	assert_int_equal(facts_reading(rule_by_id("sglang-moe-main"), f.compiled, f.l.param_sizes,
+	fake_pack(&f);
+	assert_int_equal(facts_reading(fake_rule("sglang-moe-main"), f.compiled, f.l.param_sizes,
 				       f.l.n_params, &way, &why), -EINVAL);
 	assert_non_null(strstr(why.msg, "rule sglang-moe-main lists add_mask_ptr, which the "
 				       "compiled kernel does not have"));
@@ -1680,23 +1623,23 @@ static void test_facts_reading(void **state)
 	   dropped int compiled as another value */
 	moe_facts(&f, 9, 0, NULL, NULL);
 	refact(&f, "stride_bsn:i32", "stride_bsn:i32;bias_scale:fp32");
-	expect_refusal(&f, "the compiled kernel takes bias_scale at run time, which rule "
+	fake_expect_refusal(&f, "the compiled kernel takes bias_scale at run time, which rule "
 			   "sglang-moe-2026-03 does not list");
 	moe_facts(&f, 9, 0, NULL, NULL);
 	refact(&f, "N:i32;K:i32", "K:i32;N:i32");
-	expect_refusal(&f, "lists N where the compiled kernel's runtime arguments have K");
+	fake_expect_refusal(&f, "lists N where the compiled kernel's runtime arguments have K");
 	moe_facts(&f, 9, 0, NULL, NULL);
 	refact(&f, "stride_am:i32", "stride_am:i64");
-	expect_refusal(&f, "stride_am is i64 in the compiled kernel, not the i32");
+	fake_expect_refusal(&f, "stride_am is i64 in the compiled kernel, not the i32");
 	glm_moe(&f, "sglang-moe-2026-03");
 	drop(&f, "stride_asm");
 	moe_facts(&f, 9, 0, NULL, NULL);
 	refact(&f, "stride_asm=1", "stride_asm=3");
-	expect_refusal(&f, "compiled with stride_asm=3; rule sglang-moe-2026-03 drops it only as 1");
+	fake_expect_refusal(&f, "compiled with stride_asm=3; rule sglang-moe-2026-03 drops it only as 1");
 	/* the facts' reading with the launch's sizes of another */
 	glm_moe(&f, "sglang-moe-2026-03");
 	moe_facts(&f, 9, 0, NULL, NULL);
-	pack(&f);
+	fake_pack(&f);
 	f.l.n_params--;
 	{
 		const struct rule *r;
@@ -1710,7 +1653,7 @@ static void test_facts_reading(void **state)
 /* vLLM decode: PAGE_SIZE and the derived constexprs from the facts. */
 static void test_facts_decode(void **state)
 {
-	struct fake f;
+	struct fake_launch f;
 	struct reroute_plan plan;
 	struct attn_decode_args a;
 
@@ -1724,28 +1667,28 @@ static void test_facts_decode(void **state)
 	page_setting = "64";
 	expect_plan(&f, "vllm-mla-decode-2026-06", NULL, &plan);
 	page_setting = "32";
-	expect_refusal(&f, "compiled with PAGE_SIZE 64 but SM120SHIM_PAGE_SIZE=32");
+	fake_expect_refusal(&f, "compiled with PAGE_SIZE 64 but SM120SHIM_PAGE_SIZE=32");
 	page_setting = NULL;
 	/* the derived ones: splits, heads */
 	refact(&f, "NUM_KV_SPLITS=16", "NUM_KV_SPLITS=8");
-	expect_refusal(&f, "compiled with NUM_KV_SPLITS 8; the launch's Att_Out and grid give 16");
+	fake_expect_refusal(&f, "compiled with NUM_KV_SPLITS 8; the launch's Att_Out and grid give 16");
 	with_facts(&f, DECODE_CONSTEXPRS, decode_types, NULL);
 	refact(&f, "q_head_num=8", "q_head_num=16");
-	expect_refusal(&f, "compiled with q_head_num 16");
+	fake_expect_refusal(&f, "compiled with q_head_num 16");
 	/* IS_MLA off (V_Buffer read on its own, v_scale applied): the rule's value */
 	with_facts(&f, DECODE_CONSTEXPRS, decode_types, NULL);
 	refact(&f, "IS_MLA=1", "IS_MLA=0");
-	expect_refusal(&f, "compiled with IS_MLA 0");
+	fake_expect_refusal(&f, "compiled with IS_MLA 0");
 	/* types: a bf16 cache at the FP8 tile's bytes, fp16 q, an int64 block table */
 	with_facts(&f, DECODE_CONSTEXPRS, decode_types, NULL);
 	refact(&f, "K_Buffer:*fp8e4nv", "K_Buffer:*bf16");
-	expect_refusal(&f, "K_Buffer is *bf16 in the compiled kernel; attn_decode reads it as *fp8e4nv");
+	fake_expect_refusal(&f, "K_Buffer is *bf16 in the compiled kernel; attn_decode reads it as *fp8e4nv");
 	with_facts(&f, DECODE_CONSTEXPRS, decode_types, NULL);
 	refact(&f, "Q:*bf16", "Q:*fp16");
-	expect_refusal(&f, "Q is *fp16");
+	fake_expect_refusal(&f, "Q is *fp16");
 	with_facts(&f, DECODE_CONSTEXPRS, decode_types, NULL);
 	refact(&f, "Req_to_tokens:*i32", "Req_to_tokens:*i64");
-	expect_refusal(&f, "Req_to_tokens is *i64");
+	fake_expect_refusal(&f, "Req_to_tokens is *i64");
 }
 
 /* moe_compiled_half, the pure decision of F1/F5. */
