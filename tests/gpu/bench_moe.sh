@@ -27,10 +27,12 @@
 # mma.sync (marked).  MOE_BENCH_QUANT (default all five), MOE_BENCH_HALVES
 # (gateup,down), MOE_BENCH_BATCHES (1,16,512,4096), MOE_BENCH_GRID
 # (quick|full) narrow or widen the run; the defaults fit one 10-minute
-# call on an H100 (with the Triton cache empty).
+# call on an H100 (with the Triton cache empty).  SM120_BUILD (default
+# build) may be absolute: another build's shim, timed beside this one's.
 set -u
 B=${SM120_BUILD:-build}
-sm120=$(pwd)/$B/sm120
+case $B in /*) ;; *) B=$(pwd)/$B ;; esac
+sm120=$B/sm120
 q=${MOE_BENCH_QUANT:-bf16,fp8_tensor,fp8_channel,fp8_block,int4}
 halves=${MOE_BENCH_HALVES:-gateup,down}
 batches=${MOE_BENCH_BATCHES:-1,16,512,4096}
