@@ -119,6 +119,24 @@ __device__ __forceinline__ void lds64(uint32_t r[2], uint32_t addr)
 		     : "memory");
 }
 
+/* The 16 bytes at shared [addr] (16-byte aligned). */
+__device__ __forceinline__ uint4 lds128(uint32_t addr)
+{
+	uint4 r;
+
+	asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+		     : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+		     : "r"(addr)
+		     : "memory");
+	return r;
+}
+
+/* shared [addr] = x, y as two fp32 words (8-byte aligned). */
+__device__ __forceinline__ void sts64(uint32_t addr, float x, float y)
+{
+	asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr), "f"(x), "f"(y) : "memory");
+}
+
 /* shared [addr] = v (4-byte aligned). */
 __device__ __forceinline__ void sts32(uint32_t addr, uint32_t v)
 {

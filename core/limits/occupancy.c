@@ -36,6 +36,14 @@ uint32_t occupancy_granularity(int sm)
 	return sm >= 80 ? 128 : sm > 0 ? 256 : 0;
 }
 
+const int occupancy_device_attrs[OCC_DEVICE_ATTRS] = { 81, 97, 111, 39, 106, 10, 75, 76 };
+
+void occupancy_from_attrs(const int v[OCC_DEVICE_ATTRS], struct occ_sm *out)
+{
+	*out = (struct occ_sm){ (uint32_t)v[0], (uint32_t)v[1], (uint32_t)v[2], (uint32_t)v[3],
+				(uint32_t)v[4], (uint32_t)v[5], occupancy_granularity(v[6] * 10 + v[7]) };
+}
+
 int occupancy_arch(int sm, struct occ_sm *out)
 {
 	size_t i;

@@ -34,6 +34,17 @@ struct occ_sm {
 	uint32_t granularity;        /* shared-memory allocation unit in bytes */
 };
 
+/* The CUDA device attributes (cuda.h's numbers) an occ_sm is read from, in
+ * the order occupancy_from_attrs takes their values: shared memory per SM,
+ * opt-in per block, reserved per block, threads per SM, blocks per SM, warp
+ * size, compute capability major and minor. */
+#define OCC_DEVICE_ATTRS 8
+extern const int occupancy_device_attrs[OCC_DEVICE_ATTRS];
+
+/* occupancy_from_attrs - a real device's occ_sm into @out from @v, the values of
+ * occupancy_device_attrs in order (the allocation unit from the capability). */
+void occupancy_from_attrs(const int v[OCC_DEVICE_ATTRS], struct occ_sm *out);
+
 /*
  * occupancy_arch - the per-SM thread and block limits and the shared-memory
  * allocation unit of compute capability @sm (cc * 10), from the CUDA

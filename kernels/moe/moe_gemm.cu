@@ -11,10 +11,13 @@
 #include "moe_gemm.h"
 
 /* Blocks per SM the registers must allow: bf16 and FP8 at TM 16 fit in 128 registers, so
- * that Hopper (228 KiB of shared memory per SM) runs two of them per SM; SM120's 100 KiB
- * hold one block of any of these kernels. */
-#define MOE_GEMM_MIN_BLOCKS(quant, tm) ((tm) == 16 && !MOE_GEMM_PACKED(quant) ? 2 : 1)
+ * that Hopper (228 KiB of shared memory per SM) runs two of them per SM, and so do the
+ * MOE_GEMM_SHALLOW kernels, whose shallow pipeline SM120's 100 KiB hold twice; SM120 holds
+ * one block of the others. */
+#define MOE_GEMM_MIN_BLOCKS(quant, tm) \
+	(((tm) == 16 && !MOE_GEMM_PACKED(quant)) || MOE_GEMM_SHALLOW(quant, tm) ? 2 : 1)
 
+/* the kernel's own pipeline, or the shallow one where it has one and args.stages asks */
 #define MOE_GEMM_DEFINE(quant, tm, name)                                                     \
 	SM120_DYNAMIC_SMEM(name, moe_gemm_smem(quant, tm));                                  \
 	extern "C" __global__ void __launch_bounds__(MOE_GEMM_THREADS, MOE_GEMM_MIN_BLOCKS(quant, tm)) \
@@ -22,7 +25,11 @@
 	{                                                                                    \
 		extern __shared__ __align__(1024) unsigned char moe_gemm_smem_[];            \
 		__shared__ moe_gemm::rows<tm> rows_;                                         \
-		moe_gemm::gemm<quant, tm>(a, moe_gemm_smem_, rows_, blockIdx.x, blockIdx.y); \
+		if (MOE_GEMM_SHALLOW(quant, tm) && a.stages == MOE_GEMM_SHALLOW_STAGES)      \
+			moe_gemm::gemm<quant, tm, MOE_GEMM_SHALLOW_STAGES>(a, moe_gemm_smem_, rows_, \
+									    blockIdx.x, blockIdx.y); \
+		else                                                                         \
+			moe_gemm::gemm<quant, tm>(a, moe_gemm_smem_, rows_, blockIdx.x, blockIdx.y); \
 	}
 
 MOE_GEMM_KERNELS(MOE_GEMM_DEFINE)

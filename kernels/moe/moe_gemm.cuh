@@ -20,7 +20,9 @@
  * a group's partial sums are formed for half the warp's rows at a time (a
  * second 64 x 64 set would not fit the registers).  The 4-bit weights'
  * scales ride in registers, except at TM 128, where each stage carries its
- * 256 columns' scales in shared memory.
+ * 256 columns' scales in shared memory.  The row tiles (KS 1) stage their
+ * sums in shared memory and store the output 16 bytes a lane, whole rows of
+ * a warp's columns at a time, not as the fragments' 4-byte pairs.
  */
 #ifndef SM120_KERNELS_MOE_GEMM_CUH
 #define SM120_KERNELS_MOE_GEMM_CUH
@@ -35,7 +37,7 @@ namespace moe_gemm {
 
 using namespace sm120k;
 
-template <int QUANT, int TM>
+template <int QUANT, int TM, int NSTAGES = MOE_GEMM_STAGES(QUANT, TM)>
 struct shape {
 	static constexpr bool PACKED = MOE_GEMM_PACKED(QUANT);
 	static constexpr int TN = MOE_GEMM_TN(TM);
@@ -55,9 +57,12 @@ struct shape {
 	static constexpr int SC_OFF = A_BYTES + TN * BPITCH;  /* staged W scales: float [TN][4] */
 	static constexpr bool SMEM_SCALES = MOE_GEMM_SCALE_BYTES(QUANT, TM) > 0;
 	static constexpr int STAGE = MOE_GEMM_STAGE_BYTES(QUANT, TM);
-	static constexpr int STAGES = MOE_GEMM_STAGES(QUANT, TM);
+	static constexpr int STAGES = NSTAGES;
 	/* several column tiles per block, the next tile's loads under this one's epilogue */
 	static constexpr bool MULTI = MOE_GEMM_MULTI(QUANT, TM);
+	/* bytes a row of a warp's staged m16 x WN sums (fp32, padded by 32 bytes: the
+	 * 8-byte fragment writes of 4 rows fall in distinct banks) */
+	static constexpr int EPITCH = WN * 4 + 32;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900
 	/* sm_90 has no FP8 mma.sync: ptxas turns each into two f16 MMAs on converted
 	 * fragments, whose registers a 64 x 64 warp tile cannot spare; FP8 at TM 128
@@ -80,6 +85,8 @@ struct shape {
 				       MOE_GEMM_SCALE_BYTES(QUANT, TM) == TN * 16),
 		      "one thread stages the 4 scales of one column");
 	static_assert(STAGES >= 2, "a pipeline needs two stages");
+	static_assert(KS > 1 || 8 * 16 * EPITCH <= (MULTI ? STAGE : STAGES * STAGE),
+		      "the free shared memory holds every warp's staged rows");
 };
 
 /* The block's routed ids: -1 for padding. */
@@ -287,15 +294,17 @@ __device__ __forceinline__ float block_ascale(const moe_gemm_args &a, int id, in
  * sequence of k tiles (the pipeline runs on across a tile's end, so the
  * next tile's first loads are in flight under this one's epilogue; the
  * other kernels need gridDim.x = ceil(N / TN)).  Called by all
- * MOE_GEMM_THREADS threads of the block with the same arguments; @smem is
- * moe_gemm_smem(QUANT, TM) bytes of 1024-aligned dynamic shared memory and
+ * MOE_GEMM_THREADS threads of the block with the same arguments; the k
+ * tiles run through an NSTAGES-deep pipeline (moe_gemm.h's shallow one:
+ * MOE_GEMM_SHALLOW_STAGES); @smem is NSTAGES * MOE_GEMM_STAGE_BYTES(QUANT,
+ * TM) bytes of 1024-aligned dynamic shared memory and
  * @r the block's routed ids, also in shared memory (both the caller's,
  * overwritten).  Returns at once when the tile's rows are all padding.
  */
-template <int QUANT, int TM>
+template <int QUANT, int TM, int NSTAGES = MOE_GEMM_STAGES(QUANT, TM)>
 __device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, int bx, int by)
 {
-	using S = shape<QUANT, TM>;
+	using S = shape<QUANT, TM, NSTAGES>;
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const int kg = warp / (S::WARPS_M * S::WARPS_N);             /* k slice of this warp */
 	const int wm = (warp % (S::WARPS_M * S::WARPS_N)) / S::WARPS_N;
@@ -387,32 +396,91 @@ __device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, i
 	float acc[S::MI][S::NI][4] = {};
 
 	/* after the k loop: the k slices' sums added, then the epilogue (in each copy of the
-	 * loop, so that the copies need not agree on where the accumulators live) */
-	auto finish = [&]() {
-		if (S::KS > 1) {
-			/* add the k slices' partial sums: slices 1.. park theirs, slice 0 sums */
-			float *red = (float *)smem;
-			constexpr int PER = S::MI * S::NI * 4;
-			__syncthreads();
-			if (kg > 0) {
-				float *dst = red + ((kg - 1) * (S::WARPS_M * S::WARPS_N) + wm * S::WARPS_N + wn) * 32 * PER;
-				for (int i = 0; i < PER; i++)
-					dst[i * 32 + lane] = (&acc[0][0][0])[i];
-			}
-			__syncthreads();
-			if (kg > 0)
-				return;
-			for (int g = 1; g < S::KS; g++) {
-				const float *src = red + ((g - 1) * (S::WARPS_M * S::WARPS_N) + wm * S::WARPS_N + wn) * 32 * PER;
-				for (int i = 0; i < PER; i++)
-					(&acc[0][0][0])[i] += src[i * 32 + lane];
-			}
-		}
-
-		/* epilogue: scale, bias, routed weight, bf16 */
+	 * loop, so that the copies need not agree on where the accumulators live); a row
+	 * tile's output goes through @stage, bytes past the dynamic shared memory's start
+	 * that no copy is in flight to */
+	auto finish = [&](uint32_t stage) {
 		float ts = 1.0f;
 		if (QUANT == MOE_FP8 && a.scale == MOE_SCALE_TENSOR)
 			ts = __ldg(a.a_scale) * __ldg((const float *)a.b_scale + e * a.bs_stride_e);
+		/* the per-row factors of routed row @id: activation scale (FP8 per channel) and
+		 * routed weight */
+		auto row_factors = [&](int id, float &as, float &w) {
+			as = w = 1.0f;
+			if (QUANT == MOE_FP8 && a.scale == MOE_SCALE_CHANNEL)
+				as = __ldg(a.a_scale + (int64_t)(id / a.top_k) * a.as_stride_m);
+			if (a.mul_routed_weight)
+				w = __ldg(a.topk_weights + id);
+		};
+
+		if (S::KS == 1) {
+			/* one m16 fragment row of the warp's tile at a time: its fp32 sums into the
+			 * warp's rows of @stage, then each lane takes 8 columns of a row, applies
+			 * the epilogue and stores them as 16 bytes (pairs where N, C's row stride
+			 * or C is not 8-element aligned) */
+			const uint32_t ep = base + stage + warp * 16 * S::EPITCH;
+			const bool wide = a.c_stride_m % 8 == 0 && ((uintptr_t)a.c & 15) == 0;
+			constexpr int CPR = S::WN / 8;   /* 8-column chunks per row */
+
+			__syncthreads();   /* every warp is done with the stage's k tile */
+#pragma unroll
+			for (int mi = 0; mi < S::MI; mi++) {
+#pragma unroll
+				for (int h = 0; h < 2; h++)
+#pragma unroll
+					for (int ni = 0; ni < S::NI; ni++)
+						sts64(ep + (lane / 4 + h * 8) * S::EPITCH + (ni * 8 + (lane & 3) * 2) * 4,
+						      acc[mi][ni][h * 2], acc[mi][ni][h * 2 + 1]);
+				__syncwarp();
+#pragma unroll
+				for (int c = lane; c < 16 * CPR; c += 32) {
+					const int row = c / CPR, n = n0 + wn * S::WN + c % CPR * 8;
+					const int id = r.tok[wm * S::WM + mi * 16 + row];
+					if (id < 0 || n >= a.N)
+						continue;
+					const uint4 lo = lds128(ep + row * S::EPITCH + c % CPR * 32);
+					const uint4 hi = lds128(ep + row * S::EPITCH + c % CPR * 32 + 16);
+					const uint32_t x[8] = { lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w };
+					float as, w, v[8] = {};
+					row_factors(id, as, w);
+#pragma unroll
+					for (int j = 0; j < 8; j++)
+						if (n + j < a.N)
+							v[j] = moe_epilogue::value<QUANT>(a, __uint_as_float(x[j]), e, n + j,
+											  ts, as, w);
+					if (wide && n + 8 <= a.N)
+						*(uint4 *)((__nv_bfloat16 *)a.c + (int64_t)id * a.c_stride_m + n) =
+							make_uint4(pack_bf16(v[0], v[1]), pack_bf16(v[2], v[3]),
+								   pack_bf16(v[4], v[5]), pack_bf16(v[6], v[7]));
+					else
+#pragma unroll
+						for (int j = 0; j < 8; j += 2)
+							moe_epilogue::store_pair(a, id, n + j, v + j);
+				}
+				__syncwarp();
+			}
+			return;
+		}
+
+		/* add the k slices' partial sums: slices 1.. park theirs, slice 0 sums */
+		float *red = (float *)smem;
+		constexpr int PER = S::MI * S::NI * 4;
+		__syncthreads();
+		if (kg > 0) {
+			float *dst = red + ((kg - 1) * (S::WARPS_M * S::WARPS_N) + wm * S::WARPS_N + wn) * 32 * PER;
+			for (int i = 0; i < PER; i++)
+				dst[i * 32 + lane] = (&acc[0][0][0])[i];
+		}
+		__syncthreads();
+		if (kg > 0)
+			return;
+		for (int g = 1; g < S::KS; g++) {
+			const float *src = red + ((g - 1) * (S::WARPS_M * S::WARPS_N) + wm * S::WARPS_N + wn) * 32 * PER;
+			for (int i = 0; i < PER; i++)
+				(&acc[0][0][0])[i] += src[i * 32 + lane];
+		}
+
+		/* the fragments' pairs straight from registers: scale, bias, routed weight, bf16 */
 #pragma unroll
 		for (int mi = 0; mi < S::MI; mi++)
 #pragma unroll
@@ -420,23 +488,17 @@ __device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, i
 				const int id = r.tok[wm * S::WM + mi * 16 + lane / 4 + h * 8];
 				if (id < 0)
 					continue;
-				float as = 1.0f, w = 1.0f;
-				if (QUANT == MOE_FP8 && a.scale == MOE_SCALE_CHANNEL)
-					as = __ldg(a.a_scale + (int64_t)(id / a.top_k) * a.as_stride_m);
-				if (a.mul_routed_weight)
-					w = __ldg(a.topk_weights + id);
+				float as, w;
+				row_factors(id, as, w);
 #pragma unroll
 				for (int ni = 0; ni < S::NI; ni++) {
 					const int n = n0 + wn * S::WN + ni * 8 + (lane & 3) * 2;
-					float v[2];
+					float v[2] = {};
 #pragma unroll
-					for (int j = 0; j < 2; j++) {
-						float x = acc[mi][ni][h * 2 + j];
-						const int nn = n + j;
-						if (nn >= a.N)
-							continue;
-						v[j] = moe_epilogue::value<QUANT>(a, x, e, nn, ts, as, w);
-					}
+					for (int j = 0; j < 2; j++)
+						if (n + j < a.N)
+							v[j] = moe_epilogue::value<QUANT>(a, acc[mi][ni][h * 2 + j], e, n + j,
+											  ts, as, w);
 					moe_epilogue::store_pair(a, id, n, v);
 				}
 			}
@@ -592,9 +654,10 @@ __device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, i
 				*(float4 *)(smem + (ksc % S::STAGES) * S::STAGE + S::SC_OFF + threadIdx.x * 16) =
 					make_float4(nsc[0][0], nsc[0][1], nsc[0][2], nsc[0][3]);
 			if (++kt == nk && S::MULTI) {
-				/* the tile's end: its epilogue (registers only) while the next tile's first
-				 * k tiles load, then on to that tile */
-				finish();
+				/* the tile's end: its epilogue, staged in the stage just consumed (the
+				 * only one not in flight), while the next tile's first k tiles load,
+				 * then on to that tile */
+				finish((uint32_t)((g % S::STAGES) * S::STAGE));
 				kt = 0;
 				n0 += tstride;
 #pragma unroll
@@ -608,7 +671,7 @@ __device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, i
 		}
 		cp_async_wait<0>();
 		if (!S::MULTI)
-			finish();
+			finish(0);
 	};
 	if (QUANT == MOE_FP8 && a.scale == MOE_SCALE_BLOCK)
 		run(constant<1>());

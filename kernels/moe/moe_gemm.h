@@ -97,7 +97,9 @@ enum moe_scale { MOE_SCALE_NONE = 0, MOE_SCALE_TENSOR, MOE_SCALE_CHANNEL, MOE_SC
  * Launch: block (MOE_GEMM_THREADS, 1, 1),
  *   grid (moe_gemm_rows_cols(quant, TM, N, K, num_valid), ceil(EM / TM), 1)
  *   (row mode: ceil(EM / block_m) rows of the grid; schedule mode EM / TM),
- *   dynamic shared memory moe_gemm_smem(quant, TM).
+ *   dynamic shared memory moe_gemm_launch_smem(quant, TM, args.stages)
+ *   (moe_gemm_smem(quant, TM) unless args.stages asks for the shallow
+ *   pipeline, below).
  */
 #define MOE_GEMM_THREADS 256
 #define MOE_GEMM_TN(tm) ((tm) == 16 ? 32 : (tm) == 64 ? 128 : 256)
@@ -130,33 +132,6 @@ static inline const char *moe_gemm_kernel_name(int quant, int tm)
 	return 0;
 }
 
-/*
- * moe_gemm_rows_tile - the row tile TM (16, 64 or 128) of the
- * moe_gemm_<quant>_m<TM> kernel for a launch with @num_valid routed rows in
- * a sorted list of @em rows aligned to @block_m (the framework's
- * BLOCK_SIZE_M): the largest tile up to the wanted one that divides
- * @block_m (a block of the framework is then whole blocks of ours); 0 if
- * none does.  16 when each expert
- * gets a few rows (decode: the k-split kernel keeps the weights streaming),
- * 64 or 128 as rows per expert grow.  The expert count is estimated from
- * the align step's padding, EM = rows + (E + 1)(block_m - 1); it only
- * steers speed.  Pure, plain C: the shim's fused-MoE adapter and the
- * reference engine both choose with it.
- */
-static inline int moe_gemm_rows_tile(int32_t block_m, int32_t num_valid, int32_t em)
-{
-	int64_t experts = block_m > 1 ? (em - (int64_t)num_valid) / (block_m - 1) : 1;
-	int64_t per = num_valid / (experts > 1 ? experts : 1);
-	int want = per <= 24 ? 16 : per <= 64 ? 64 : 128;
-	static const int tiles[] = { 128, 64, 16 };   /* the kernels' row tiles, largest first */
-	unsigned i;
-
-	for (i = 0; i < sizeof(tiles) / sizeof(tiles[0]); i++)
-		if (tiles[i] <= want && block_m % tiles[i] == 0)
-			return tiles[i];
-	return 0;
-}
-
 /* Bytes of W per output column, k slice and warp: 128 for bf16 (64 k) and FP8 (128 k), 32 packed. */
 #define MOE_GEMM_BROW(quant) (MOE_GEMM_PACKED(quant) ? 32 : 128)
 /* Bytes between W rows in shared memory (packed rows padded against bank conflicts). */
@@ -179,8 +154,99 @@ static inline int moe_gemm_rows_tile(int32_t block_m, int32_t num_valid, int32_t
  */
 #define MOE_GEMM_STAGES(quant, tm) \
 	(98304 / MOE_GEMM_STAGE_BYTES(quant, tm) > 4 ? 4 : 98304 / MOE_GEMM_STAGE_BYTES(quant, tm))
-/* moe_gemm_smem - the dynamic shared memory of a kernel. */
+/* moe_gemm_smem - the dynamic shared memory of a kernel (its deepest pipeline). */
 #define moe_gemm_smem(quant, tm) (MOE_GEMM_STAGES(quant, tm) * MOE_GEMM_STAGE_BYTES(quant, tm))
+
+/*
+ * The shallow pipeline: a MOE_GEMM_SHALLOW kernel (bf16 at TM 64, whose
+ * registers allow two blocks per SM) runs two stages instead of
+ * MOE_GEMM_STAGES when args.stages is 2, in moe_gemm_launch_smem bytes
+ * (48 KiB): SM120's 100 KiB per SM then hold two of its blocks instead of
+ * one, so one block's loads, barriers and epilogue overlap the other's
+ * MMAs.  The same sums, bit for bit; only the depth of the pipeline differs.
+ */
+#define MOE_GEMM_SHALLOW(quant, tm) ((quant) == MOE_BF16 && (tm) == 64)
+#define MOE_GEMM_SHALLOW_STAGES 2
+
+/* moe_gemm_launch_smem - the dynamic shared memory of a launch of moe_gemm_<quant>_m<tm>
+ * with args.stages @stages (0: the kernel's own depth). */
+static inline int moe_gemm_launch_smem(int quant, int tm, int32_t stages)
+{
+	return MOE_GEMM_SHALLOW(quant, tm) && stages == MOE_GEMM_SHALLOW_STAGES
+		       ? MOE_GEMM_SHALLOW_STAGES * MOE_GEMM_STAGE_BYTES(quant, tm)
+		       : moe_gemm_smem(quant, tm);
+}
+
+/*
+ * moe_gemm_rows_per_expert - the routed rows each expert gets in a launch of
+ * @num_valid routed rows in a sorted list of @em rows aligned to @block_m
+ * (the framework's BLOCK_SIZE_M), the experts counted from the align step's
+ * padding, EM = rows + (E + 1)(block_m - 1) (one when block_m is 1).  An
+ * estimate: it only steers speed.
+ */
+static inline int64_t moe_gemm_rows_per_expert(int32_t block_m, int32_t num_valid, int32_t em)
+{
+	int64_t experts = block_m > 1 ? (em - (int64_t)num_valid) / (block_m - 1) : 1;
+
+	return num_valid / (experts > 1 ? experts : 1);
+}
+
+/* moe_gemm_short_k - whether K @k spans at most 8 k steps of 128 bytes of a @quant
+ * row (64 k of bf16, 128 of the others): the down GEMM's K 192 or 256. */
+static inline int moe_gemm_short_k(int quant, int32_t k)
+{
+	return (int64_t)k <= 8 * (quant == MOE_BF16 ? 64 : 128);
+}
+
+/*
+ * moe_gemm_rows_tile - the row tile TM (16, 64 or 128) of the
+ * moe_gemm_<quant>_m<TM> kernel for a launch of @quant with K @k
+ * (@block_m, @num_valid, @em as for moe_gemm_rows_per_expert): the largest
+ * tile up to the wanted one that divides @block_m (a block of the framework
+ * is then whole blocks of ours); 0 if none does.  Wanted, by rows per
+ * expert: 16 up to MOE_GEMM_M16_ROWS (where the decode kernels do not take
+ * the launch: moe_gemm_decode_wanted), 64 up to 64 rows, 128 beyond; but
+ * 64 at any count for a kernel with a shallow pipeline on a short K (bf16's
+ * down GEMM: moe_gemm_rows_stages).  Chosen for SM120's blocks per SM, as
+ * measured on an H100 with the launches padded to them
+ * (tests/gpu/bench_moe_decode.c, Kimi K2 and GLM-4.7 at TP8, 8 to 4096
+ * tokens): the 16-row tile's 96 KiB keep one block per SM there, and past 4
+ * rows an expert it streamed the gate/up weights at 0.2-0.8 of the floor,
+ * the 64-row tile at 0.5-0.9; bf16's down GEMM past 8 rows an expert ran
+ * 7-41% faster on the shallow 64-row tile than on the 128-row one.  NVFP4
+ * keeps 16 rows up to 24 an expert (not measured so).  Pure, plain C: the shim's
+ * fused-MoE adapter and the reference engine both choose with it.
+ */
+#define MOE_GEMM_M16_ROWS(quant) ((quant) == MOE_NVFP4 ? 24 : 4)
+static inline int moe_gemm_rows_tile(int quant, int32_t block_m, int32_t num_valid, int32_t em, int32_t k)
+{
+	const int64_t per = moe_gemm_rows_per_expert(block_m, num_valid, em);
+	const int want = per <= MOE_GEMM_M16_ROWS(quant)                                        ? 16
+			 : per <= 64 || (MOE_GEMM_SHALLOW(quant, 64) && moe_gemm_short_k(quant, k)) ? 64
+												: 128;
+	static const int tiles[] = { 128, 64, 16 };   /* the kernels' row tiles, largest first */
+	unsigned i;
+
+	for (i = 0; i < sizeof(tiles) / sizeof(tiles[0]); i++)
+		if (tiles[i] <= want && block_m % tiles[i] == 0)
+			return tiles[i];
+	return 0;
+}
+
+/*
+ * moe_gemm_rows_stages - args.stages for moe_gemm_<@quant>_m<@tm> on K @k:
+ * the shallow pipeline (MOE_GEMM_SHALLOW_STAGES) where the kernel has one
+ * and K is short (the down GEMM: a block's column tiles are a few k tiles
+ * each, and the second block per SM overlaps one's epilogue with the
+ * other's loads; measured 14-50% faster than the four-stage pipeline at
+ * SM120's blocks per SM, Kimi K2 and GLM-4.7 at 64 to 4096 tokens), else 0
+ * (gate/up's long K streams better four stages deep: 0-12% faster up to 64
+ * rows an expert).  Pure.
+ */
+static inline int32_t moe_gemm_rows_stages(int quant, int tm, int32_t k)
+{
+	return MOE_GEMM_SHALLOW(quant, tm) && moe_gemm_short_k(quant, k) ? MOE_GEMM_SHALLOW_STAGES : 0;
+}
 
 /*
  * moe_gemm_rows_cols - the grid's x for moe_gemm_<@quant>_m<@tm> on N @n,
@@ -353,40 +419,36 @@ static inline int moe_gemm_decode_cols(int quant, int32_t n, int32_t k, int tn, 
 
 /*
  * moe_gemm_decode_wanted - whether a sorted-mode launch of @quant with K @k
- * (@block_m, @num_valid, @em as for moe_gemm_rows_tile) is better served by
- * the decode kernels than by the row tiles (measured on an H100 with
- * tests/gpu/bench_moe_decode.c): @quant has them, and either K spans at
- * most 8 of their 128-byte k steps (the down GEMM's K 192 or 256, where the
- * 16-row tile's eight-way k split leaves most of its warps idle) and the
- * experts get at most 24 rows each by moe_gemm_rows_tile's estimate, or K is
- * longer (gate/up), the experts get at most one row each, and the row
- * tiles' grid would be mostly empty: EM / 16 row blocks, 16 or more for
- * each routed row (or expert, if fewer), as at one or two tokens or with
- * the Hopper configurations' BLOCK_SIZE_M 128; elsewhere the 16-row tile
- * reads W as fast.  W4A16: whenever the experts get at most
- * MOE_DECODE_W4_ROWS rows each (four passes; measured faster than the row
- * tiles at every batch up to 512 tokens of Kimi K2 and GLM-4.7, gate/up
- * and down, 3.5 to 40 times).  (Row mode, one routed row per block, always
- * is.)  Pure, plain C.
+ * (@block_m, @num_valid, @em as for moe_gemm_rows_per_expert) is better
+ * served by the decode kernels than by the row tiles: @quant has them and
+ * the experts get at most
+ *   MOE_DECODE_W4_ROWS rows each for W4A16 (four passes; faster than the
+ *     row tiles at every batch up to 512 tokens of Kimi K2 and GLM-4.7,
+ *     gate/up and down, 3.5 to 40 times);
+ *   on a short K (moe_gemm_short_k: the down GEMM), MOE_DECODE_SHORT_ROWS,
+ *     or MOE_DECODE_SHALLOW_ROWS where the 64-row tile has a shallow
+ *     pipeline (bf16), which passes the decode kernels from about 10 rows;
+ *   on a long K (gate/up), MOE_DECODE_LONG_ROWS: from 5 rows the 64-row
+ *     tile reads the weights faster.
+ * Measured on an H100 at SM120's blocks per SM (tests/gpu/bench_moe_decode.c,
+ * Kimi K2 and GLM-4.7 at TP8, 8 to 1024 tokens).  (Row mode, one routed row
+ * per block, always is.)  Pure, plain C.
  */
 #define MOE_DECODE_W4_ROWS 32
+#define MOE_DECODE_SHORT_ROWS 24
+#define MOE_DECODE_SHALLOW_ROWS 8
+#define MOE_DECODE_LONG_ROWS 4
 static inline int moe_gemm_decode_wanted(int quant, int32_t block_m, int32_t num_valid, int32_t em, int32_t k)
 {
-	const int64_t steps = moe_gemm_decode_steps(quant, k);
-	int64_t experts, per, busy;
+	const int64_t per = moe_gemm_rows_per_expert(block_m, num_valid, em);
 
 	if (!moe_gemm_decode_has(quant))
 		return 0;
-	experts = block_m > 1 ? (em - (int64_t)num_valid) / (block_m - 1) : 1;
-	if (experts < 1)
-		experts = 1;
-	per = num_valid / experts;
 	if (quant == MOE_W4A16)
 		return per <= MOE_DECODE_W4_ROWS;
-	if (steps <= 8)
-		return per <= 24;
-	busy = num_valid < experts ? num_valid : experts;
-	return per <= 1 && em / 16 >= 16 * busy;
+	if (moe_gemm_short_k(quant, k))
+		return per <= (MOE_GEMM_SHALLOW(quant, 64) ? MOE_DECODE_SHALLOW_ROWS : MOE_DECODE_SHORT_ROWS);
+	return per <= MOE_DECODE_LONG_ROWS;
 }
 
 struct moe_gemm_args {
@@ -419,6 +481,8 @@ struct moe_gemm_args {
 	int32_t group_n, group_k;       /* MOE_SCALE_BLOCK: group_k == 128, group_n % 128 == 0 */
 	int32_t group_size;             /* MOE_W4A16: 32, 64 or 128 (NVFP4: 16) */
 	int32_t mul_routed_weight;
+	int32_t stages;                 /* row tiles: 0, or MOE_GEMM_SHALLOW_STAGES on a MOE_GEMM_SHALLOW
+					 * kernel (launched with moe_gemm_launch_smem bytes) */
 };
 
 #endif

@@ -25,25 +25,14 @@ static atomic_int device_state[MAX_DEVICES];
 static int read_device(CUdevice dev, struct occ_sm *out)
 {
 	shim_fn_cuDeviceGetAttribute *get = shim_real(SHIM_HOOK_cuDeviceGetAttribute);
-	static const CUdevice_attribute attrs[] = {
-		CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
-		CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-		CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK,
-		CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
-		CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR,
-		CU_DEVICE_ATTRIBUTE_WARP_SIZE,
-		CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-		CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
-	};
-	int v[sizeof(attrs) / sizeof(attrs[0])];
+	int v[OCC_DEVICE_ATTRS];
 	size_t i;
 
-	for (i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++)
-		if (!get || get(&v[i], attrs[i], dev) != CUDA_SUCCESS || v[i] < 0)
+	for (i = 0; i < OCC_DEVICE_ATTRS; i++)
+		if (!get || get(&v[i], (CUdevice_attribute)occupancy_device_attrs[i], dev) != CUDA_SUCCESS ||
+		    v[i] < 0)
 			return -1;
-	*out = (struct occ_sm){ (uint32_t)v[0], (uint32_t)v[1], (uint32_t)v[2], (uint32_t)v[3],
-				(uint32_t)v[4], (uint32_t)v[5],
-				occupancy_granularity(v[6] * 10 + v[7]) };
+	occupancy_from_attrs(v, out);
 	return 0;
 }
 

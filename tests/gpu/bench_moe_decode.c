@@ -1,8 +1,8 @@
 /*
  * bench_moe_decode.c - the fused-MoE decode rows of issue 18, one GPU, one
- * run: the bundled kernels the shim's fused-MoE plan launched before the
- * decode kernels (the row tiles: moe_gemm_rows_tile) against the decode
- * kernels it launches now (moe_gemm_decode_wanted / moe_gemm_decode_tn),
+ * run: the row tile the shim's fused-MoE plan picks for a launch
+ * (moe_gemm_rows_tile) against the decode kernel it picks
+ * (moe_gemm_decode_wanted / moe_gemm_decode_tn),
  * and every decode column tile, on the gate/up and the down GEMM of Kimi K2
  * and GLM-4.7 at TP8, bf16, FP8 (per tensor, per channel, 128 x 128 blocks)
  * and INT4 W4A16 (bf16 scales per group of 32), as fractions of the
@@ -12,15 +12,21 @@
  *   bench_peaks.cubin  its read_bw kernel measures the streaming read
  *                      bandwidth (a 4 GiB buffer, median of 9) and the
  *                      "limit" column (below);
- *   ALT.fatbin         another build of the decode kernels, timed in column
- *                      "alt" (the same tile as "new").
+ *   ALT.fatbin         another build of the bundled kernels: its decode
+ *                      kernel timed in column "alt" (the same tile as "new"),
+ *                      and with MOE_DECODE_ROWTILES=1 each row tile on the
+ *                      plan's grid, plain and padded ("alt", "pad" after
+ *                      "per"; then "same": whether it wrote the same bytes
+ *                      as this build).
  * Environment: MOE_DECODE_M (batches, default 1,2,4,8,16,64,256),
  * MOE_DECODE_BM (the framework's BLOCK_SIZE_M, default 128: the over-limit
  * Hopper configurations the shim reroutes; 16 is a small-batch tuned one),
  * MOE_DECODE_QUANT (quantizations by name, default all: bf16, fp8_tensor,
- * fp8_channel, fp8_block, int4), MOE_DECODE_ROWTILES=1 (a second line per
+ * fp8_channel, fp8_block, int4), MOE_DECODE_MODEL (kimi or glm, default
+ * both), MOE_DECODE_HALF (gateup or down, default both), MOE_DECODE_ROWTILES=1 (a second line per
  * case: every row tile on a block per column tile and on the plan's grid,
- * plain and padded to SM120's blocks per SM: row_tiles).
+ * plain and padded to SM120's blocks per SM, and a kernel's shallow
+ * pipeline (moe_gemm.h) where it has one: row_tiles).
  *
  * Each case: M tokens, top_k 8 distinct experts each, uniform (the routing
  * of tests/gpu/bench_moe.py), aligned as moe_align_block_size lays it out
@@ -43,14 +49,17 @@
  * each column prints floor / time (1.00 = at the floor).  "limit": read_bw
  * over exactly those bytes, timed the same way (a kernel that only reads
  * them: what launch, ramp and tail leave of the floor at this size).
- * "old": the row-tile kernel; "old pad": the same with its dynamic shared
- * memory padded so that this GPU runs as many of its blocks per SM as SM120
- * (one); the decode kernels run as many per SM here as on SM120 (two: their
- * registers), printed first.  Each case's old and new outputs are compared
+ * "old": the row tile the plan picks where it picks no decode kernel
+ * (moe_gemm_rows_tile, on its grid and pipeline); "old pad": the same with its dynamic shared
+ * memory padded so that this GPU runs no more of its blocks per SM than
+ * SM120 would (occupancy_pad, core/limits/occupancy.h, as
+ * SM120SHIM_EMULATE_OCCUPANCY pads; both counts printed first); the decode
+ * kernels run as many per SM here as on SM120 (their registers decide).  Each case's old and new outputs are compared
  * (max |old - new| / max |old|, a wiring check: the tests check values).
  */
 #include <stdint.h>
 
+#include "../../core/limits/occupancy.h"
 #include "../../kernels/moe/moe_gemm.h"
 #include "../../shim/reroute/bundle.h"
 #include "gpu_test.h"
@@ -59,7 +68,6 @@
 #define REPS 25
 #define FLUSH_BYTES ((size_t)256 << 20)
 #define NCOPY 12
-#define SM120_OLD_PAD 120000 /* dynamic bytes that leave one 96 KiB-class block per Hopper SM */
 
 struct model {
 	const char *name;
@@ -144,6 +152,43 @@ static int blocks_per_sm(CUfunction f, int smem)
 	return n;
 }
 
+/* This GPU's and SM120's resident-block limits (sm120_pad). */
+static struct occ_sm dev_occ, sm120_occ;
+
+/* sm120_init - dev_occ from this GPU's attributes, sm120_occ from the "sm120" profile. */
+static void sm120_init(CUdevice dev)
+{
+	int v[OCC_DEVICE_ATTRS];
+	struct target_limits t;
+	struct sm_err err;
+
+	for (int i = 0; i < OCC_DEVICE_ATTRS; i++)
+		CHECK(cuDeviceGetAttribute(&v[i], (CUdevice_attribute)occupancy_device_attrs[i], dev));
+	occupancy_from_attrs(v, &dev_occ);
+	if (target_parse("sm120", &t, &err)) {
+		fprintf(stderr, "bench_moe_decode: no sm120 profile: %s\n", err.msg);
+		exit(1);
+	}
+	occupancy_target(&t, &dev_occ, &sm120_occ);
+}
+
+/*
+ * sm120_pad - the dynamic bytes that make this GPU keep no more blocks of
+ * @f per SM than SM120 would at @smem dynamic bytes (occupancy_pad, as
+ * SM120SHIM_EMULATE_OCCUPANCY pads), with @f's attribute raised to it.
+ */
+static int sm120_pad(CUfunction f, int smem)
+{
+	struct occ_pad p;
+	int st = 0;
+
+	CHECK(cuFuncGetAttribute(&st, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f));
+	occupancy_pad(&sm120_occ, &dev_occ, MOE_GEMM_THREADS, (uint32_t)st, (uint32_t)smem, &p);
+	if (p.verdict == OCC_PAD)
+		CHECK(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)p.dynamic));
+	return p.verdict == OCC_PAD ? (int)p.dynamic : smem;
+}
+
 static CUdeviceptr upload(const void *p, size_t n)
 {
 	CUdeviceptr d;
@@ -174,6 +219,28 @@ static void fill_bytes(uint8_t *p, size_t n)
 }
 
 /*
+ * variant - @f on the grid (@gx, @gy) at @smem dynamic bytes, timed plain
+ * and padded to SM120's blocks per SM, printed after @label as fractions of
+ * @floor_ms, then "same" and whether it wrote the bytes @ref holds (@buf:
+ * room for its output, @cbytes of C at @dc).
+ */
+static void variant(const char *label, CUfunction f, unsigned gx, unsigned gy, int smem, void **params,
+		    void *wptr, CUdeviceptr wbuf, size_t wbytes, CUdeviceptr dc, size_t cbytes,
+		    const uint16_t *ref, uint16_t *buf, double floor_ms)
+{
+	const int pad = sm120_pad(f, smem);   /* (raises the attribute; @f allows @smem already) */
+
+	printf(" %s %.2f pad %.2f", label,
+	       floor_ms / timed_ms(f, gx, gy, MOE_GEMM_THREADS, (unsigned)smem, params, wptr, wbuf, wbytes),
+	       floor_ms / timed_ms(f, gx, gy, MOE_GEMM_THREADS, (unsigned)pad, params, wptr, wbuf, wbytes));
+	CHECK(cuMemsetD16(dc, NAN_BF16, cbytes / 2));
+	CHECK(cuLaunchKernel(f, gx, gy, 1, MOE_GEMM_THREADS, 1, 1, (unsigned)smem, stream, params, NULL));
+	CHECK(cuStreamSynchronize(stream));
+	CHECK(cuMemcpyDtoH(buf, dc, cbytes));
+	printf(" same %d", !memcmp(buf, ref, cbytes));
+}
+
+/*
  * row_tiles - MOE_DECODE_ROWTILES=1: each row tile TM (16, 64, 128) that
  * divides @bm, as floor / time, on a block per column tile ("tiles") and
  * on the grid x the plan launches (moe_gemm_rows_cols: "cols", gx; several
@@ -182,7 +249,7 @@ static void fill_bytes(uint8_t *p, size_t n)
  * two grids wrote the same bytes; for the MULTI kernels, "per": 2, 4, 8 and
  * 16 column tiles per block.
  */
-static void row_tiles(CUmodule mod, int quant, int N, int K, int em, int nv, int bm, void **params,
+static void row_tiles(CUmodule mod, CUmodule alt, int quant, int N, int K, int em, int nv, int bm, void **params,
 		      struct moe_gemm_args *a, CUdeviceptr dc, size_t cbytes, CUdeviceptr wbuf, size_t wbytes,
 		      double floor_ms)
 {
@@ -197,8 +264,8 @@ static void row_tiles(CUmodule mod, int quant, int N, int K, int em, int nv, int
 		const int smem = moe_gemm_smem(quant, tm);
 		const unsigned tiles = (unsigned)((N + MOE_GEMM_TN(tm) - 1) / MOE_GEMM_TN(tm));
 		const unsigned gx = (unsigned)moe_gemm_rows_cols(quant, tm, N, K, nv), gy = (unsigned)((em + tm - 1) / tm);
-		CUfunction f = get(mod, moe_gemm_kernel_name(quant, tm), SM120_OLD_PAD);
-		const int pad = smem < SM120_OLD_PAD && blocks_per_sm(f, smem) > 1 ? SM120_OLD_PAD : smem;
+		CUfunction f = get(mod, moe_gemm_kernel_name(quant, tm), smem);
+		const int pad = sm120_pad(f, smem);
 		double tiles_ms, cols_ms, pad_ms;
 		uint16_t *c0 = malloc(cbytes), *c1 = malloc(cbytes);
 
@@ -223,6 +290,15 @@ static void row_tiles(CUmodule mod, int quant, int N, int K, int em, int nv, int
 				       floor_ms / timed_ms(f, (tiles + per - 1) / per, gy, MOE_GEMM_THREADS, (unsigned)smem,
 							   params, &a->b, wbuf, wbytes));
 		}
+		if (MOE_GEMM_SHALLOW(quant, tm)) {
+			a->stages = MOE_GEMM_SHALLOW_STAGES;
+			variant("shallow", f, gx, gy, moe_gemm_launch_smem(quant, tm, MOE_GEMM_SHALLOW_STAGES), params,
+				&a->b, wbuf, wbytes, dc, cbytes, c1, c0, floor_ms);
+			a->stages = 0;
+		}
+		if (alt)
+			variant("alt", get(alt, moe_gemm_kernel_name(quant, tm), smem), gx, gy, smem, params, &a->b, wbuf,
+				wbytes, dc, cbytes, c1, c0, floor_ms);
 		free(c0);
 		free(c1);
 	}
@@ -232,7 +308,8 @@ static void row_tiles(CUmodule mod, int quant, int N, int K, int em, int nv, int
 int main(int argc, char **argv)
 {
 	const char *ms_env = getenv("MOE_DECODE_M"), *bm_env = getenv("MOE_DECODE_BM");
-	const char *q_env = getenv("MOE_DECODE_QUANT");
+	const char *q_env = getenv("MOE_DECODE_QUANT"), *model_env = getenv("MOE_DECODE_MODEL");
+	const char *half_env = getenv("MOE_DECODE_HALF");
 	char mlist[256];
 	int batches[32], nb = 0, bm = bm_env ? atoi(bm_env) : 128;
 	CUmodule mod, peaks, alt = NULL;
@@ -253,6 +330,7 @@ int main(int argc, char **argv)
 		batches[nb++] = atoi(t);
 	mod = gpu_test_module(NULL);
 	CHECK(cuCtxGetDevice(&dev));
+	sm120_init(dev);
 	CHECK(cuDeviceGetName(devname, sizeof(devname), dev));
 	CHECK(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
 	CHECK(cuModuleLoad(&peaks, argv[1]));
@@ -307,23 +385,29 @@ int main(int argc, char **argv)
 	}
 
 	{
-		CUfunction o16 = get(mod, moe_gemm_kernel_name(MOE_BF16, 16), moe_gemm_smem(MOE_BF16, 16));
-		const int o16_plain = blocks_per_sm(o16, moe_gemm_smem(MOE_BF16, 16));
-		CUfunction o16p = get(mod, moe_gemm_kernel_name(MOE_BF16, 16), SM120_OLD_PAD);
-		const int o16_pad = blocks_per_sm(o16p, SM120_OLD_PAD);
+		static const int row_quants[] = { MOE_BF16, MOE_FP8, MOE_W4A16 }, row_tms[] = { 16, 64, 128 };
 
 		printf("# %s, %d SMs; streaming read %.0f GB/s (read_bw, 4 GiB); BLOCK_SIZE_M %d; %s\n", devname,
 		       sms, bw, bm, flush_write ? "a 256 MiB memset before each launch (bench_moe.py's flush)"
 					       : "launches rotate over 12 copies of the weights (no flush)");
-		printf("# blocks per SM here: moe_gemm_bf16_m16 %d (padded to %d B: %d; SM120: 1)", o16_plain,
-		       SM120_OLD_PAD, o16_pad);
+		printf("# blocks per SM here, plain/padded to SM120's (pad):");
+		for (int q = 0; q < 3; q++)
+			for (int t = 0; t < 3; t++) {
+				const int smem = moe_gemm_smem(row_quants[q], row_tms[t]);
+				CUfunction f = get(mod, moe_gemm_kernel_name(row_quants[q], row_tms[t]), smem);
+				const int plain = blocks_per_sm(f, smem), pad = sm120_pad(f, smem);
+
+				printf(" %s %d/%d", moe_gemm_kernel_name(row_quants[q], row_tms[t]), plain,
+				       blocks_per_sm(f, pad));
+			}
+		printf("\n# blocks per SM of the decode kernels here:");
 		for (int t = 0; t < 12; t++) {
 			const char *name = moe_gemm_decode_name(t < 4 ? MOE_BF16 : t < 8 ? MOE_FP8 : MOE_W4A16,
 								16 << (t % 4));
 
 			printf(", %s %d", name, blocks_per_sm(get(mod, name, 0), 0));
 		}
-		printf(" (SM120: 2)\n");
+		printf(" (SM120 the same: their registers)\n");
 	}
 	printf("# fractions of the floor (floor / time); old = row tiles (the plan before), new = the decode "
 	       "kernel the plan picks now (its tile: tn; 0 = the row tile kept); d16..d128 each decode tile; "
@@ -336,7 +420,9 @@ int main(int argc, char **argv)
 		for (int half = 0; half < 2; half++)
 			for (size_t qi = 0; qi < sizeof(quants) / sizeof(quants[0]); qi++)
 				for (int bi = 0; bi < nb; bi++) {
-					if (q_env && !strstr(q_env, quants[qi].name))
+					if ((q_env && !strstr(q_env, quants[qi].name)) ||
+					    (model_env && strcmp(model_env, models[mi].name)) ||
+					    (half_env && strcmp(half_env, half ? "down" : "gateup")))
 						continue;
 					const struct model *md = &models[mi];
 					const struct quant *qt = &quants[qi];
@@ -475,22 +561,25 @@ int main(int argc, char **argv)
 								  bytes < ((size_t)256 << 20) ? (size_t)256 << 20 : 0);
 					}
 
-					/* old: the row tile the plan took before; padded to SM120's one block per SM */
-					told = moe_gemm_rows_tile(bm, nv, em);
+					/* old: the row tile the plan picks where it picks no decode kernel, on its
+					 * grid and pipeline; padded to SM120's blocks per SM */
+					told = moe_gemm_rows_tile(qt->quant, bm, nv, em, K);
+					a.stages = moe_gemm_rows_stages(qt->quant, told, K);
 					{
-						const int smem = moe_gemm_smem(qt->quant, told);
+						const int smem = moe_gemm_launch_smem(qt->quant, told, a.stages);
 						CUfunction f = get(mod, moe_gemm_kernel_name(qt->quant, told), smem);
-						const unsigned gx = (unsigned)((N + MOE_GEMM_TN(told) - 1) / MOE_GEMM_TN(told));
+						const unsigned gx = (unsigned)moe_gemm_rows_cols(qt->quant, told, N, K, nv);
 						const unsigned gy = (unsigned)((em + told - 1) / told);
 
 						old_ms = timed_ms(f, gx, gy, MOE_GEMM_THREADS, (unsigned)smem, params, &a.b, wbuf,
 								  wbytes);
-						pad_ms = smem < SM120_OLD_PAD && blocks_per_sm(f, smem) > 1
-							 ? (get(mod, moe_gemm_kernel_name(qt->quant, told), SM120_OLD_PAD),
-							    timed_ms(f, gx, gy, MOE_GEMM_THREADS, SM120_OLD_PAD, params, &a.b, wbuf,
-								     wbytes))
-							 : old_ms;
+						const int pad = sm120_pad(f, smem);
+
+						pad_ms = pad != smem ? timed_ms(f, gx, gy, MOE_GEMM_THREADS, (unsigned)pad, params,
+										&a.b, wbuf, wbytes)
+								     : old_ms;
 					}
+					a.stages = 0;
 					/* new: the decode kernel the plan picks (0: it keeps the row tile) */
 					tn = moe_gemm_decode_wanted(qt->quant, bm, nv, em, K) ? moe_gemm_decode_tn(qt->quant, K) : 0;
 					for (int t = 0; t < 4; t++) {
@@ -552,7 +641,7 @@ int main(int argc, char **argv)
 						printf(" %6.2f", tn ? floor_ms / alt_ms : 0.0);
 					printf(" %9.1e%s\n", wire, tn ? "" : "  (new = old: row tile kept)");
 					if (rowtiles)
-						row_tiles(mod, qt->quant, N, K, em, nv, bm, params, &a, dc, cbytes, wbuf, wbytes,
+						row_tiles(mod, alt, qt->quant, N, K, em, nv, bm, params, &a, dc, cbytes, wbuf, wbytes,
 							  floor_ms);
 					fflush(stdout);
 

@@ -11,7 +11,8 @@
  * sorted_ids of num_valid + (E + 1) (block_m - 1) entries (the tail
  * num_valid too), expert_ids -1 past the used blocks.  The cases (cases[])
  * cover all twelve kernels; odd sizes (N 72, 200 and 456, not multiples of
- * the 32-, 128- or 256-column tile; K 16, 48, 192, 208 and 320, not multiples
+ * the 32-, 128- or 256-column tile, and 100 and 204, whose output rows are
+ * not 8-element aligned (the row tiles' staged stores); K 16, 48, 192, 208 and 320, not multiples
  * of the 64 or 128 k tile, and 1024 for the 16-row kernels, which split K
  * over their warps; K 64, 192, 256 and 320 packed); 1, 7 and 33 tokens with
  * top_k 1..8 over 5..9 experts (most of them empty for one token); block_m
@@ -89,7 +90,10 @@
  * grid x of moe_gemm_rows_cols(), and, flag GRID3, on a grid x of 2 over 3
  * to 4 column tiles (a block's tiles one pipelined sequence: the next
  * tile's loads under the last one's epilogue; a partial last tile, K
- * ending inside a k tile, experts on another rank, row mode).
+ * ending inside a k tile, experts on another rank, row mode).  Flag SHALLOW
+ * runs bf16 at TM 64 on its shallow two-stage pipeline (args.stages; K of
+ * 16, 192, 208 and 1024, so from one k tile to more than the stages), and
+ * FP8 at TM 64, which has none, with args.stages set (ignored).
  *
  * The W4A16 decode kernels (the last block of cases[]): groups of 32, 64 and
  * 128; K ending inside their 128-k step (64, 192, 320, 448: lanes past K),
@@ -140,6 +144,8 @@ static const struct kernel kernels[] = { MOE_GEMM_KERNELS(KERNEL_ROW) MOE_DECODE
 #define NAIVE (1u << 7)  /* row mode: no sorted_ids, one routed row per block of block_m */
 #define GRID3 (1u << 8)  /* decode kernels: grid (2, 3), each block looping over tiles and framework blocks;
 			  * MOE_GEMM_MULTI row tiles: grid x 2, each block every other column tile */
+#define SHALLOW (1u << 9) /* args.stages MOE_GEMM_SHALLOW_STAGES, moe_gemm_launch_smem bytes (the shallow
+			   * pipeline; a kernel without one ignores it) */
 
 struct tcase {
 	int quant, tm; /* the kernel */
@@ -223,6 +229,18 @@ static const struct tcase cases[] = {
 	{ FP8, 64, 7, 2, 5, 456, 192, 64, CHANNEL, 0, NAIVE | RW | GRID3 },
 	{ FP8, 128, 33, 4, 8, 1000, 256, 128, TENSOR, 0, OFF | DROP | GRID3 },
 	{ BF16, 128, 300, 8, 16, 1000, 256, 128, 0, 0, RW | BIAS | PAD | SAMPLE | GRID3 },
+	/* the shallow pipeline of bf16 at TM 64 (moe_gemm.h), and args.stages on a kernel
+	   without one (FP8 at TM 64: ignored, its own pipeline in its own bytes) */
+	{ BF16, 64, 7, 2, 6, 200, 192, 128, 0, 0, RW | BIAS | PAD | SHALLOW },
+	{ BF16, 64, 33, 8, 9, 456, 208, 128, 0, 0, RW | BIAS | PAD | OFF | SHORT | GRID3 | SHALLOW },
+	{ BF16, 64, 300, 8, 16, 384, 1024, 64, 0, 0, RW | BIAS | PAD | SAMPLE | SHALLOW },
+	{ BF16, 64, 3, 4, 9, 200, 16, 64, 0, 0, NAIVE | RW | DROP | SHALLOW },
+	{ FP8, 64, 33, 4, 8, 200, 192, 128, CHANNEL, 0, BIAS | PAD | OFF | SHALLOW },
+	/* row tiles whose output rows are not 8-element aligned (N 204, 100; C's row stride
+	   N + 24): the staged epilogue's pair stores, and a last 8-column chunk past N */
+	{ BF16, 64, 33, 8, 9, 204, 208, 64, 0, 0, RW | BIAS | PAD | GRID3 },
+	{ FP8, 128, 33, 4, 8, 100, 256, 128, CHANNEL, 0, RW | PAD },
+	{ W4, 128, 33, 8, 9, 204, 192, 128, 0, 32, BIAS | OFF },
 	/* the decode kernels (see the top comment) */
 	{ BF16, DEC(16), 1, 8, 9, 200, 1024, 128, 0, 0, RW | BIAS | PAD },
 	{ BF16, DEC(128), 7, 2, 6, 456, 208, 16, 0, 0, OFF | SHORT },
@@ -387,6 +405,7 @@ static void layout(struct host *hs)
 	g->num_valid = hs->nv = tc->M * tc->top_k;
 	g->EM = (tc->flags & NAIVE) ? hs->nv * tc->block_m : hs->nv + (tc->E + 1) * (tc->block_m - 1);
 	g->mul_routed_weight = (tc->flags & RW) != 0;
+	g->stages = (tc->flags & SHALLOW) ? MOE_GEMM_SHALLOW_STAGES : 0;
 	hs->nblk = (g->EM + tc->block_m - 1) / tc->block_m;
 
 	g->a_stride_m = tc->K + pad * 48 / aesz;
@@ -731,7 +750,7 @@ static void launch(CUmodule mod, const struct kernel *kd, struct host *hs)
 	struct moe_gemm_args a = hs->g;
 	void *params[] = { &a };
 	const int decode = kd->tm < 0;
-	const int smem = decode ? 0 : moe_gemm_smem(kd->quant, kd->tm);
+	const int smem = decode ? 0 : moe_gemm_launch_smem(kd->quant, kd->tm, a.stages);
 	CUdeviceptr d[11];
 	CUfunction fn;
 	unsigned gx, gy;

@@ -440,7 +440,7 @@ CASES = {
     # Kimi K2 at TP8: 384 experts, top_k 8, hidden 7168, gate/up N = 2 x 2048 / 8.
     "sglang-0.5.9-moe-kimi-tp8-gateup-fp8block-m512": (
         sglang_moe, ("0.5.9", "fp8_block", 512, 384, 8, 512, 7168),
-        {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_fp8_m16")}),
+        {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_fp8_m64")}),
     "sglang-0.5.9-moe-kimi-tp8-down-fp8block-m512": (
         sglang_moe, ("0.5.9", "fp8_block", 512, 384, 8, 7168, 256, True),
         {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_fp8_d128")}),
@@ -504,13 +504,13 @@ CASES = {
     # takes it and its values (FUSE_SWIGLU, MASK_OUTPUT, ...) are checked.
     "sglang-0.5.23-moe-kimi-tp8-gateup-fp8block-m512": (
         sglang_moe, ("0.5.23", "fp8_block", 512, 384, 8, 512, 7168),
-        {"fused_moe_kernel": ("sglang-moe-main", "moe_gemm_fp8_m16")}),
+        {"fused_moe_kernel": ("sglang-moe-main", "moe_gemm_fp8_m64")}),
     # vLLM's down launch at the bf16 tile 128x256x64, 8 warps, 4 stages
     # (147456 B on sm_120, 196608 B on sm_90), GLM-4.7 at TP8 (hidden 5120).
     "vllm-0.33.0-moe-glm-tp8-down-bf16-m2048": (
         with_(vllm_moe, down=True),
         ("0.33.0", "bf16", 2048, 160, 8, 5120, 192, tuned(128, 256, 64, 32, 8, 4)),
-        {"fused_moe_kernel": ("vllm-moe-main", "moe_gemm_bf16_m128")}),
+        {"fused_moe_kernel": ("vllm-moe-main", "moe_gemm_bf16_m64")}),
     # ... and at the FP8 tile 128x256x128 per channel (per-token activation
     # scales [rows, 1], weight scales [E, N, 1]); SGLang 0.5.9 at the bf16 tile.
     "vllm-0.33.0-moe-glm-tp8-down-fp8chan-m2048": (
@@ -520,7 +520,7 @@ CASES = {
     "sglang-0.5.9-moe-kimi-tp8-gateup-bf16-m512": (
         with_(sglang_moe, config=tuned(128, 256, 64, 32, 8, 4)),
         ("0.5.9", "bf16", 512, 384, 8, 512, 7168),
-        {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_bf16_m16")}),
+        {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_bf16_m64")}),
     # --- what the compiled facts change (rules/AUDIT.md F1-F3): each case from
     # here on decides otherwise without them (FACTS_DECIDE) ---
     # F1: GLM-4.7 with SGLang's fused shared expert compiles top_k 9; with the
@@ -593,7 +593,7 @@ CASES = {
     "sglang-0.5.9-moe-dsv3-tp8-gateup-fp8block-m8-bm16": (
         with_(sglang_moe, config=tuned(16, 256, 128, 32, 8, 4)),
         ("0.5.9", "fp8_block", 8, 256, 8, 512, 7168),
-        {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_fp8_m16")}),
+        {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_fp8_d16")}),
     # E=160,N=384,device_name=NVIDIA_B200,dtype=fp8_w8a8.json, bucket 3072:
     # BLOCK_SIZE_M 256, 256x64, 5 stages (131072 B on sm_120, 163840 B on sm_90).
     "sglang-0.5.9-moe-glm-tp8-gateup-fp8tensor-m3072-bm256": (
@@ -605,7 +605,7 @@ CASES = {
     # (10 x 8 x 4 > 256 experts: the aligned routing), through vLLM's own kernel.
     "vllm-0.33.0-moe-dsv3-tp8-gateup-fp8block-m10-bm16": (
         vllm_moe, ("0.33.0", "fp8_block", 10, 256, 8, 512, 7168, tuned(16, 256, 128, 32, 8, 4)),
-        {"fused_moe_kernel": ("vllm-moe-main", "moe_gemm_fp8_m16")}),
+        {"fused_moe_kernel": ("vllm-moe-main", "moe_gemm_fp8_d16")}),
     # ... with 4 tokens vLLM takes its naive small-batch assignment (sorted_token_ids
     # None, naive_block_assignment 1: 4 x 8 x 4 <= 256 experts): moe_gemm's row
     # mode, one routed row per block, with the facts only (rules/AUDIT.md).

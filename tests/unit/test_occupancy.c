@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
+#include <cuda.h>
 
 #include "../../core/limits/occupancy.h"
 
@@ -48,6 +49,24 @@ static void test_arch(void **state)
 	assert_int_equal(o.blocks_per_sm, 16); /* unchanged */
 	assert_int_equal(occupancy_granularity(75), 256);
 	assert_int_equal(occupancy_granularity(0), 0);
+	/* The attributes are cuda.h's, and an H100's values read as the table's Hopper. */
+	{
+		static const int h100[OCC_DEVICE_ATTRS] = { 233472, 232448, 1024, 2048, 32, 32, 9, 0 };
+		static const int nums[OCC_DEVICE_ATTRS] = {
+			CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
+			CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+			CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK,
+			CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
+			CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR,
+			CU_DEVICE_ATTRIBUTE_WARP_SIZE,
+			CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+			CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+		};
+
+		assert_memory_equal(occupancy_device_attrs, nums, sizeof(nums));
+		occupancy_from_attrs(h100, &o);
+		assert_memory_equal(&o, &hopper, sizeof(o));
+	}
 	/* A byte-count target emulates shared memory only: threads and blocks are the device's. */
 	assert_int_equal(target_parse("101376", &bytes, NULL), 0);
 	occupancy_target(&bytes, &hopper, &o);

@@ -590,7 +590,22 @@ static void test_fused_moe(void **state)
 	kimi_moe(&f, "sglang-moe-2026-03");
 	drop(&f, "a_scale_ptr"), drop(&f, "b_scale_ptr");
 	expect_plan(&f, "sglang-moe-2026-03", "sglang-moe-main", &plan);
-	assert_string_equal(plan.kernel, moe_gemm_kernel_name(MOE_BF16, 16));
+	assert_string_equal(plan.kernel, moe_gemm_kernel_name(MOE_BF16, 64));
+	assert_int_equal(plan.dynamic_smem, moe_gemm_smem(MOE_BF16, 64));
+	/* ... its down GEMM (K 256) at 4096 tokens: the 64-row tile on its shallow pipeline */
+	kimi_moe(&f, "sglang-moe-2026-03");
+	drop(&f, "a_scale_ptr"), drop(&f, "b_scale_ptr");
+	set(&f, "N", 7168), set(&f, "K", 256), set(&f, "stride_am", 256);
+	set(&f, "stride_be", 7168 * 256), set(&f, "stride_bn", 256), set(&f, "stride_cm", 7168);
+	set(&f, "num_valid_tokens", 4096 * 8), set(&f, "EM", 4096 * 8 + 385 * 127);
+	f.l.grid[0] = ((4096 * 8 + 385 * 127 + 127) / 128) * 28;
+	expect_plan(&f, "sglang-moe-2026-03", "sglang-moe-main", &plan);
+	assert_string_equal(plan.kernel, moe_gemm_kernel_name(MOE_BF16, 64));
+	assert_int_equal(plan.dynamic_smem, 49152);
+	assert_int_equal(plan.grid[1], (4096 * 8 + 385 * 127 + 63) / 64);
+	a = moe_plan_args(&f, "sglang-moe-2026-03", "sglang-moe-main");
+	assert_int_equal(a.stages, MOE_GEMM_SHALLOW_STAGES);
+	assert_int_equal(a.top_k, 1);
 	/* the Hopper sizes of the same tiles (sm_90 allocates one more stage) */
 	kimi_moe(&f, "sglang-moe-2026-03");
 	f.l.dynamic_smem = 196608;
@@ -646,6 +661,25 @@ static void test_fused_moe_refusals(void **state)
 
 static void test_moe_decisions(void **state)
 {
+	/* Kimi K2 TP8 (384 experts, top_k 8): gate/up (K 7168) at one token, 8 rows over 384
+	   experts -> 16 rows (the decode kernels take it, below); 512 tokens (10.7 rows an
+	   expert) -> 64, as at 2048 (42.7); 4096 (85) -> 128; its bf16 down GEMM (K 256) -> 64 at
+	   any count past 4 (the shallow pipeline), its FP8 one -> 128 at 4096 tokens; NVFP4 keeps
+	   16 up to 24 rows; BLOCK_SIZE_M 32 or 96 has no 32-row kernel: 16-row blocks cover it */
+	static const struct {
+		int quant;
+		int32_t block_m, tokens, k;
+		int tm;
+	} tiles[] = {
+		{ MOE_BF16, 128, 1, 7168, 16 },       { MOE_BF16, 128, 512, 7168, 64 },
+		{ MOE_FP8, 128, 512, 7168, 64 },      { MOE_BF16, 128, 2048, 7168, 64 },
+		{ MOE_BF16, 128, 4096, 7168, 128 },   { MOE_BF16, 128, 4096, 256, 64 },
+		{ MOE_FP8, 128, 4096, 256, 128 },     { MOE_NVFP4, 128, 512, 7168, 16 },
+		{ MOE_NVFP4, 128, 2048, 7168, 64 },   { MOE_BF16, 32, 4096, 7168, 16 },
+		{ MOE_BF16, 96, 4096, 7168, 16 },     { MOE_BF16, 8, 4096, 7168, 0 },
+		{ MOE_BF16, 64, 4096, 7168, 64 },     { MOE_BF16, 32, 1, 7168, 16 },
+	};
+	size_t i;
 	int32_t top_k = 0, mul = 0;
 	struct sm_err why = { "" };
 
@@ -658,17 +692,22 @@ static void test_moe_decisions(void **state)
 	assert_int_equal(mul, 1);
 	assert_int_not_equal(moe_half(7168, 7168, 7168, 8, 64, &top_k, &mul, &why), 0);
 	assert_int_not_equal(moe_half(512, 7168, 7168, 1, 64, &top_k, &mul, &why), 0);
-	/* one token of Kimi: 8 rows over 384 experts -> 16 rows; 4096 tokens -> 128 */
-	assert_int_equal(moe_gemm_rows_tile(128, 8, 8 + 385 * 127), 16);
-	assert_int_equal(moe_gemm_rows_tile(128, 4096 * 8, 4096 * 8 + 385 * 127), 128);
-	assert_int_equal(moe_gemm_rows_tile(128, 512 * 8 * 4, 512 * 8 * 4 + 385 * 127), 64);
-	/* BLOCK_SIZE_M 32 or 96 has no 32-row kernel: 16-row blocks cover it */
-	assert_int_equal(moe_gemm_rows_tile(32, 4096 * 8, 4096 * 8 + 385 * 31), 16);
-	assert_int_equal(moe_gemm_rows_tile(96, 4096 * 8, 4096 * 8 + 385 * 95), 16);
-	assert_int_equal(moe_gemm_rows_tile(8, 4096 * 8, 4096 * 8 + 385 * 7), 0);
-	assert_int_equal(moe_gemm_rows_tile(64, 4096 * 8, 4096 * 8 + 385 * 63), 64);
-	assert_int_equal(moe_gemm_rows_tile(32, 8, 8 + 385 * 31), 16);
-	assert_int_equal(moe_gemm_rows_tile(8, 8, 8), 0);
+	for (i = 0; i < sizeof(tiles) / sizeof(tiles[0]); i++) {
+		const int32_t rows = tiles[i].tokens * 8, em = rows + 385 * (tiles[i].block_m - 1);
+
+		assert_int_equal(moe_gemm_rows_tile(tiles[i].quant, tiles[i].block_m, rows, em, tiles[i].k),
+				 tiles[i].tm);
+	}
+	assert_int_equal(moe_gemm_rows_tile(MOE_BF16, 8, 8, 8, 7168), 0);
+	/* the shallow pipeline: bf16 at TM 64 on a short K only (and its launch's 48 KiB) */
+	assert_int_equal(moe_gemm_rows_stages(MOE_BF16, 64, 256), MOE_GEMM_SHALLOW_STAGES);
+	assert_int_equal(moe_gemm_rows_stages(MOE_BF16, 64, 192), MOE_GEMM_SHALLOW_STAGES);
+	assert_int_equal(moe_gemm_rows_stages(MOE_BF16, 64, 7168), 0);
+	assert_int_equal(moe_gemm_rows_stages(MOE_BF16, 128, 256), 0);
+	assert_int_equal(moe_gemm_rows_stages(MOE_FP8, 64, 256), 0);
+	assert_int_equal(moe_gemm_launch_smem(MOE_BF16, 64, MOE_GEMM_SHALLOW_STAGES), 49152);
+	assert_int_equal(moe_gemm_launch_smem(MOE_BF16, 64, 0), moe_gemm_smem(MOE_BF16, 64));
+	assert_int_equal(moe_gemm_launch_smem(MOE_FP8, 64, MOE_GEMM_SHALLOW_STAGES), moe_gemm_smem(MOE_FP8, 64));
 	/* the row tiles' grid x: a block per column tile for gate/up's long K (Kimi TP8 at 4096
 	   tokens), several for the down GEMM's short K (Kimi: 4 of 28 tiles of 256 columns, 4 k
 	   tiles each; GLM FP8 at 512 tokens: 5 of 40, kept to 512 blocks over the 64 row blocks
@@ -682,9 +721,9 @@ static void test_moe_decisions(void **state)
 	assert_int_equal(moe_gemm_rows_cols(MOE_NVFP4, 64, 7168, 256, 4096 * 8), 56);
 	assert_int_equal(moe_gemm_rows_cols(MOE_BF16, 16, 7168, 256, 4096 * 8), 224);
 	/* the decode kernels: Kimi K2 TP8's gate/up (K 7168) on 16-column tiles, its down
-	   (K 256) on 128; gate/up at one token on BLOCK_SIZE_M 128 or 16 and at 16 on 128,
-	   not at 16 tokens on 16 or 32 on 128 (the 16-row tile's grid is busy enough) nor
-	   at 512; down up to 24 rows an expert */
+	   (K 256) on 128; gate/up up to 4 rows an expert (Kimi's 128 tokens: 2.7) on any
+	   BLOCK_SIZE_M, not at 256 tokens (5.3) nor 512; down up to 24 rows an expert in FP8,
+	   8 in bf16 (Kimi's 256 tokens: 5.3, not 512: 10.7) */
 	assert_int_equal(moe_gemm_decode_tn(MOE_BF16, 7168), 16);
 	assert_int_equal(moe_gemm_decode_tn(MOE_FP8, 5120), 16);
 	assert_int_equal(moe_gemm_decode_tn(MOE_BF16, 256), 128);
@@ -704,12 +743,16 @@ static void test_moe_decisions(void **state)
 	assert_true(moe_gemm_decode_wanted(MOE_FP8, 128, 8, 8 + 385 * 127, 7168));
 	assert_true(moe_gemm_decode_wanted(MOE_BF16, 128, 8 * 8, 8 * 8 + 385 * 127, 7168));
 	assert_true(moe_gemm_decode_wanted(MOE_BF16, 128, 16 * 8, 16 * 8 + 385 * 127, 7168));
-	assert_false(moe_gemm_decode_wanted(MOE_BF16, 128, 32 * 8, 32 * 8 + 385 * 127, 7168));
+	assert_true(moe_gemm_decode_wanted(MOE_BF16, 128, 128 * 8, 128 * 8 + 385 * 127, 7168));
+	assert_false(moe_gemm_decode_wanted(MOE_BF16, 128, 256 * 8, 256 * 8 + 385 * 127, 7168));
 	assert_true(moe_gemm_decode_wanted(MOE_BF16, 16, 8, 8 + 385 * 15, 7168));
-	assert_false(moe_gemm_decode_wanted(MOE_BF16, 16, 16 * 8, 16 * 8 + 385 * 15, 7168));
+	assert_true(moe_gemm_decode_wanted(MOE_BF16, 16, 128 * 8, 128 * 8 + 385 * 15, 7168));
+	assert_false(moe_gemm_decode_wanted(MOE_BF16, 16, 256 * 8, 256 * 8 + 385 * 15, 7168));
 	assert_false(moe_gemm_decode_wanted(MOE_FP8, 128, 512 * 8, 512 * 8 + 385 * 127, 7168));
 	assert_true(moe_gemm_decode_wanted(MOE_FP8, 128, 512 * 8, 512 * 8 + 385 * 127, 256));
 	assert_false(moe_gemm_decode_wanted(MOE_FP8, 128, 4096 * 8, 4096 * 8 + 385 * 127, 256));
+	assert_true(moe_gemm_decode_wanted(MOE_BF16, 128, 256 * 8, 256 * 8 + 385 * 127, 256));
+	assert_false(moe_gemm_decode_wanted(MOE_BF16, 128, 512 * 8, 512 * 8 + 385 * 127, 256));
 	assert_false(moe_gemm_decode_wanted(MOE_NVFP4, 128, 8, 8 + 385 * 127, 256));
 	assert_int_equal(moe_gemm_decode_blocks(8 + 385 * 127, 128, 8), 8);
 	assert_int_equal(moe_gemm_decode_blocks(100, 16, 64), 7);
@@ -1179,7 +1222,7 @@ static void test_generic_moe(void **state)
 	/* ... the architecture not told: 163840 B is the formula's on sm_90 */
 	moe_cfg_launch(&f, "sglang-moe-2026-03", &issue, 0, 0);
 	expect_plan(&f, "sglang-moe-2026-03", NULL, &plan);
-	assert_string_equal(plan.kernel, moe_gemm_kernel_name(MOE_FP8, 16));
+	assert_string_equal(plan.kernel, moe_gemm_kernel_name(MOE_FP8, 64));
 	/* ... without the facts (no hook): only the exact tiles */
 	f.l.compiled = NULL;
 	fake_expect_refusal(&f, "rule sglang-moe-2026-03 reroutes fused_moe_kernel only at the "
@@ -1212,13 +1255,13 @@ static void test_generic_moe(void **state)
 	assert_int_equal(a.scale, MOE_SCALE_BLOCK);
 	expect_plan(&f, "sglang-moe-main", "sglang-moe-2026-03", &plan);
 	assert_string_equal(plan.kernel, moe_gemm_kernel_name(MOE_FP8, 16));
-	/* BLOCK_SIZE_M 256: moe_gemm's blocks tile it (16 rows here: 6 rows per expert) */
+	/* BLOCK_SIZE_M 256: moe_gemm's blocks tile it (64 rows here: 6 rows per expert) */
 	moe_cfg_launch(&f, "sglang-moe-2026-03", &m256, 0, 1);
 	assert_int_equal(f.l.dynamic_smem, 131072);
 	a = moe_plan_args(&f, "sglang-moe-2026-03", NULL);
 	assert_int_equal(a.block_m, 256);
 	expect_plan(&f, "sglang-moe-2026-03", NULL, &plan);
-	assert_int_equal(plan.grid[1], (2400 + 385 * 255 + 15) / 16);
+	assert_int_equal(plan.grid[1], (2400 + 385 * 255 + 63) / 64);
 	/* ... 4096 tokens: 128-row blocks, two to a framework block */
 	moe_cfg_launch(&f, "sglang-moe-2026-03", &m256, 0, 1);
 	set(&f, "num_valid_tokens", 4096 * 8), set(&f, "EM", 4096 * 8 + 385 * 255);
@@ -1233,7 +1276,7 @@ static void test_generic_moe(void **state)
 	assert_int_equal(a.scale, MOE_SCALE_BLOCK);
 	moe_cfg_launch(&f, "vllm-moe-main", &bf16, 0, 1);
 	expect_plan(&f, "vllm-moe-main", NULL, &plan);
-	assert_string_equal(plan.kernel, moe_gemm_kernel_name(MOE_BF16, 16));
+	assert_string_equal(plan.kernel, moe_gemm_kernel_name(MOE_BF16, 64));
 	/* ... its tensor-descriptor path: the formula does not model it */
 	refact(&f, "USE_TD=0", "USE_TD=1");
 	fake_expect_refusal(&f, "USE_TD 1, VLLM_TRITON_USE_TD) is not modelled");
