@@ -6,13 +6,7 @@
 # configuration choice and a rerouted vLLM kernel, compared; the log of the
 # reroute run must show the load decisions and nothing refused.
 # Prints "ok - ..." / "not ok - ..." lines.
-set -u
-B=${SM120_BUILD:-build}
-sm120=$(pwd)/$B/sm120
-export SM120_ORACLE=${SM120_ORACLE:-$B/oracle}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-export TRITON_CACHE_DIR="$work/triton"
+. tests/gpu/env.sh   # $B, $sm120, $SM120_ORACLE, $work (one Triton cache)
 . tests/gpu/step.sh   # step NAME OUT CMD...
 
 py=tests/gpu/hook_gpu.py

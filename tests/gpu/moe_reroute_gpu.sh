@@ -28,14 +28,8 @@
 #   MOE_GRAPH_CASES   cases also run in a CUDA graph (default "sglang:fp8_tensor";
 #                     empty: none)
 #   MOE_GRAPH_BATCHES batch sizes of the graph runs (default "7 512")
-set -u
-B=${SM120_BUILD:-build}
-sm120=$(pwd)/$B/sm120
+. tests/gpu/env.sh   # $B, $sm120, $SM120_ORACLE, $work (one Triton cache)
 py=tests/gpu/test_moe_reroute.py
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-export TRITON_CACHE_DIR="$work/triton"   # compiled once, shared by the runs below
-export SM120_ORACLE="${SM120_ORACLE:-$B/oracle}"
 export MOE_BATCHES="${MOE_BATCHES:-1 7 64 512 4096}"
 models=${MOE_MODELS:-kimi glm}
 cases=${MOE_CASES:-sglang:fp8_tensor sglang:fp8_channel sglang:fp8_block sglang:bf16 sglang:int4 sglang_main:fp8_tensor vllm:fp8_tensor}

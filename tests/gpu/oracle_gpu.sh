@@ -18,13 +18,7 @@
 # The packages come from tests/oracle/fetch.sh (into $SM120_ORACLE, default
 # $SM120_BUILD/oracle); a run whose package files are missing prints one
 # "not ok" naming the command.  Prints "ok - ..." / "not ok - ..." lines.
-set -u
-B=${SM120_BUILD:-build}
-sm120=$(pwd)/$B/sm120
-export SM120_ORACLE="${SM120_ORACLE:-$B/oracle}"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-export TRITON_CACHE_DIR="$work/triton"
+. tests/gpu/env.sh   # $B, $sm120, $SM120_ORACLE, $work (one Triton cache)
 
 . tests/gpu/step.sh   # step NAME OUT CMD...
 

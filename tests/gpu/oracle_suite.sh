@@ -1,16 +1,7 @@
 # oracle_suite.sh - sourced by the single-kernel oracle suites
 # (oracle_context.sh, oracle_lightning.sh, oracle_inkling.sh): their
-# common setup ($B, $sm120, $SM120_ORACLE, a work directory removed at exit
-# that holds the one Triton cache of both runs) and their one shape,
-# oracle_suite.
-set -u
-B=${SM120_BUILD:-build}
-sm120=$(pwd)/$B/sm120
-export SM120_ORACLE="${SM120_ORACLE:-$B/oracle}"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-export TRITON_CACHE_DIR="$work/triton"
-
+# common setup (env.sh) and their one shape, oracle_suite.
+. tests/gpu/env.sh   # $B, $sm120, $SM120_ORACLE, $work (one Triton cache)
 . tests/gpu/step.sh   # step NAME OUT CMD...
 
 # oracle_suite WHAT PY LOGPY RUNARGS FILE... - each package FILE (relative to

@@ -12,13 +12,7 @@
 #      shows the emulation judges what the patches fix.
 # The three runs share one Triton cache.  Prints "ok - ..." / "not ok - ...".
 # Under 3 minutes on an H100.
-set -u
-B=${SM120_BUILD:-build}
-sm120=$(pwd)/$B/sm120
-export SM120_ORACLE="${SM120_ORACLE:-$B/oracle}"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-export TRITON_CACHE_DIR="$work/triton"
+. tests/gpu/env.sh   # $B, $sm120, $SM120_ORACLE, $work (one Triton cache)
 py="python3 tests/gpu/bench_patch.py"
 
 if ! $py prepare "$work/sites"; then

@@ -16,14 +16,8 @@
 # refused (its own process), and `--mode enforce` must reproduce Triton's
 # OutOfResources.
 # Prints "ok - ..." / "not ok - ...".
-set -u
-B=${SM120_BUILD:-build}
-sm120=$(pwd)/$B/sm120
+. tests/gpu/env.sh   # $B, $sm120, $SM120_ORACLE, $work (one Triton cache)
 py=tests/gpu/test_reroute.py
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-export TRITON_CACHE_DIR="$work/triton"   # compiled once, shared by the runs below
-export SM120_ORACLE="${SM120_ORACLE:-$B/oracle}"
 
 . tests/gpu/step.sh   # step NAME OUT CMD...
 

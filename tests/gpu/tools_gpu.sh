@@ -7,13 +7,7 @@
 # the shim sits in front of it, so the rerouted launches happen, the bundled
 # kernel is profiled, and the sanitizer checks it.  Skipped (one "ok # SKIP"
 # line each) where a tool is missing.  Prints "ok - ..." / "not ok - ..." lines.
-set -u
-B=${SM120_BUILD:-build}
-sm120=$(pwd)/$B/sm120
-export SM120_ORACLE=${SM120_ORACLE:-$B/oracle}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-export TRITON_CACHE_DIR="$work/triton"
+. tests/gpu/env.sh   # $B, $sm120, $SM120_ORACLE, $work (one Triton cache)
 run="$sm120 run --mode reroute --target sm120 --set page_size=16"
 
 # rerouted NAME: the reroute events of NAME's logs, and whether nothing was refused

@@ -4,13 +4,7 @@
 # `sm120 run --mode reroute --target sm120`: the same results, NCCL's kernels
 # passed as library kernels, every MoE launch rerouted, nothing refused.
 # Needs two GPUs (make test-gpu2); prints "ok - ..." / "not ok - ..." lines.
-set -u
-B=${SM120_BUILD:-build}
-sm120=$(pwd)/$B/sm120
-export SM120_ORACLE=${SM120_ORACLE:-$B/oracle}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-export TRITON_CACHE_DIR="$work/triton"
+. tests/gpu/env.sh   # $B, $sm120, $SM120_ORACLE, $work (one Triton cache)
 . tests/gpu/step.sh   # step NAME OUT CMD...
 
 if [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -lt 2 ]; then
