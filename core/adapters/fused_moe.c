@@ -444,7 +444,10 @@ static int plan(const struct adapter_input *in, const struct moe_launch *l, stru
 		a.group_size = l->group_size;
 		a.bs_stride_e = l->bse, a.bs_stride_n = l->bsn, a.bs_stride_k = 1;
 	}
-	name = tn ? moe_gemm_decode_name(quant, tn) : moe_gemm_kernel_name(quant, tm);
+	/* row mode: one routed row a block, so 8 rows a pass */
+	name = !tn   ? moe_gemm_kernel_name(quant, tm)
+	       : naive ? moe_gemm_decode_name(quant, tn, 8)
+		       : moe_gemm_decode_name(quant, tn, moe_gemm_decode_rows(quant, (int32_t)bm, l->num_valid, l->em));
 	plan->kernel = name;
 	memcpy(plan->args, &a, sizeof(a));
 	plan->args_size = sizeof(a);

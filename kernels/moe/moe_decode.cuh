@@ -10,7 +10,9 @@
  *     routed rows the B operand (n8), so one MMA covers a pass of up to 8
  *     rows: no 16-row padding of A (a framework block of more valid rows
  *     takes more passes, each streaming the weights again; the plans keep
- *     such launches on the row tiles, moe_gemm_decode_wanted);
+ *     such launches on the row tiles, moe_gemm_decode_wanted).  The W4A16
+ *     kernels of 16 rows a pass (NP = 2) take two n8 operands per W
+ *     fragment, so that a fragment dequantized once serves both;
  *   - each lane loads 16 contiguous bytes of a W row (and of an A row) per
  *     64-byte half k step straight into registers.  The k order inside a half
  *     step is permuted, identically for W and A (a dot product does not
@@ -55,55 +57,64 @@ namespace moe_decode {
 
 using namespace sm120k;
 
-template <int QUANT, int TN>
+template <int QUANT, int TN, int NP>
 struct shape {
 	static constexpr int WN = TN / 16;                 /* warps along N, 16 columns each */
 	static constexpr int WK = MOE_DECODE_KWARPS(TN);   /* warps along K */
 	static constexpr int ESZ = QUANT == MOE_FP8 ? 1 : 2;
 	static constexpr int STEP = 128;                   /* bytes of a W or A row per k step (not W4A16) */
 	static constexpr int WINDOW = MOE_GEMM_THREADS;    /* sorted rows gathered at a time */
-	static constexpr int PASS = 8;                     /* routed rows per pass: the n8 operand */
+	static constexpr int PASS = 8 * NP;                /* routed rows per pass: NP n8 operands */
 	static constexpr int DEPTH = MOE_DECODE_DEPTH;     /* k steps in flight per warp (not W4A16) */
-	static constexpr int WDEPTH = MOE_DECODE_W4_DEPTH; /* W4A16: steps of W and scales in flight */
+	/* W4A16: steps of W and scales in flight (at 16 rows a pass, two: the second row's A takes
+	 * the third's registers on sm_90) */
+	static constexpr int WDEPTH = NP == 1 ? MOE_DECODE_W4_DEPTH : 2;
 	static_assert(WN * WK * 32 == MOE_GEMM_THREADS && TN % 16 == 0, "8 warps, 16-column warp tiles");
 	static_assert(QUANT == MOE_BF16 || QUANT == MOE_FP8 || QUANT == MOE_W4A16, "bf16, FP8 and W4A16 only");
+	/* 16 rows a pass for W4A16 only: its dequantized W serves both n8 operands; bf16's, measured
+	 * (H200, Kimi K2 and GLM-4.7 at 8 to 1024 tokens), was no faster than the row tiles wherever
+	 * an expert gets more than 8 rows */
+	static_assert(NP == 1 || (NP == 2 && QUANT == MOE_W4A16), "8 rows a pass, or 16 for W4A16");
 };
 
 /* A block's shared memory: the warps' k partial sums of a pass's column tile
  * (two buffers: tiles alternate), and the valid routed ids of the current
  * window of a framework block, in order. */
-template <int TN>
+template <int TN, int NP>
 struct smem {
-	float red[2][MOE_DECODE_KWARPS(TN)][8][TN];
+	float red[2][MOE_DECODE_KWARPS(TN)][8 * NP][TN];
 	int ids[MOE_GEMM_THREADS];
 	int warp_count[MOE_GEMM_THREADS / 32];
 };
 
 /*
  * One k step of a lane in registers: its 16 bytes of each half h of W
- * columns g and g + 8 of the warp (w[c][h]) and of row g of the pass
- * (x[h]); FP8 block scales: the activation scale of row @lane of the pass
- * (lanes 0..7; shuffled to the accumulators' rows) and the W scale of the
- * warp's 16 columns.
+ * columns g and g + 8 of the warp (w[c][h]) and of rows g + 8 f of the
+ * pass (x[f][h], one per n8 operand f); FP8 block scales: the activation
+ * scale of row @lane of the pass (lanes 0 .. 8 NP - 1; shuffled to the
+ * accumulators' rows) and the W scale of the warp's 16 columns.
  */
+template <int NP>
 struct step {
 	uint32_t w[2][2][4];
-	uint32_t x[2][4];
+	uint32_t x[NP][2][4];
 	float as, bs;
 };
 
 /*
  * W4A16: one k step of a lane's two W columns g and g + 8 (16 bytes each:
  * words w[c][j]) and their scales (bf16 bits, 0 past N or K), and,
- * separately (fetched fewer steps ahead), its 64 bytes of A row g (x[j]).
+ * separately (fetched fewer steps ahead), its 64 bytes of A rows g + 8 f
+ * (x[f][j]).
  */
 struct wstep4 {
 	uint32_t w[2][4];
 	uint32_t s[2];
 };
 
+template <int NP>
 struct xstep4 {
-	uint32_t x[4][4];
+	uint32_t x[NP][4][4];
 };
 
 /* r = the 16 bytes at @p if @ok, else zeros (nothing read). */
@@ -143,8 +154,8 @@ __device__ __forceinline__ void ring(int total, F &&step)
  * row, fb.  Positions at or past EM or *num_tokens_post_padded hold none.
  * Called by the whole block; ends with a barrier.
  */
-template <int TN>
-__device__ __forceinline__ int gather(const moe_gemm_args &a, smem<TN> &sm, int64_t fb, int64_t base, int w0,
+template <int TN, int NP>
+__device__ __forceinline__ int gather(const moe_gemm_args &a, smem<TN, NP> &sm, int64_t fb, int64_t base, int w0,
 				      int rows, int ntpp, int sid0)
 {
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -184,15 +195,15 @@ __device__ __forceinline__ int gather(const moe_gemm_args &a, smem<TN> &sm, int6
  * blockIdx.y + gridDim.y, ...  Called by all MOE_GEMM_THREADS threads of the
  * block with the same arguments; @sm is the block's shared memory.
  *
- * A pass (up to 8 rows of one framework block) streams its column tiles one
+ * A pass (up to 8 NP rows of one framework block) streams its column tiles one
  * after another as one sequence of k steps per warp, so the loads of the
  * next tile are in flight while a tile's partial sums meet and its epilogue
  * runs (one barrier per tile: red is double-buffered).
  */
-template <int QUANT, int TN>
-__device__ void decode(const moe_gemm_args &a, smem<TN> &sm)
+template <int QUANT, int TN, int NP>
+__device__ void decode(const moe_gemm_args &a, smem<TN, NP> &sm)
 {
-	using S = shape<QUANT, TN>;
+	using S = shape<QUANT, TN, NP>;
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const int wn = warp % S::WN, kg = warp / S::WN;    /* the warp's 16 columns and k slice */
 	const int g = lane >> 2, q = lane & 3;
@@ -259,28 +270,40 @@ __device__ void decode(const moe_gemm_args &a, smem<TN> &sm)
 
 	/* tile @t's k slices meet (buffer t & 1: the one before was read by every thread
 	 * before it passed the last barrier), then its epilogue */
-	auto meet = [&](const float (&acc)[4], int64_t e, int r0, int nr, int t) {
+	auto meet = [&](const float (&acc)[NP][4], int64_t e, int r0, int nr, int t) {
 #pragma unroll
-		for (int j = 0; j < 4; j++)
-			sm.red[t & 1][kg][2 * q + (j & 1)][wn * 16 + g + 8 * (j >> 1)] = acc[j];
+		for (int f = 0; f < NP; f++)
+#pragma unroll
+			for (int j = 0; j < 4; j++)
+				sm.red[t & 1][kg][8 * f + 2 * q + (j & 1)][wn * 16 + g + 8 * (j >> 1)] = acc[f][j];
 		__syncthreads();
 		epilogue(e, r0, nr, t, t & 1);
 	};
 
-	/* one pass: valid rows ids[r0 .. r0 + nr) (nr <= 8) of expert @e >= 0, every tile of the block */
+	/* the A row of the pass's row g + 8 f (@ok: whether it is one of its @nr), for this lane */
+	auto arow = [&](int r0, int nr, int f, bool &ok) {
+		ok = g + 8 * f < nr;
+		return (const unsigned char *)a.a +
+		       (ok ? (int64_t)(sm.ids[r0 + g + 8 * f] / a.top_k) * a.a_stride_m * S::ESZ : 0);
+	};
+
+	/* one pass: valid rows ids[r0 .. r0 + nr) (nr <= PASS) of expert @e >= 0, every tile of the block */
 	auto pass = [&](auto block, int64_t e, int r0, int nr) {
 		constexpr bool BLOCK = decltype(block)::value;
 		const unsigned char *wexp = (const unsigned char *)a.b + e * a.b_stride_e * S::ESZ;
-		const bool xok = g < nr;
-		const unsigned char *xsrc = (const unsigned char *)a.a +
-					    (xok ? (int64_t)(sm.ids[r0 + g] / a.top_k) * a.a_stride_m * S::ESZ : 0);
+		bool xok[NP];
+		const unsigned char *xsrc[NP];
+#pragma unroll
+		for (int f = 0; f < NP; f++)
+			xsrc[f] = arow(r0, nr, f, xok[f]);
+		const int nf = (nr + 7) / 8;   /* the n8 operands that hold rows (warp-uniform) */
 		/* block scales: row @lane of the pass */
 		const bool asok = BLOCK && lane < nr;
 		const float *ascale = a.a_scale + (asok ? (int64_t)(sm.ids[r0 + lane] / a.top_k) * a.as_stride_m : 0);
 		int ft = 0, fi = 0;   /* the next step to fetch: tile ft, the warp's step fi of it */
 
 		/* the next step of the warp's sequence (tile ft, step kg + fi WK of K) into @s; none past the last */
-		auto fetch = [&](step &s) {
+		auto fetch = [&](step<NP> &s) {
 			if (ft >= ntl || nst == 0)
 				return;
 			const int st = kg + fi * S::WK, wcol = tile_n0(ft) + wn * 16;
@@ -295,7 +318,9 @@ __device__ void decode(const moe_gemm_args &a, smem<TN> &sm)
 
 					load16(s.w[c][h], in && col < a.N, wexp + (int64_t)col * a.b_stride_n * S::ESZ + o);
 				}
-				load16(s.x[h], in && xok, xsrc + o);
+#pragma unroll
+				for (int f = 0; f < NP; f++)
+					load16(s.x[f][h], in && xok[f], xsrc[f] + o);
 			}
 			if (BLOCK) {
 				s.as = asok ? __ldg(ascale + (int64_t)st * a.as_stride_k) : 0.0f;
@@ -308,8 +333,8 @@ __device__ void decode(const moe_gemm_args &a, smem<TN> &sm)
 				fi = 0, ft++;
 		};
 
-		/* d += the products of step @s: four MMAs */
-		auto dots = [&](float (&d)[4], const step &s) {
+		/* d += the products of step @s: four MMAs per n8 operand that holds rows */
+		auto dots = [&](float (&d)[NP][4], const step<NP> &s) {
 #pragma unroll
 			for (int h = 0; h < 2; h++)
 #pragma unroll
@@ -317,35 +342,41 @@ __device__ void decode(const moe_gemm_args &a, smem<TN> &sm)
 					const uint32_t af[4] = { s.w[0][h][2 * t], s.w[1][h][2 * t], s.w[0][h][2 * t + 1],
 								 s.w[1][h][2 * t + 1] };
 
-					if (QUANT == MOE_FP8)
-						mma_e4m3(d, af, s.x[h][2 * t], s.x[h][2 * t + 1]);
-					else
-						mma_bf16(d, af, s.x[h][2 * t], s.x[h][2 * t + 1]);
+#pragma unroll
+					for (int f = 0; f < NP; f++)
+						if (f < nf) {
+							if (QUANT == MOE_FP8)
+								mma_e4m3(d[f], af, s.x[f][h][2 * t], s.x[f][h][2 * t + 1]);
+							else
+								mma_bf16(d[f], af, s.x[f][h][2 * t], s.x[f][h][2 * t + 1]);
+						}
 				}
 		};
 
 		/* buf[0] the oldest step in flight */
-		step buf[S::DEPTH];
+		step<NP> buf[S::DEPTH];
 #pragma unroll
 		for (int d = 0; d < S::DEPTH; d++)
 			fetch(buf[d]);
 		for (int t = 0; t < ntl; t++) {
-			/* acc: columns g, g + 8 (c0 c1, c2 c3) x rows 2q, 2q + 1 of the pass */
-			float acc[4] = {};
+			/* acc[f]: columns g, g + 8 (c0 c1, c2 c3) x rows 8 f + 2q, 8 f + 2q + 1 of the pass */
+			float acc[NP][4] = {};
 
 #pragma unroll 1
 			for (int i = 0; i < nst; i++) {
 				if (BLOCK) {
 					/* one step is one 128 x 128 group: acc += (dot * a_scale) * b_scale */
-					float part[4] = {};
+					float part[NP][4] = {};
 
 					dots(part, buf[0]);
 #pragma unroll
-					for (int j = 0; j < 4; j++) {
-						const float as = __shfl_sync(0xffffffffu, buf[0].as, 2 * q + (j & 1));
+					for (int f = 0; f < NP; f++)
+#pragma unroll
+						for (int j = 0; j < 4; j++) {
+							const float as = __shfl_sync(0xffffffffu, buf[0].as, 8 * f + 2 * q + (j & 1));
 
-						acc[j] += part[j] * as * buf[0].bs;
-					}
+							acc[f][j] += part[f][j] * as * buf[0].bs;
+						}
 				} else {
 					dots(acc, buf[0]);
 				}
@@ -365,9 +396,12 @@ __device__ void decode(const moe_gemm_args &a, smem<TN> &sm)
 		const unsigned char *wexp = (const unsigned char *)a.b + e * a.b_stride_e;
 		const uint16_t *sexp = (const uint16_t *)a.b_scale + e * a.bs_stride_e;
 		const int gshift = __ffs(a.group_size) - 1;   /* group_size: a power of two >= 32 */
-		const bool xok = g < nr;
-		const unsigned char *xsrc = (const unsigned char *)a.a +
-					    (xok ? (int64_t)(sm.ids[r0 + g] / a.top_k) * a.a_stride_m * 2 : 0);
+		bool xok[NP];
+		const unsigned char *xsrc[NP];
+#pragma unroll
+		for (int f = 0; f < NP; f++)
+			xsrc[f] = arow(r0, nr, f, xok[f]);
+		const int nf = (nr + 7) / 8;   /* the n8 operands that hold rows (warp-uniform) */
 		int wt = 0, wi = 0, xt = 0, xi = 0;   /* the next W and A steps to fetch: tile, step */
 
 		/* W and scales of the warp's next step (tile wt, step kg + wi WK of K); none past the last */
@@ -405,20 +439,23 @@ __device__ void decode(const moe_gemm_args &a, smem<TN> &sm)
 		};
 
 		/* A of the warp's next step (the same k for every tile) */
-		auto fetch_x = [&](xstep4 &s) {
+		auto fetch_x = [&](xstep4<NP> &s) {
 			if (xt >= ntl || nst == 0)
 				return;
 			const int k = (kg + xi * S::WK) * 128 + 32 * q;
 
 #pragma unroll
-			for (int j = 0; j < 4; j++)
-				load16(s.x[j], xok && k < a.K, xsrc + (int64_t)k * 2 + 16 * j);
+			for (int f = 0; f < NP; f++)
+#pragma unroll
+				for (int j = 0; j < 4; j++)
+					load16(s.x[f][j], xok[f] && k < a.K, xsrc[f] + (int64_t)k * 2 + 16 * j);
 			if (++xi == nst)
 				xi = 0, xt++;
 		};
 
-		/* d += the products of one step: W dequantized word by word, eight MMAs */
-		auto dots = [&](float (&d)[4], const wstep4 &w, const xstep4 &x) {
+		/* d += the products of one step: W dequantized word by word, eight MMAs per n8 operand
+		 * that holds rows */
+		auto dots = [&](float (&d)[NP][4], const wstep4 &w, const xstep4<NP> &x) {
 			const uint32_t magic = 0x43004300u, off = 0x43084308u;
 			const __nv_bfloat162 sc[2] = { __halves2bfloat162(__ushort_as_bfloat16((unsigned short)w.s[0]),
 									  __ushort_as_bfloat16((unsigned short)w.s[0])),
@@ -440,27 +477,32 @@ __device__ void decode(const moe_gemm_args &a, smem<TN> &sm)
 
 						wf[c][p] = *(const uint32_t *)&v;
 					}
-				const uint32_t xp[4] = { __byte_perm(x.x[j][0], x.x[j][2], 0x5410),
-							 __byte_perm(x.x[j][0], x.x[j][2], 0x7632),
-							 __byte_perm(x.x[j][1], x.x[j][3], 0x5410),
-							 __byte_perm(x.x[j][1], x.x[j][3], 0x7632) };
 #pragma unroll
-				for (int t = 0; t < 2; t++) {
-					const uint32_t af[4] = { wf[0][2 * t], wf[1][2 * t], wf[0][2 * t + 1], wf[1][2 * t + 1] };
+				for (int f = 0; f < NP; f++) {
+					if (f >= nf)
+						continue;
+					const uint32_t *xj = x.x[f][j];
+					const uint32_t xp[4] = { __byte_perm(xj[0], xj[2], 0x5410), __byte_perm(xj[0], xj[2], 0x7632),
+								 __byte_perm(xj[1], xj[3], 0x5410), __byte_perm(xj[1], xj[3], 0x7632) };
+#pragma unroll
+					for (int t = 0; t < 2; t++) {
+						const uint32_t af[4] = { wf[0][2 * t], wf[1][2 * t], wf[0][2 * t + 1],
+									 wf[1][2 * t + 1] };
 
-					mma_bf16(d, af, xp[2 * t], xp[2 * t + 1]);
+						mma_bf16(d[f], af, xp[2 * t], xp[2 * t + 1]);
+					}
 				}
 			}
 		};
 
 		/* step j of the sequence in wb[j % WDEPTH], its A in xb */
 		wstep4 wb[S::WDEPTH];
-		xstep4 xb;
+		xstep4<NP> xb;
 #pragma unroll
 		for (int d = 0; d < S::WDEPTH; d++)
 			fetch_w(wb[d]);
 		fetch_x(xb);
-		float acc[4] = {};
+		float acc[NP][4] = {};
 		int t = 0, i = 0;
 
 		ring<S::WDEPTH>(ntl * nst, [&](auto slot) {
@@ -473,8 +515,10 @@ __device__ void decode(const moe_gemm_args &a, smem<TN> &sm)
 				meet(acc, e, r0, nr, t++);
 				i = 0;
 #pragma unroll
-				for (int j = 0; j < 4; j++)
-					acc[j] = 0.0f;
+				for (int f = 0; f < NP; f++)
+#pragma unroll
+					for (int j = 0; j < 4; j++)
+						acc[f][j] = 0.0f;
 			}
 		});
 		for (; t < ntl; t++)   /* a warp without k steps: zeros at every tile's meeting */

@@ -36,13 +36,13 @@ MOE_GEMM_KERNELS(MOE_GEMM_DEFINE)
 
 /* The decode kernels: static shared memory only; two blocks per SM on SM120 and Hopper
  * alike (their registers: 128 each), so that one block's k-step loads overlap the other's. */
-#define MOE_DECODE_DEFINE(quant, tn, name)                                                   \
+#define MOE_DECODE_DEFINE(quant, tn, rows, name)                                             \
 	SM120_DYNAMIC_SMEM(name, 0);                                                         \
 	extern "C" __global__ void __launch_bounds__(MOE_GEMM_THREADS, 2)                    \
 		name(const struct moe_gemm_args a)                                           \
 	{                                                                                    \
-		__shared__ moe_decode::smem<tn> moe_decode_smem_;                            \
-		moe_decode::decode<quant, tn>(a, moe_decode_smem_);                          \
+		__shared__ moe_decode::smem<tn, (rows) / 8> moe_decode_smem_;                \
+		moe_decode::decode<quant, tn, (rows) / 8>(a, moe_decode_smem_);              \
 	}
 
 MOE_DECODE_KERNELS(MOE_DECODE_DEFINE)

@@ -291,8 +291,9 @@ static inline int moe_gemm_rows_cols(int quant, int tm, int32_t n, int32_t k, in
  * blockIdx.y + gridDim.y, ... below *num_tokens_post_padded, and of each the
  * column tiles (TN columns) blockIdx.x, blockIdx.x + gridDim.x, ...  It
  * gathers a framework block's valid routed rows (up to 256 at a time) and
- * computes them 8 at a time: each pass streams its tiles' weights once,
- * tile after tile.  Its 8 warps split TN / 16 ways along N and the rest
+ * computes them 8 at a time (16 for the W4A16 kernels moe_gemm_w4a16_d<TN>_r16,
+ * which take two n8 operands: moe_gemm_decode_rows): each pass streams its
+ * tiles' weights once, tile after tile.  Its 8 warps split TN / 16 ways along N and the rest
  * (MOE_DECODE_KWARPS) along K: a warp multiplies 16 weight columns (the
  * mma.sync A operand) by the rows (the n8 operand), loading W and A from
  * global memory straight into fragments, MOE_DECODE_DEPTH k steps ahead
@@ -319,19 +320,23 @@ static inline int moe_gemm_rows_cols(int quant, int tm, int32_t n, int32_t k, in
 #define MOE_DECODE_WBYTES(quant, k) \
 	((int64_t)(k) * ((quant) == MOE_BF16 ? 4 : (quant) == MOE_FP8 ? 2 : 1) / 2)
 
-#define MOE_DECODE_KERNELS(X)                       \
-	X(MOE_BF16, 16, moe_gemm_bf16_d16)          \
-	X(MOE_BF16, 32, moe_gemm_bf16_d32)          \
-	X(MOE_BF16, 64, moe_gemm_bf16_d64)          \
-	X(MOE_BF16, 128, moe_gemm_bf16_d128)        \
-	X(MOE_FP8, 16, moe_gemm_fp8_d16)            \
-	X(MOE_FP8, 32, moe_gemm_fp8_d32)            \
-	X(MOE_FP8, 64, moe_gemm_fp8_d64)            \
-	X(MOE_FP8, 128, moe_gemm_fp8_d128)          \
-	X(MOE_W4A16, 16, moe_gemm_w4a16_d16)        \
-	X(MOE_W4A16, 32, moe_gemm_w4a16_d32)        \
-	X(MOE_W4A16, 64, moe_gemm_w4a16_d64)        \
-	X(MOE_W4A16, 128, moe_gemm_w4a16_d128)
+#define MOE_DECODE_KERNELS(X)                           \
+	X(MOE_BF16, 16, 8, moe_gemm_bf16_d16)           \
+	X(MOE_BF16, 32, 8, moe_gemm_bf16_d32)           \
+	X(MOE_BF16, 64, 8, moe_gemm_bf16_d64)           \
+	X(MOE_BF16, 128, 8, moe_gemm_bf16_d128)         \
+	X(MOE_FP8, 16, 8, moe_gemm_fp8_d16)             \
+	X(MOE_FP8, 32, 8, moe_gemm_fp8_d32)             \
+	X(MOE_FP8, 64, 8, moe_gemm_fp8_d64)             \
+	X(MOE_FP8, 128, 8, moe_gemm_fp8_d128)           \
+	X(MOE_W4A16, 16, 8, moe_gemm_w4a16_d16)         \
+	X(MOE_W4A16, 32, 8, moe_gemm_w4a16_d32)         \
+	X(MOE_W4A16, 64, 8, moe_gemm_w4a16_d64)         \
+	X(MOE_W4A16, 128, 8, moe_gemm_w4a16_d128)       \
+	X(MOE_W4A16, 16, 16, moe_gemm_w4a16_d16_r16)    \
+	X(MOE_W4A16, 32, 16, moe_gemm_w4a16_d32_r16)    \
+	X(MOE_W4A16, 64, 16, moe_gemm_w4a16_d64_r16)    \
+	X(MOE_W4A16, 128, 16, moe_gemm_w4a16_d128_r16)
 
 /* moe_gemm_decode_has - whether decode kernels compute @quant. */
 static inline int moe_gemm_decode_has(int quant)
@@ -345,10 +350,11 @@ static inline int64_t moe_gemm_decode_steps(int quant, int32_t k)
 	return ((int64_t)k + MOE_DECODE_STEP_K(quant) - 1) / MOE_DECODE_STEP_K(quant);
 }
 
-/* moe_gemm_decode_name - "moe_gemm_<quant>_d<tn>", or NULL for another pair. */
-static inline const char *moe_gemm_decode_name(int quant, int tn)
+/* moe_gemm_decode_name - the decode kernel of @quant, @tn columns and @rows routed rows a pass
+ * ("moe_gemm_<quant>_d<tn>" for 8, "..._r16" for 16), or NULL for another triple. */
+static inline const char *moe_gemm_decode_name(int quant, int tn, int rows)
 {
-#define MOE_DECODE_NAME_OF(q, t, name) if (quant == (q) && tn == (t)) return #name;
+#define MOE_DECODE_NAME_OF(q, t, r, name) if (quant == (q) && tn == (t) && rows == (r)) return #name;
 	MOE_DECODE_KERNELS(MOE_DECODE_NAME_OF)
 #undef MOE_DECODE_NAME_OF
 	return 0;
@@ -422,19 +428,20 @@ static inline int moe_gemm_decode_cols(int quant, int32_t n, int32_t k, int tn, 
  * (@block_m, @num_valid, @em as for moe_gemm_rows_per_expert) is better
  * served by the decode kernels than by the row tiles: @quant has them and
  * the experts get at most
- *   MOE_DECODE_W4_ROWS rows each for W4A16 (four passes; faster than the
- *     row tiles at every batch up to 512 tokens of Kimi K2 and GLM-4.7,
- *     gate/up and down, 3.5 to 40 times);
+ *   MOE_DECODE_W4_ROWS rows each for W4A16 (four passes of 16 rows: faster
+ *     than the row tiles at every batch up to 1024 tokens of GLM-4.7 (51
+ *     rows an expert) and 2048 of Kimi K2 (43), gate/up and down, 1.6 to
+ *     40 times; slower from 102 rows, GLM at 2048 tokens);
  *   on a short K (moe_gemm_short_k: the down GEMM), MOE_DECODE_SHORT_ROWS,
  *     or MOE_DECODE_SHALLOW_ROWS where the 64-row tile has a shallow
  *     pipeline (bf16), which passes the decode kernels from about 10 rows;
  *   on a long K (gate/up), MOE_DECODE_LONG_ROWS: from 5 rows the 64-row
  *     tile reads the weights faster.
- * Measured on an H100 at SM120's blocks per SM (tests/gpu/bench_moe_decode.c,
- * Kimi K2 and GLM-4.7 at TP8, 8 to 1024 tokens).  (Row mode, one routed row
- * per block, always is.)  Pure, plain C.
+ * Measured on an H100 (W4A16: an H200) at SM120's blocks per SM
+ * (tests/gpu/bench_moe_decode.c, Kimi K2 and GLM-4.7 at TP8, 8 to 2048
+ * tokens).  (Row mode, one routed row per block, always is.)  Pure, plain C.
  */
-#define MOE_DECODE_W4_ROWS 32
+#define MOE_DECODE_W4_ROWS 64
 #define MOE_DECODE_SHORT_ROWS 24
 #define MOE_DECODE_SHALLOW_ROWS 8
 #define MOE_DECODE_LONG_ROWS 4
@@ -449,6 +456,28 @@ static inline int moe_gemm_decode_wanted(int quant, int32_t block_m, int32_t num
 	if (moe_gemm_short_k(quant, k))
 		return per <= (MOE_GEMM_SHALLOW(quant, 64) ? MOE_DECODE_SHALLOW_ROWS : MOE_DECODE_SHORT_ROWS);
 	return per <= MOE_DECODE_LONG_ROWS;
+}
+
+/*
+ * moe_gemm_decode_rows - the routed rows a pass of the decode kernel for a
+ * launch of @quant (@block_m, @num_valid, @em as for
+ * moe_gemm_rows_per_expert): 16 (the moe_gemm_<quant>_d<TN>_r16 kernels,
+ * which take two n8 operands a pass, so that each W fragment, and for
+ * W4A16 each dequantized one, serves 16 rows; a pass of 8 or fewer rows
+ * skips the second operand's MMAs) where @quant has them (MOE_DECODE_R16)
+ * and the experts get more than MOE_DECODE_R16_ROWS rows each, else 8.
+ * Measured on an H200 (W4A16, Kimi K2 and GLM-4.7 at TP8, gate/up and
+ * down): 1.17-1.38 times faster than 8 rows a pass from 10 to 51 rows an
+ * expert, even at 5, and 9-12% slower up to 3 (its W is fetched two steps
+ * ahead, not three: the registers).
+ * Pure, plain C.
+ */
+#define MOE_DECODE_R16(quant) ((quant) == MOE_W4A16)
+#define MOE_DECODE_R16_ROWS 8
+static inline int moe_gemm_decode_rows(int quant, int32_t block_m, int32_t num_valid, int32_t em)
+{
+	return MOE_DECODE_R16(quant) && moe_gemm_rows_per_expert(block_m, num_valid, em) > MOE_DECODE_R16_ROWS ? 16
+														 : 8;
 }
 
 struct moe_gemm_args {

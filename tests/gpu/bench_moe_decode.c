@@ -401,20 +401,19 @@ int main(int argc, char **argv)
 				       blocks_per_sm(f, pad));
 			}
 		printf("\n# blocks per SM of the decode kernels here:");
-		for (int t = 0; t < 12; t++) {
-			const char *name = moe_gemm_decode_name(t < 4 ? MOE_BF16 : t < 8 ? MOE_FP8 : MOE_W4A16,
-								16 << (t % 4));
-
-			printf(", %s %d", name, blocks_per_sm(get(mod, name, 0), 0));
-		}
+#define DECODE_OCC(quant, tn, rows, name) printf(" %s %d", #name, blocks_per_sm(get(mod, #name, 0), 0));
+		MOE_DECODE_KERNELS(DECODE_OCC)
+#undef DECODE_OCC
 		printf(" (SM120 the same: their registers)\n");
 	}
 	printf("# fractions of the floor (floor / time); old = row tiles (the plan before), new = the decode "
-	       "kernel the plan picks now (its tile: tn; 0 = the row tile kept); d16..d128 each decode tile; "
-	       "us = microseconds\n");
-	printf("%-5s %-6s %-11s %4s %4s %8s %6s %9s %6s %8s %4s %9s %6s %6s %6s %6s %6s%s\n", "model", "half",
-	       "quant", "M", "exp", "floor_us", "limit", "old_us", "old", "old_pad", "tn", "new_us", "new", "d16",
-	       "d32", "d64", "d128", alt ? "    alt    wiring" : "    wiring");
+	       "kernel the plan picks now (its tile: tn, its rows a pass: rp; tn 0 = the row tile kept); d16..d128 "
+	       "each decode tile at 8 rows a pass; r16..r128 each at 16 rows a pass (W4A16), eq = whether the "
+	       "one of moe_gemm_decode_tn's tile wrote the same bytes as 8 rows a pass; us = microseconds\n");
+	printf("%-5s %-6s %-11s %4s %4s %8s %6s %9s %6s %8s %4s %3s %9s %6s %6s %6s %6s %6s %6s %6s %6s %6s %3s%s\n",
+	       "model", "half", "quant", "M", "exp", "floor_us", "limit", "old_us", "old", "old_pad", "tn", "rp",
+	       "new_us", "new", "d16", "d32", "d64", "d128", "r16", "r32", "r64", "r128", "eq",
+	       alt ? "    alt    wiring" : "    wiring");
 
 	for (size_t mi = 0; mi < sizeof(models) / sizeof(models[0]); mi++)
 		for (int half = 0; half < 2; half++)
@@ -442,8 +441,8 @@ int main(int argc, char **argv)
 					CUdeviceptr da, dc, das = 0, dbs = 0, dtw, dsorted, deids, dntpp;
 					size_t abytes = (size_t)arows * K * esz, cbytes = (size_t)nv * N * 2;
 					size_t as_n = 0, bs_n = 0, per_scale = 0;
-					double floor_ms, lim_ms, old_ms, pad_ms, new_ms, dn[4], alt_ms = 0, wire = 0;
-					int told, tn;
+					double floor_ms, lim_ms, old_ms, pad_ms, new_ms, dn[4], dr[4] = { 0 }, alt_ms = 0, wire = 0;
+					int told, tn, rp, eq16 = -1;
 					void *params[] = { &a };
 
 					/* routing: distinct experts per token, aligned (moe_align_block_size) */
@@ -582,18 +581,43 @@ int main(int argc, char **argv)
 					a.stages = 0;
 					/* new: the decode kernel the plan picks (0: it keeps the row tile) */
 					tn = moe_gemm_decode_wanted(qt->quant, bm, nv, em, K) ? moe_gemm_decode_tn(qt->quant, K) : 0;
-					for (int t = 0; t < 4; t++) {
-						const int dt = 16 << t;
-						CUfunction f = get(mod, moe_gemm_decode_name(qt->quant, dt), 0);
+					rp = moe_gemm_decode_rows(qt->quant, bm, nv, em);
+					for (int t = 0; t < 8; t++) {
+						const int dt = 16 << (t % 4), r = t < 4 ? 8 : 16;
 
-						dn[t] = timed_ms(f, (unsigned)moe_gemm_decode_cols(qt->quant, N, K, dt, em, bm, nv),
+						if (r == 16 && !MOE_DECODE_R16(qt->quant))
+							continue;
+						(t < 4 ? dn : dr)[t % 4] =
+							timed_ms(get(mod, moe_gemm_decode_name(qt->quant, dt, r), 0),
+								 (unsigned)moe_gemm_decode_cols(qt->quant, N, K, dt, em, bm, nv),
 								 (unsigned)moe_gemm_decode_blocks(em, bm, nv), MOE_GEMM_THREADS, 0,
 								 params, &a.b, wbuf, wbytes);
 					}
-					new_ms = tn ? dn[tn == 16 ? 0 : tn == 32 ? 1 : tn == 64 ? 2 : 3] : old_ms;
-					if (alt && tn) {
-						CUfunction f = get(alt, moe_gemm_decode_name(qt->quant, tn), 0);
+					if (MOE_DECODE_R16(qt->quant)) {
+						/* the bytes of 16 rows a pass against 8 rows a pass on the plan's tile */
+						const int dt = moe_gemm_decode_tn(qt->quant, K);
+						const unsigned gx = (unsigned)moe_gemm_decode_cols(qt->quant, N, K, dt, em, bm, nv);
+						const unsigned gy = (unsigned)moe_gemm_decode_blocks(em, bm, nv);
+						uint16_t *c0 = malloc(cbytes), *c1 = malloc(cbytes);
 
+						for (int r = 0; r < 2; r++) {
+							CHECK(cuMemsetD16(dc, NAN_BF16, cbytes / 2));
+							CHECK(cuLaunchKernel(get(mod, moe_gemm_decode_name(qt->quant, dt, r ? 16 : 8), 0),
+									     gx, gy, 1, MOE_GEMM_THREADS, 1, 1, 0, stream, params, NULL));
+							CHECK(cuStreamSynchronize(stream));
+							CHECK(cuMemcpyDtoH(r ? c1 : c0, dc, cbytes));
+						}
+						eq16 = !memcmp(c0, c1, cbytes);
+						free(c0);
+						free(c1);
+					}
+					new_ms = !tn ? old_ms : (rp == 16 ? dr : dn)[tn == 16 ? 0 : tn == 32 ? 1 : tn == 64 ? 2 : 3];
+					if (alt && tn) {
+						/* an ALT build before the 16-row kernels has the 8-row one of the tile */
+						CUfunction f;
+
+						if (cuModuleGetFunction(&f, alt, moe_gemm_decode_name(qt->quant, tn, rp)) != CUDA_SUCCESS)
+							f = get(alt, moe_gemm_decode_name(qt->quant, tn, 8), 0);
 						alt_ms = timed_ms(f, (unsigned)moe_gemm_decode_cols(qt->quant, N, K, tn, em, bm, nv),
 								  (unsigned)moe_gemm_decode_blocks(em, bm, nv), MOE_GEMM_THREADS, 0,
 								  params, &a.b, wbuf, wbytes);
@@ -604,7 +628,7 @@ int main(int argc, char **argv)
 						const int dt = tn ? tn : 16;
 						uint16_t *c0 = malloc(cbytes), *c1 = malloc(cbytes);
 						CUfunction fo = get(mod, moe_gemm_kernel_name(qt->quant, told), moe_gemm_smem(qt->quant, told));
-						CUfunction fd = get(mod, moe_gemm_decode_name(qt->quant, dt), 0);
+						CUfunction fd = get(mod, moe_gemm_decode_name(qt->quant, dt, 8), 0);
 						double mx = 0, md_ = 0;
 
 						CHECK(cuMemsetD16(dc, NAN_BF16, cbytes / 2));
@@ -632,11 +656,14 @@ int main(int argc, char **argv)
 						free(c1);
 					}
 
-					printf("%-5s %-6s %-11s %4d %4d %8.1f %6.2f %9.1f %6.2f %8.2f %4d %9.1f %6.2f %6.2f %6.2f %6.2f %6.2f",
+					printf("%-5s %-6s %-11s %4d %4d %8.1f %6.2f %9.1f %6.2f %8.2f %4d %3d %9.1f %6.2f %6.2f %6.2f %6.2f "
+					       "%6.2f %6.2f %6.2f %6.2f %6.2f %3d",
 					       md->name, half ? "down" : "gateup", qt->name, M, touched, floor_ms * 1e3,
-					       floor_ms / lim_ms, old_ms * 1e3, floor_ms / old_ms, floor_ms / pad_ms, tn,
+					       floor_ms / lim_ms, old_ms * 1e3, floor_ms / old_ms, floor_ms / pad_ms, tn, tn ? rp : 0,
 					       new_ms * 1e3, floor_ms / new_ms, floor_ms / dn[0], floor_ms / dn[1],
-					       floor_ms / dn[2], floor_ms / dn[3]);
+					       floor_ms / dn[2], floor_ms / dn[3], dr[0] > 0 ? floor_ms / dr[0] : 0.0,
+					       dr[1] > 0 ? floor_ms / dr[1] : 0.0, dr[2] > 0 ? floor_ms / dr[2] : 0.0,
+					       dr[3] > 0 ? floor_ms / dr[3] : 0.0, eq16);
 					if (alt)
 						printf(" %6.2f", tn ? floor_ms / alt_ms : 0.0);
 					printf(" %9.1e%s\n", wire, tn ? "" : "  (new = old: row tile kept)");

@@ -95,13 +95,16 @@
  * 16, 192, 208 and 1024, so from one k tile to more than the stages), and
  * FP8 at TM 64, which has none, with args.stages set (ignored).
  *
- * The W4A16 decode kernels (the last block of cases[]): groups of 32, 64 and
+ * The W4A16 decode kernels (the last two blocks of cases[]): groups of 32, 64 and
  * 128; K ending inside their 128-k step (64, 192, 320, 448: lanes past K),
  * odd N (201, 199) and N under one warp tile (72); one token over 5..9
  * experts (most of them empty), several passes and windows (block_m 512),
  * padded strides with NaN scales and 0x77 bytes between packed columns,
  * experts on another rank, short and dropped rows, grid (2, 3), row mode,
- * and the two model-like shapes.
+ * and the two model-like shapes.  The W4A16 decode kernels of 16 rows a
+ * pass (flag R16, moe_gemm_w4a16_d<TN>_r16): blocks of 9 to 16 valid rows
+ * (both n8 operands), of 8 or fewer (the second idle), of several passes
+ * and windows, experts on another rank, grid (2, 3) and row mode.
  *
  * Schedule mode (SGLang's inkling grouped GEMM): its own cases after these,
  * see the section "schedule mode" below.
@@ -121,15 +124,16 @@
 
 /* ------------------------------------------------------------ cases */
 
-/* tm: the row tile, or DEC(TN) for the decode kernel of TN columns */
+/* tm: the row tile, or DEC(TN) for the decode kernel of TN columns; rows: a decode
+ * kernel's routed rows a pass (8 or 16), 0 for the row tiles */
 struct kernel {
 	const char *name;
-	int quant, tm;
+	int quant, tm, rows;
 };
 
 #define DEC(tn) (-(tn))
-#define KERNEL_ROW(quant, tm, name) { #name, quant, tm },
-#define DECODE_ROW(quant, tn, name) { #name, quant, DEC(tn) },
+#define KERNEL_ROW(quant, tm, name) { #name, quant, tm, 0 },
+#define DECODE_ROW(quant, tn, rows, name) { #name, quant, DEC(tn), rows },
 static const struct kernel kernels[] = { MOE_GEMM_KERNELS(KERNEL_ROW) MOE_DECODE_KERNELS(DECODE_ROW) };
 #undef KERNEL_ROW
 #undef DECODE_ROW
@@ -146,6 +150,7 @@ static const struct kernel kernels[] = { MOE_GEMM_KERNELS(KERNEL_ROW) MOE_DECODE
 			  * MOE_GEMM_MULTI row tiles: grid x 2, each block every other column tile */
 #define SHALLOW (1u << 9) /* args.stages MOE_GEMM_SHALLOW_STAGES, moe_gemm_launch_smem bytes (the shallow
 			   * pipeline; a kernel without one ignores it) */
+#define R16 (1u << 10)    /* decode kernels: the one of 16 rows a pass (moe_gemm_<quant>_d<TN>_r16) */
 
 struct tcase {
 	int quant, tm; /* the kernel */
@@ -274,6 +279,15 @@ static const struct tcase cases[] = {
 	{ W4, DEC(128), 16, 8, 16, 1024, 256, 128, 0, 32, RW | BIAS },
 	{ W4, DEC(32), 3, 8, 12, 199, 448, 16, 0, 32, NAIVE | RW | PAD | OFF },
 	{ W4, DEC(16), 2, 4, 9, 72, 1024, 64, 0, 64, NAIVE | SHORT | DROP | GRID3 },
+	/* the W4A16 decode kernels of 16 rows a pass: blocks of 9 to 16 valid rows
+	   (both n8 operands), of 8 or fewer (the second one idle), of several passes and
+	   windows, and row mode */
+	{ W4, DEC(16), 33, 8, 9, 200, 1024, 128, 0, 32, R16 | RW | BIAS | PAD },
+	{ W4, DEC(128), 7, 2, 6, 456, 192, 16, 0, 32, R16 | OFF | SHORT },
+	{ W4, DEC(32), 12, 8, 12, 199, 448, 64, 0, 64, R16 | RW | PAD | DROP | GRID3 },
+	{ W4, DEC(64), 300, 8, 9, 384, 320, 512, 0, 128, R16 | RW | BIAS | PAD | SAMPLE },
+	{ W4, DEC(16), 2, 4, 9, 72, 1024, 64, 0, 64, R16 | NAIVE | SHORT | DROP },
+	{ W4, DEC(128), 16, 8, 16, 1024, 256, 128, 0, 32, R16 | RW | BIAS | OFF },
 };
 #undef BF16
 #undef FP8
@@ -287,7 +301,8 @@ static const struct tcase cases[] = {
 static const struct kernel *find_kernel(const struct tcase *tc)
 {
 	for (size_t i = 0; i < sizeof(kernels) / sizeof(kernels[0]); i++)
-		if (kernels[i].quant == tc->quant && kernels[i].tm == tc->tm)
+		if (kernels[i].quant == tc->quant && kernels[i].tm == tc->tm &&
+		    kernels[i].rows == (tc->tm > 0 ? 0 : tc->flags & R16 ? 16 : 8))
 			return &kernels[i];
 	fprintf(stderr, "no kernel for quant %d, tile %d\n", tc->quant, tc->tm);
 	exit(1);

@@ -580,7 +580,7 @@ static void test_fused_moe(void **state)
 	set(&f, "num_valid_tokens", 32), set(&f, "EM", 32 + 385 * 127);
 	f.l.grid[0] = ((32 + 385 * 127 + 127) / 128) * 2;
 	expect_plan(&f, "vllm-moe-main", NULL, &plan);
-	assert_string_equal(plan.kernel, moe_gemm_decode_name(MOE_FP8, 16));
+	assert_string_equal(plan.kernel, moe_gemm_decode_name(MOE_FP8, 16, 8));
 	assert_int_equal(moe_gemm_decode_tn(MOE_FP8, 7168), 16);
 	assert_int_equal(plan.grid[0], moe_gemm_decode_cols(MOE_FP8, 512, 7168, 16, 32 + 385 * 127, 128, 32));
 	assert_int_equal(plan.grid[0], 32);   /* 32 tiles x 32 block rows: a tile a block */
@@ -733,11 +733,21 @@ static void test_moe_decisions(void **state)
 	assert_int_equal(moe_gemm_decode_tn(MOE_W4A16, 256), 128);
 	assert_int_equal(moe_gemm_decode_tn(MOE_W4A16, 2048), 32);
 	assert_int_equal(moe_gemm_decode_tn(MOE_NVFP4, 7168), 0);
-	/* W4A16: up to 32 rows an expert (GLM-4.7's 512 tokens: 25.6), gate/up and down alike */
+	/* W4A16: up to 64 rows an expert (GLM-4.7's 1024 tokens: 51; not its 2048: 102), gate/up
+	   and down alike, 16 rows a pass past 8 rows an expert (Kimi K2's 512 tokens: 10.7) */
 	assert_true(moe_gemm_decode_wanted(MOE_W4A16, 128, 8, 8 + 161 * 127, 5120));
 	assert_true(moe_gemm_decode_wanted(MOE_W4A16, 128, 512 * 8, 512 * 8 + 161 * 127, 5120));
 	assert_true(moe_gemm_decode_wanted(MOE_W4A16, 16, 512 * 8, 512 * 8 + 161 * 15, 192));
+	assert_true(moe_gemm_decode_wanted(MOE_W4A16, 128, 1024 * 8, 1024 * 8 + 161 * 127, 5120));
+	assert_false(moe_gemm_decode_wanted(MOE_W4A16, 128, 2048 * 8, 2048 * 8 + 161 * 127, 5120));
 	assert_false(moe_gemm_decode_wanted(MOE_W4A16, 128, 4096 * 8, 4096 * 8 + 385 * 127, 7168));
+	assert_int_equal(moe_gemm_decode_rows(MOE_W4A16, 128, 256 * 8, 256 * 8 + 385 * 127), 8);
+	assert_int_equal(moe_gemm_decode_rows(MOE_W4A16, 128, 512 * 8, 512 * 8 + 385 * 127), 16);
+	assert_int_equal(moe_gemm_decode_rows(MOE_BF16, 128, 512 * 8, 512 * 8 + 385 * 127), 8);
+	assert_int_equal(moe_gemm_decode_rows(MOE_FP8, 128, 512 * 8, 512 * 8 + 385 * 127), 8);
+	assert_string_equal(moe_gemm_decode_name(MOE_W4A16, 16, 16), "moe_gemm_w4a16_d16_r16");
+	assert_string_equal(moe_gemm_decode_name(MOE_W4A16, 128, 8), "moe_gemm_w4a16_d128");
+	assert_null(moe_gemm_decode_name(MOE_BF16, 16, 16));
 	assert_int_equal(moe_gemm_decode_cols(MOE_W4A16, 512, 7168, 16, 8 + 385 * 127, 128, 8), 32);
 	assert_int_equal(moe_gemm_decode_cols(MOE_W4A16, 7168, 256, 128, 128 + 385 * 127, 128, 128), 8);
 	assert_true(moe_gemm_decode_wanted(MOE_FP8, 128, 8, 8 + 385 * 127, 7168));
@@ -1362,7 +1372,7 @@ static void test_facts_moe_naive(void **state)
 	naive_launch(&f, &ds16, 4);
 	assert_int_equal(f.l.dynamic_smem, 105472);
 	expect_plan(&f, "vllm-moe-main", NULL, &plan);
-	assert_string_equal(plan.kernel, moe_gemm_decode_name(MOE_FP8, 16));
+	assert_string_equal(plan.kernel, moe_gemm_decode_name(MOE_FP8, 16, 8));
 	assert_int_equal(plan.grid[0], moe_gemm_decode_cols(MOE_FP8, 512, 7168, 16, 32 * 16, 16, 32));
 	assert_int_equal(plan.grid[1], 32);
 	assert_int_equal(plan.dynamic_smem, 0);
@@ -1383,7 +1393,7 @@ static void test_facts_moe_naive(void **state)
 	naive_down(&f, &ds16, 4);
 	expect_plan(&f, "vllm-moe-main", NULL, &plan);
 	memcpy(&a, plan.args, sizeof(a));
-	assert_string_equal(plan.kernel, moe_gemm_decode_name(MOE_FP8, 128));
+	assert_string_equal(plan.kernel, moe_gemm_decode_name(MOE_FP8, 128, 8));
 	assert_int_equal(plan.grid[0], moe_gemm_decode_cols(MOE_FP8, 7168, 256, 128, 32 * 16, 16, 32));
 	assert_int_equal(plan.grid[1], 32);
 	assert_int_equal(a.top_k, 1);
@@ -1403,7 +1413,7 @@ static void test_facts_moe_naive(void **state)
 	assert_int_equal(f.l.dynamic_smem, 204800);
 	expect_plan(&f, "vllm-moe-main", NULL, &plan);
 	memcpy(&a, plan.args, sizeof(a));
-	assert_string_equal(plan.kernel, moe_gemm_decode_name(MOE_FP8, 16));
+	assert_string_equal(plan.kernel, moe_gemm_decode_name(MOE_FP8, 16, 8));
 	assert_int_equal(plan.grid[1], 16);
 	assert_int_equal(a.block_m, 64);
 	assert_int_equal(a.EM, 16 * 64);
@@ -1423,7 +1433,7 @@ static void test_facts_moe_naive(void **state)
 	naive_launch(&f, &bf16, 12);
 	assert_int_equal(f.l.dynamic_smem, 110592);
 	expect_plan(&f, "vllm-moe-main", NULL, &plan);
-	assert_string_equal(plan.kernel, moe_gemm_decode_name(MOE_BF16, 16));
+	assert_string_equal(plan.kernel, moe_gemm_decode_name(MOE_BF16, 16, 8));
 	assert_int_equal(plan.grid[1], 96);
 	/* refusals: EM other than vLLM's, the pointer and the flag disagreeing, a flag
 	   that is not one, int64 expert ids (EP paths' topk_ids), and no facts */
