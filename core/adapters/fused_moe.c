@@ -418,7 +418,7 @@ static int plan(const struct adapter_input *in, const struct moe_launch *l, stru
 		return -EINVAL;
 	}
 	/* row mode: one routed row per framework block (the 16-row kernel, unless decode below) */
-	tm = naive ? 16 : moe_gemm_rows_tile(quant, (int32_t)bm, l->num_valid, l->em, l->k);
+	tm = naive ? 16 : moe_gemm_rows_tile(quant, (int32_t)bm, l->num_valid, l->em, l->n, l->k);
 	if (!tm)
 		return sm_err_set(why, -EINVAL, "BLOCK_SIZE_M %g is not a multiple of 16", bm);
 	rows = cdiv(l->em, naive ? (int64_t)bm : tm);
@@ -437,7 +437,7 @@ static int plan(const struct adapter_input *in, const struct moe_launch *l, stru
 	a.a_stride_m = l->am, a.b_stride_e = l->be, a.b_stride_n = l->bn, a.c_stride_m = l->cm;
 	a.N = l->n, a.K = l->k, a.EM = l->em, a.num_valid = l->num_valid;
 	a.block_m = (int32_t)bm;
-	a.stages = tn ? 0 : moe_gemm_rows_stages(quant, tm, l->k);
+	a.stages = tn ? 0 : moe_gemm_rows_stages(quant, tm, (int32_t)bm, l->num_valid, l->em, l->k);
 	if (quant == MOE_FP8 && (rc = scales(in, l, &a, why)) != 0)
 		return rc;
 	if (quant == MOE_W4A16) {

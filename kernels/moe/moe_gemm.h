@@ -199,31 +199,47 @@ static inline int moe_gemm_short_k(int quant, int32_t k)
 }
 
 /*
+ * moe_gemm_wide_waste - whether N @n leaves more of the 128-row tile's
+ * 256-column tiles idle than of the 64-row tile's 128-column ones: N % 256
+ * in 1 .. 128 (GLM-4.7's gate/up at TP8, N 384: 512 columns computed
+ * against 384).  Pure.
+ */
+static inline int moe_gemm_wide_waste(int32_t n)
+{
+	return n % 256 > 0 && n % 256 <= 128;
+}
+
+/*
  * moe_gemm_rows_tile - the row tile TM (16, 64 or 128) of the
- * moe_gemm_<quant>_m<TM> kernel for a launch of @quant with K @k
+ * moe_gemm_<quant>_m<TM> kernel for a launch of @quant with N @n and K @k
  * (@block_m, @num_valid, @em as for moe_gemm_rows_per_expert): the largest
  * tile up to the wanted one that divides @block_m (a block of the framework
  * is then whole blocks of ours); 0 if none does.  Wanted, by rows per
  * expert: 16 up to MOE_GEMM_M16_ROWS (where the decode kernels do not take
  * the launch: moe_gemm_decode_wanted), 64 up to 64 rows, 128 beyond; but
  * 64 at any count for a kernel with a shallow pipeline on a short K (bf16's
- * down GEMM: moe_gemm_rows_stages).  Chosen for SM120's blocks per SM, as
- * measured on an H100 with the launches padded to them
- * (tests/gpu/bench_moe_decode.c, Kimi K2 and GLM-4.7 at TP8, 8 to 4096
+ * down GEMM: moe_gemm_rows_stages), and for bf16 and FP8 on an N that
+ * wastes the wide tiles (moe_gemm_wide_waste).  Chosen for SM120's blocks
+ * per SM, as measured on an H100 and an H200 with the launches padded to
+ * them (tests/gpu/bench_moe_decode.c, Kimi K2 and GLM-4.7 at TP8, 8 to 4096
  * tokens): the 16-row tile's 96 KiB keep one block per SM there, and past 4
  * rows an expert it streamed the gate/up weights at 0.2-0.8 of the floor,
  * the 64-row tile at 0.5-0.9; bf16's down GEMM past 8 rows an expert ran
- * 7-41% faster on the shallow 64-row tile than on the 128-row one.  NVFP4
- * keeps 16 rows up to 24 an expert (not measured so).  Pure, plain C: the shim's
- * fused-MoE adapter and the reference engine both choose with it.
+ * 7-41% faster on the shallow 64-row tile than on the 128-row one; GLM's
+ * gate/up (N 384) at 2048 and 4096 tokens ran 10-22% faster on the 64-row
+ * tile (bf16 on its shallow pipeline, FP8 per tensor and per block) than on
+ * the 128-row one.  NVFP4 keeps 16 rows up to 24 an expert (not measured
+ * so).  Pure, plain C: the shim's fused-MoE adapter and the reference
+ * engine both choose with it.
  */
 #define MOE_GEMM_M16_ROWS(quant) ((quant) == MOE_NVFP4 ? 24 : 4)
-static inline int moe_gemm_rows_tile(int quant, int32_t block_m, int32_t num_valid, int32_t em, int32_t k)
+static inline int moe_gemm_rows_tile(int quant, int32_t block_m, int32_t num_valid, int32_t em, int32_t n,
+				     int32_t k)
 {
 	const int64_t per = moe_gemm_rows_per_expert(block_m, num_valid, em);
-	const int want = per <= MOE_GEMM_M16_ROWS(quant)                                        ? 16
-			 : per <= 64 || (MOE_GEMM_SHALLOW(quant, 64) && moe_gemm_short_k(quant, k)) ? 64
-												: 128;
+	const int narrow = (MOE_GEMM_SHALLOW(quant, 64) && moe_gemm_short_k(quant, k)) ||
+			   (!MOE_GEMM_PACKED(quant) && moe_gemm_wide_waste(n));
+	const int want = per <= MOE_GEMM_M16_ROWS(quant) ? 16 : per <= 64 || narrow ? 64 : 128;
 	static const int tiles[] = { 128, 64, 16 };   /* the kernels' row tiles, largest first */
 	unsigned i;
 
@@ -234,18 +250,24 @@ static inline int moe_gemm_rows_tile(int quant, int32_t block_m, int32_t num_val
 }
 
 /*
- * moe_gemm_rows_stages - args.stages for moe_gemm_<@quant>_m<@tm> on K @k:
- * the shallow pipeline (MOE_GEMM_SHALLOW_STAGES) where the kernel has one
- * and K is short (the down GEMM: a block's column tiles are a few k tiles
- * each, and the second block per SM overlaps one's epilogue with the
- * other's loads; measured 14-50% faster than the four-stage pipeline at
- * SM120's blocks per SM, Kimi K2 and GLM-4.7 at 64 to 4096 tokens), else 0
- * (gate/up's long K streams better four stages deep: 0-12% faster up to 64
- * rows an expert).  Pure.
+ * moe_gemm_rows_stages - args.stages for moe_gemm_<@quant>_m<@tm> on K @k
+ * (@block_m, @num_valid, @em as for moe_gemm_rows_per_expert): the shallow
+ * pipeline (MOE_GEMM_SHALLOW_STAGES) where the kernel has one and K is
+ * short (the down GEMM: a block's column tiles are a few k tiles each, and
+ * the second block per SM overlaps one's epilogue with the other's loads;
+ * measured 14-50% faster than the four-stage pipeline at SM120's blocks per
+ * SM, Kimi K2 and GLM-4.7 at 64 to 4096 tokens) or the experts get more than
+ * 64 rows each (GLM's gate/up at 2048 and 4096 tokens: 25-28% faster), else
+ * 0 (gate/up's long K streamed better four stages deep up to 64 rows an
+ * expert: 0-12% faster, H100).  Pure.
  */
-static inline int32_t moe_gemm_rows_stages(int quant, int tm, int32_t k)
+static inline int32_t moe_gemm_rows_stages(int quant, int tm, int32_t block_m, int32_t num_valid, int32_t em,
+					   int32_t k)
 {
-	return MOE_GEMM_SHALLOW(quant, tm) && moe_gemm_short_k(quant, k) ? MOE_GEMM_SHALLOW_STAGES : 0;
+	return MOE_GEMM_SHALLOW(quant, tm) &&
+			       (moe_gemm_short_k(quant, k) || moe_gemm_rows_per_expert(block_m, num_valid, em) > 64)
+		       ? MOE_GEMM_SHALLOW_STAGES
+		       : 0;
 }
 
 /*

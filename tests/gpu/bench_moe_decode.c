@@ -562,8 +562,8 @@ int main(int argc, char **argv)
 
 					/* old: the row tile the plan picks where it picks no decode kernel, on its
 					 * grid and pipeline; padded to SM120's blocks per SM */
-					told = moe_gemm_rows_tile(qt->quant, bm, nv, em, K);
-					a.stages = moe_gemm_rows_stages(qt->quant, told, K);
+					told = moe_gemm_rows_tile(qt->quant, bm, nv, em, N, K);
+					a.stages = moe_gemm_rows_stages(qt->quant, told, bm, nv, em, K);
 					{
 						const int smem = moe_gemm_launch_smem(qt->quant, told, a.stages);
 						CUfunction f = get(mod, moe_gemm_kernel_name(qt->quant, told), smem);

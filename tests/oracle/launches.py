@@ -449,7 +449,7 @@ CASES = {
     # sm120 run --model then sets).
     "sglang-0.5.9-moe-glm-tp8-gateup-fp8tensor-m2048": (
         sglang_moe, ("0.5.9", "fp8_tensor", 2048, 161, 9, 384, 5120),
-        {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_fp8_m128")}),
+        {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_fp8_m64")}),
     # These releases read an FP8 cache without k_scale/v_scale: not verified, refused.
     "sglang-0.5.9-extend-kimi-tp8-fp8": (sglang_extend, ("0.5.9", "fp8_e4m3", 2, 8, 77, 333),
                                          {"_fwd_kernel": {120: ("-", "-"), 90: ("!", "-")}}),
@@ -529,7 +529,7 @@ CASES = {
     # routed row would take another token's activations).
     "sglang-0.5.9-moe-glm-tp8-gateup-fp8tensor-m2048-no-settings": (
         with_(sglang_moe, settings={}), ("0.5.9", "fp8_tensor", 2048, 161, 9, 384, 5120),
-        {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_fp8_m128")}),
+        {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_fp8_m64")}),
     "sglang-0.5.9-moe-glm-tp8-gateup-fp8tensor-m2048-topk8": (
         with_(sglang_moe, settings={"top_k": "8", "hidden_size": "5120"}),
         ("0.5.9", "fp8_tensor", 2048, 161, 9, 384, 5120),
@@ -599,7 +599,7 @@ CASES = {
     "sglang-0.5.9-moe-glm-tp8-gateup-fp8tensor-m3072-bm256": (
         with_(sglang_moe, config=tuned(256, 256, 64, 16, 8, 5)),
         ("0.5.9", "fp8_tensor", 3072, 160, 8, 384, 5120),
-        {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_fp8_m128")}),
+        {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_fp8_m64")}),
     # vLLM 0.33 E=256,N=256,device_name=NVIDIA_B200,dtype=fp8_w8a8,block_shape=[128,128].json,
     # bucket 8 (16x256x128, 8 warps, 4 stages), DeepSeek-V3 at TP8 with 10 tokens
     # (10 x 8 x 4 > 256 experts: the aligned routing), through vLLM's own kernel.
@@ -645,7 +645,7 @@ CASES = {
     "vllm-0.33.0-moe-glm-tp8-gateup-fp8tensor-m2048-modular": (
         with_(vllm_moe, modular=True),
         ("0.33.0", "fp8_tensor", 2048, 160, 8, 384, 5120, tuned(128, 256, 128, 32, 8, 4)),
-        {"fused_moe_kernel": ("vllm-moe-main", "moe_gemm_fp8_m128")}),
+        {"fused_moe_kernel": ("vllm-moe-main", "moe_gemm_fp8_m64")}),
     # A logit cap compiled in (rule value logit_cap 0): refused at load and at
     # launch with the facts; without them it is invisible to the launch.
     "sglang-0.5.9-extend-kimi-tp8-bf16-logit-cap": (

@@ -665,19 +665,23 @@ static void test_moe_decisions(void **state)
 	   experts -> 16 rows (the decode kernels take it, below); 512 tokens (10.7 rows an
 	   expert) -> 64, as at 2048 (42.7); 4096 (85) -> 128; its bf16 down GEMM (K 256) -> 64 at
 	   any count past 4 (the shallow pipeline), its FP8 one -> 128 at 4096 tokens; NVFP4 keeps
-	   16 up to 24 rows; BLOCK_SIZE_M 32 or 96 has no 32-row kernel: 16-row blocks cover it */
+	   16 up to 24 rows; BLOCK_SIZE_M 32 or 96 has no 32-row kernel: 16-row blocks cover it.
+	   GLM-4.7 TP8 (160 experts): its gate/up's N 384 wastes the 256-column tiles, so 64 rows
+	   at 4096 tokens (205 an expert) for bf16 and FP8, 128 for the packed 4-bit weights */
 	static const struct {
 		int quant;
-		int32_t block_m, tokens, k;
+		int32_t experts, block_m, tokens, n, k;
 		int tm;
 	} tiles[] = {
-		{ MOE_BF16, 128, 1, 7168, 16 },       { MOE_BF16, 128, 512, 7168, 64 },
-		{ MOE_FP8, 128, 512, 7168, 64 },      { MOE_BF16, 128, 2048, 7168, 64 },
-		{ MOE_BF16, 128, 4096, 7168, 128 },   { MOE_BF16, 128, 4096, 256, 64 },
-		{ MOE_FP8, 128, 4096, 256, 128 },     { MOE_NVFP4, 128, 512, 7168, 16 },
-		{ MOE_NVFP4, 128, 2048, 7168, 64 },   { MOE_BF16, 32, 4096, 7168, 16 },
-		{ MOE_BF16, 96, 4096, 7168, 16 },     { MOE_BF16, 8, 4096, 7168, 0 },
-		{ MOE_BF16, 64, 4096, 7168, 64 },     { MOE_BF16, 32, 1, 7168, 16 },
+		{ MOE_BF16, 384, 128, 1, 512, 7168, 16 },      { MOE_BF16, 384, 128, 512, 512, 7168, 64 },
+		{ MOE_FP8, 384, 128, 512, 512, 7168, 64 },     { MOE_BF16, 384, 128, 2048, 512, 7168, 64 },
+		{ MOE_BF16, 384, 128, 4096, 512, 7168, 128 },  { MOE_BF16, 384, 128, 4096, 7168, 256, 64 },
+		{ MOE_FP8, 384, 128, 4096, 7168, 256, 128 },   { MOE_NVFP4, 384, 128, 512, 512, 7168, 16 },
+		{ MOE_NVFP4, 384, 128, 2048, 512, 7168, 64 },  { MOE_BF16, 384, 32, 4096, 512, 7168, 16 },
+		{ MOE_BF16, 384, 96, 4096, 512, 7168, 16 },    { MOE_BF16, 384, 8, 4096, 512, 7168, 0 },
+		{ MOE_BF16, 384, 64, 4096, 512, 7168, 64 },    { MOE_BF16, 384, 32, 1, 512, 7168, 16 },
+		{ MOE_BF16, 160, 128, 4096, 384, 5120, 64 },   { MOE_FP8, 160, 128, 4096, 384, 5120, 64 },
+		{ MOE_W4A16, 160, 128, 4096, 384, 5120, 128 }, { MOE_FP8, 160, 128, 4096, 5120, 192, 128 },
 	};
 	size_t i;
 	int32_t top_k = 0, mul = 0;
@@ -693,18 +697,27 @@ static void test_moe_decisions(void **state)
 	assert_int_not_equal(moe_half(7168, 7168, 7168, 8, 64, &top_k, &mul, &why), 0);
 	assert_int_not_equal(moe_half(512, 7168, 7168, 1, 64, &top_k, &mul, &why), 0);
 	for (i = 0; i < sizeof(tiles) / sizeof(tiles[0]); i++) {
-		const int32_t rows = tiles[i].tokens * 8, em = rows + 385 * (tiles[i].block_m - 1);
+		const int32_t rows = tiles[i].tokens * 8, em = rows + (tiles[i].experts + 1) * (tiles[i].block_m - 1);
 
-		assert_int_equal(moe_gemm_rows_tile(tiles[i].quant, tiles[i].block_m, rows, em, tiles[i].k),
+		assert_int_equal(moe_gemm_rows_tile(tiles[i].quant, tiles[i].block_m, rows, em, tiles[i].n, tiles[i].k),
 				 tiles[i].tm);
 	}
-	assert_int_equal(moe_gemm_rows_tile(MOE_BF16, 8, 8, 8, 7168), 0);
-	/* the shallow pipeline: bf16 at TM 64 on a short K only (and its launch's 48 KiB) */
-	assert_int_equal(moe_gemm_rows_stages(MOE_BF16, 64, 256), MOE_GEMM_SHALLOW_STAGES);
-	assert_int_equal(moe_gemm_rows_stages(MOE_BF16, 64, 192), MOE_GEMM_SHALLOW_STAGES);
-	assert_int_equal(moe_gemm_rows_stages(MOE_BF16, 64, 7168), 0);
-	assert_int_equal(moe_gemm_rows_stages(MOE_BF16, 128, 256), 0);
-	assert_int_equal(moe_gemm_rows_stages(MOE_FP8, 64, 256), 0);
+	assert_int_equal(moe_gemm_rows_tile(MOE_BF16, 8, 8, 8, 512, 7168), 0);
+	assert_true(moe_gemm_wide_waste(384));
+	assert_true(moe_gemm_wide_waste(100));
+	assert_false(moe_gemm_wide_waste(512));
+	assert_false(moe_gemm_wide_waste(7168));
+	assert_false(moe_gemm_wide_waste(456));
+	/* the shallow pipeline: bf16 at TM 64 on a short K, or past 64 rows an expert (Kimi's 512
+	   tokens: 10.7; GLM's 4096: 205), and its launch's 48 KiB */
+	assert_int_equal(moe_gemm_rows_stages(MOE_BF16, 64, 128, 4096, 4096 + 385 * 127, 256), MOE_GEMM_SHALLOW_STAGES);
+	assert_int_equal(moe_gemm_rows_stages(MOE_BF16, 64, 128, 4096, 4096 + 385 * 127, 192), MOE_GEMM_SHALLOW_STAGES);
+	assert_int_equal(moe_gemm_rows_stages(MOE_BF16, 64, 128, 4096, 4096 + 385 * 127, 7168), 0);
+	assert_int_equal(moe_gemm_rows_stages(MOE_BF16, 64, 128, 32768, 32768 + 161 * 127, 5120),
+			 MOE_GEMM_SHALLOW_STAGES);
+	assert_int_equal(moe_gemm_rows_stages(MOE_BF16, 128, 128, 4096, 4096 + 385 * 127, 256), 0);
+	assert_int_equal(moe_gemm_rows_stages(MOE_FP8, 64, 128, 4096, 4096 + 385 * 127, 256), 0);
+	assert_int_equal(moe_gemm_rows_stages(MOE_FP8, 64, 128, 32768, 32768 + 161 * 127, 5120), 0);
 	assert_int_equal(moe_gemm_launch_smem(MOE_BF16, 64, MOE_GEMM_SHALLOW_STAGES), 49152);
 	assert_int_equal(moe_gemm_launch_smem(MOE_BF16, 64, 0), moe_gemm_smem(MOE_BF16, 64));
 	assert_int_equal(moe_gemm_launch_smem(MOE_FP8, 64, MOE_GEMM_SHALLOW_STAGES), moe_gemm_smem(MOE_FP8, 64));
