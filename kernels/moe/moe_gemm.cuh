@@ -262,21 +262,32 @@ __device__ __forceinline__ void load_wscales(const moe_gemm_args &a, int64_t e, 
 }
 
 /*
- * Two 4-bit codes (low nibble first) of one byte -> bf16x2 weights.  W4A16
- * without integer-to-float conversions: 0x4300 | u is the bf16 128 + u, so
- * subtracting 136 (0x4308) leaves u - 8 exactly, and the bf16 product rounds
- * the exact (u - 8) * scale once: the same bits as rounding the fp32 product.
+ * The two 4-bit codes (low nibble first) of byte @j of the word @w -> bf16x2
+ * weights, with @sel = j | (j + 4) << 8 (byte_sel).  W4A16 without
+ * integer-to-float conversions: one byte permute takes byte j of w and of w
+ * >> 4 (whose low nibble is byte j's high code) into the two halves, and
+ * 0x4300 | u is the bf16 128 + u, so subtracting 136 (0x4308) leaves u - 8
+ * exactly, and the bf16 product by @sc (the scale, both halves) rounds the
+ * exact (u - 8) * scale once: the same bits as rounding the fp32 product.
+ * NVFP4: E2M1 codes times @scale and @global.
  */
+__device__ __forceinline__ uint32_t byte_sel(int j)
+{
+	return (uint32_t)j | (uint32_t)(j + 4) << 8;
+}
+
 template <int QUANT>
-__device__ __forceinline__ uint32_t dequant2(uint32_t byte, float scale, float global)
+__device__ __forceinline__ uint32_t dequant2(uint32_t w, uint32_t sel, __nv_bfloat162 sc, float scale, float global)
 {
 	if (QUANT == MOE_W4A16) {
-		const uint32_t q = (byte & 0x0fu) | ((byte & 0xf0u) << 12) | 0x43004300u, off = 0x43084308u;
+		const uint32_t q = (__byte_perm(w, w >> 4, sel) & 0x000f000fu) | 0x43004300u, off = 0x43084308u;
 		const __nv_bfloat162 v = __hsub2(*(const __nv_bfloat162 *)&q, *(const __nv_bfloat162 *)&off);
-		const __nv_bfloat162 w = __hmul2(v, __float2bfloat162_rn(scale));
+		const __nv_bfloat162 r = __hmul2(v, sc);
 
-		return *(const uint32_t *)&w;
+		return *(const uint32_t *)&r;
 	}
+	const uint32_t byte = __byte_perm(w, 0, sel) & 0xffu;
+
 	return pack_bf16(e2m1_to_float(byte & 15) * scale * global, e2m1_to_float((byte >> 4) & 15) * scale * global);
 }
 
@@ -568,7 +579,7 @@ __device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, i
 						uint32_t bf[2][2];   /* n8 fragments 2 nj and 2 nj + 1 */
 
 						if (S::PACKED) {
-							const int sh = (lane & 3) * 8;
+							const uint32_t sel = byte_sel(lane & 3);
 							const unsigned char *sp = smem + (st - base);
 
 #pragma unroll
@@ -589,8 +600,10 @@ __device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, i
 									w0 = bw[ni][2 * ks], w1 = bw[ni][2 * ks + 1];
 									sc = wsc[ni][ks];
 								}
-								bf[q][0] = dequant2<QUANT>((w0 >> sh) & 0xff, sc, global);
-								bf[q][1] = dequant2<QUANT>((w1 >> sh) & 0xff, sc, global);
+								const __nv_bfloat162 sc2 = __float2bfloat162_rn(sc);
+
+								bf[q][0] = dequant2<QUANT>(w0, sel, sc2, sc, global);
+								bf[q][1] = dequant2<QUANT>(w1, sel, sc2, sc, global);
 							}
 						} else {
 							uint32_t t[4];
