@@ -117,6 +117,16 @@ struct xstep4 {
 	uint32_t x[NP][4][4];
 };
 
+/* A lane's rows of a pass: the A row of the pass's row g + 8 f (src[f]) and
+ * whether it is one of the pass's rows (ok[f]); nf, the n8 operands that hold
+ * rows (warp-uniform). */
+template <int NP>
+struct pass_rows {
+	const unsigned char *src[NP];
+	bool ok[NP];
+	int nf;
+};
+
 /* r = the 16 bytes at @p if @ok, else zeros (nothing read). */
 __device__ __forceinline__ void load16(uint32_t r[4], bool ok, const unsigned char *p)
 {
@@ -280,23 +290,25 @@ __device__ void decode(const moe_gemm_args &a, smem<TN, NP> &sm)
 		epilogue(e, r0, nr, t, t & 1);
 	};
 
-	/* the A row of the pass's row g + 8 f (@ok: whether it is one of its @nr), for this lane */
-	auto arow = [&](int r0, int nr, int f, bool &ok) {
-		ok = g + 8 * f < nr;
-		return (const unsigned char *)a.a +
-		       (ok ? (int64_t)(sm.ids[r0 + g + 8 * f] / a.top_k) * a.a_stride_m * S::ESZ : 0);
+	/* this lane's rows of the pass of rows ids[r0 .. r0 + nr) */
+	auto rows_of = [&](int r0, int nr) {
+		pass_rows<NP> p;
+
+#pragma unroll
+		for (int f = 0; f < NP; f++) {
+			p.ok[f] = g + 8 * f < nr;
+			p.src[f] = (const unsigned char *)a.a +
+				   (p.ok[f] ? (int64_t)(sm.ids[r0 + g + 8 * f] / a.top_k) * a.a_stride_m * S::ESZ : 0);
+		}
+		p.nf = (nr + 7) / 8;
+		return p;
 	};
 
 	/* one pass: valid rows ids[r0 .. r0 + nr) (nr <= PASS) of expert @e >= 0, every tile of the block */
 	auto pass = [&](auto block, int64_t e, int r0, int nr) {
 		constexpr bool BLOCK = decltype(block)::value;
 		const unsigned char *wexp = (const unsigned char *)a.b + e * a.b_stride_e * S::ESZ;
-		bool xok[NP];
-		const unsigned char *xsrc[NP];
-#pragma unroll
-		for (int f = 0; f < NP; f++)
-			xsrc[f] = arow(r0, nr, f, xok[f]);
-		const int nf = (nr + 7) / 8;   /* the n8 operands that hold rows (warp-uniform) */
+		const pass_rows<NP> xr = rows_of(r0, nr);
 		/* block scales: row @lane of the pass */
 		const bool asok = BLOCK && lane < nr;
 		const float *ascale = a.a_scale + (asok ? (int64_t)(sm.ids[r0 + lane] / a.top_k) * a.as_stride_m : 0);
@@ -320,7 +332,7 @@ __device__ void decode(const moe_gemm_args &a, smem<TN, NP> &sm)
 				}
 #pragma unroll
 				for (int f = 0; f < NP; f++)
-					load16(s.x[f][h], in && xok[f], xsrc[f] + o);
+					load16(s.x[f][h], in && xr.ok[f], xr.src[f] + o);
 			}
 			if (BLOCK) {
 				s.as = asok ? __ldg(ascale + (int64_t)st * a.as_stride_k) : 0.0f;
@@ -344,7 +356,7 @@ __device__ void decode(const moe_gemm_args &a, smem<TN, NP> &sm)
 
 #pragma unroll
 					for (int f = 0; f < NP; f++)
-						if (f < nf) {
+						if (f < xr.nf) {
 							if (QUANT == MOE_FP8)
 								mma_e4m3(d[f], af, s.x[f][h][2 * t], s.x[f][h][2 * t + 1]);
 							else
@@ -396,12 +408,7 @@ __device__ void decode(const moe_gemm_args &a, smem<TN, NP> &sm)
 		const unsigned char *wexp = (const unsigned char *)a.b + e * a.b_stride_e;
 		const uint16_t *sexp = (const uint16_t *)a.b_scale + e * a.bs_stride_e;
 		const int gshift = __ffs(a.group_size) - 1;   /* group_size: a power of two >= 32 */
-		bool xok[NP];
-		const unsigned char *xsrc[NP];
-#pragma unroll
-		for (int f = 0; f < NP; f++)
-			xsrc[f] = arow(r0, nr, f, xok[f]);
-		const int nf = (nr + 7) / 8;   /* the n8 operands that hold rows (warp-uniform) */
+		const pass_rows<NP> xr = rows_of(r0, nr);
 		int wt = 0, wi = 0, xt = 0, xi = 0;   /* the next W and A steps to fetch: tile, step */
 
 		/* W and scales of the warp's next step (tile wt, step kg + wi WK of K); none past the last */
@@ -448,7 +455,7 @@ __device__ void decode(const moe_gemm_args &a, smem<TN, NP> &sm)
 			for (int f = 0; f < NP; f++)
 #pragma unroll
 				for (int j = 0; j < 4; j++)
-					load16(s.x[f][j], xok[f] && k < a.K, xsrc[f] + (int64_t)k * 2 + 16 * j);
+					load16(s.x[f][j], xr.ok[f] && k < a.K, xr.src[f] + (int64_t)k * 2 + 16 * j);
 			if (++xi == nst)
 				xi = 0, xt++;
 		};
@@ -479,7 +486,7 @@ __device__ void decode(const moe_gemm_args &a, smem<TN, NP> &sm)
 					}
 #pragma unroll
 				for (int f = 0; f < NP; f++) {
-					if (f >= nf)
+					if (f >= xr.nf)
 						continue;
 					const uint32_t *xj = x.x[f][j];
 					const uint32_t xp[4] = { __byte_perm(xj[0], xj[2], 0x5410), __byte_perm(xj[0], xj[2], 0x7632),
