@@ -425,10 +425,12 @@ static int plan(const struct adapter_input *in, const struct moe_launch *l, stru
 	if (rows > 65535)
 		return sm_err_set(why, -EINVAL, "EM %d needs %lld row blocks of moe_gemm, over the "
 				  "65535 a grid's y dimension holds", l->em, (long long)rows);
-	/* decode batches (a few rows per expert; row mode: one per block) on the decode kernels,
-	 * the launches admitted the same either way */
-	tn = naive || moe_gemm_decode_wanted(quant, (int32_t)bm, l->num_valid, l->em, l->k) ?
-		     moe_gemm_decode_tn(quant, l->k) : 0;
+	/* decode batches (a few rows per expert; row mode: one per block, on the narrow tile) on
+	 * the decode kernels, the launches admitted the same either way */
+	tn = naive ? moe_gemm_decode_tn(quant, l->k)
+	     : moe_gemm_decode_wanted(quant, (int32_t)bm, l->num_valid, l->em, l->k)
+		     ? moe_gemm_decode_tile(quant, l->k, l->num_valid)
+		     : 0;
 
 	a.a = l->a, a.b = l->b, a.c = (void *)(uintptr_t)l->c;
 	a.a_scale = l->a_scale, a.b_scale = l->b_scale;

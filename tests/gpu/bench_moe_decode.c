@@ -2,7 +2,7 @@
  * bench_moe_decode.c - the fused-MoE decode rows of issue 18, one GPU, one
  * run: the row tile the shim's fused-MoE plan picks for a launch
  * (moe_gemm_rows_tile) against the decode kernel it picks
- * (moe_gemm_decode_wanted / moe_gemm_decode_tn),
+ * (moe_gemm_decode_wanted / moe_gemm_decode_tile),
  * and every decode column tile, on the gate/up and the down GEMM of Kimi K2
  * and GLM-4.7 at TP8, bf16, FP8 (per tensor, per channel, 128 x 128 blocks)
  * and INT4 W4A16 (bf16 scales per group of 32), as fractions of the
@@ -409,7 +409,7 @@ int main(int argc, char **argv)
 	printf("# fractions of the floor (floor / time); old = row tiles (the plan before), new = the decode "
 	       "kernel the plan picks now (its tile: tn, its rows a pass: rp; tn 0 = the row tile kept); d16..d128 "
 	       "each decode tile at 8 rows a pass; r16..r128 each at 16 rows a pass (W4A16), eq = whether the "
-	       "one of moe_gemm_decode_tn's tile wrote the same bytes as 8 rows a pass; us = microseconds\n");
+	       "one of moe_gemm_decode_tile's tile wrote the same bytes as 8 rows a pass; us = microseconds\n");
 	printf("%-5s %-6s %-11s %4s %4s %8s %6s %9s %6s %8s %4s %3s %9s %6s %6s %6s %6s %6s %6s %6s %6s %6s %3s%s\n",
 	       "model", "half", "quant", "M", "exp", "floor_us", "limit", "old_us", "old", "old_pad", "tn", "rp",
 	       "new_us", "new", "d16", "d32", "d64", "d128", "r16", "r32", "r64", "r128", "eq",
@@ -580,7 +580,7 @@ int main(int argc, char **argv)
 					}
 					a.stages = 0;
 					/* new: the decode kernel the plan picks (0: it keeps the row tile) */
-					tn = moe_gemm_decode_wanted(qt->quant, bm, nv, em, K) ? moe_gemm_decode_tn(qt->quant, K) : 0;
+					tn = moe_gemm_decode_wanted(qt->quant, bm, nv, em, K) ? moe_gemm_decode_tile(qt->quant, K, nv) : 0;
 					rp = moe_gemm_decode_rows(qt->quant, bm, nv, em);
 					for (int t = 0; t < 8; t++) {
 						const int dt = 16 << (t % 4), r = t < 4 ? 8 : 16;
@@ -595,7 +595,7 @@ int main(int argc, char **argv)
 					}
 					if (MOE_DECODE_R16(qt->quant)) {
 						/* the bytes of 16 rows a pass against 8 rows a pass on the plan's tile */
-						const int dt = moe_gemm_decode_tn(qt->quant, K);
+						const int dt = moe_gemm_decode_tile(qt->quant, K, nv);
 						const unsigned gx = (unsigned)moe_gemm_decode_cols(qt->quant, N, K, dt, em, bm, nv);
 						const unsigned gy = (unsigned)moe_gemm_decode_blocks(em, bm, nv);
 						uint16_t *c0 = malloc(cbytes), *c1 = malloc(cbytes);

@@ -492,7 +492,7 @@ CASES = {
     # and the rule's signature, which passes the zero-point strides, does not apply.
     "sglang-0.5.9-moe-kimi-tp8-gateup-int4-m512": (
         sglang_moe, ("0.5.9", "int4", 512, 384, 8, 512, 7168),
-        {"fused_moe_kernel_gptq_awq": ("sglang-moe-gptq-awq", "moe_gemm_w4a16_d16_r16")}),
+        {"fused_moe_kernel_gptq_awq": ("sglang-moe-gptq-awq", "moe_gemm_w4a16_d32_r16")}),
     "sglang-0.5.9-moe-kimi-tp8-gateup-int4zp-m512": (
         sglang_moe, ("0.5.9", "int4_zp", 512, 384, 8, 512, 7168),
         {"fused_moe_kernel_gptq_awq": ("!", "-", "stride_bzk")}),
@@ -593,7 +593,7 @@ CASES = {
     "sglang-0.5.9-moe-dsv3-tp8-gateup-fp8block-m8-bm16": (
         with_(sglang_moe, config=tuned(16, 256, 128, 32, 8, 4)),
         ("0.5.9", "fp8_block", 8, 256, 8, 512, 7168),
-        {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_fp8_d16")}),
+        {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_fp8_d32")}),
     # E=160,N=384,device_name=NVIDIA_B200,dtype=fp8_w8a8.json, bucket 3072:
     # BLOCK_SIZE_M 256, 256x64, 5 stages (131072 B on sm_120, 163840 B on sm_90).
     "sglang-0.5.9-moe-glm-tp8-gateup-fp8tensor-m3072-bm256": (
@@ -605,7 +605,7 @@ CASES = {
     # (10 x 8 x 4 > 256 experts: the aligned routing), through vLLM's own kernel.
     "vllm-0.33.0-moe-dsv3-tp8-gateup-fp8block-m10-bm16": (
         vllm_moe, ("0.33.0", "fp8_block", 10, 256, 8, 512, 7168, tuned(16, 256, 128, 32, 8, 4)),
-        {"fused_moe_kernel": ("vllm-moe-main", "moe_gemm_fp8_d16")}),
+        {"fused_moe_kernel": ("vllm-moe-main", "moe_gemm_fp8_d32")}),
     # ... with 4 tokens vLLM takes its naive small-batch assignment (sorted_token_ids
     # None, naive_block_assignment 1: 4 x 8 x 4 <= 256 experts): moe_gemm's row
     # mode, one routed row per block, with the facts only (rules/AUDIT.md).

@@ -586,6 +586,13 @@ static void test_fused_moe(void **state)
 	assert_int_equal(plan.grid[0], 32);   /* 32 tiles x 32 block rows: a tile a block */
 	assert_int_equal(plan.grid[1], 32);
 	assert_int_equal(plan.dynamic_smem, 0);
+	/* ... 8 tokens (64 routed rows): the decode kernel of twice the columns */
+	kimi_moe(&f, "vllm-moe-main");
+	set(&f, "num_valid_tokens", 64), set(&f, "EM", 64 + 385 * 127);
+	f.l.grid[0] = ((64 + 385 * 127 + 127) / 128) * 2;
+	expect_plan(&f, "vllm-moe-main", NULL, &plan);
+	assert_string_equal(plan.kernel, moe_gemm_decode_name(MOE_FP8, 32, 8));
+	assert_int_equal(plan.grid[0], moe_gemm_decode_cols(MOE_FP8, 512, 7168, 32, 64 + 385 * 127, 128, 64));
 	/* bf16 (128 x 256 x 64 has the FP8 tile's size): no scale pointers */
 	kimi_moe(&f, "sglang-moe-2026-03");
 	drop(&f, "a_scale_ptr"), drop(&f, "b_scale_ptr");
@@ -746,6 +753,14 @@ static void test_moe_decisions(void **state)
 	assert_int_equal(moe_gemm_decode_tn(MOE_W4A16, 256), 128);
 	assert_int_equal(moe_gemm_decode_tn(MOE_W4A16, 2048), 32);
 	assert_int_equal(moe_gemm_decode_tn(MOE_NVFP4, 7168), 0);
+	/* twice as wide from 64 routed rows (8 tokens of top_k 8), at most 128 */
+	assert_int_equal(moe_gemm_decode_tile(MOE_BF16, 7168, 8), 16);
+	assert_int_equal(moe_gemm_decode_tile(MOE_BF16, 7168, 63), 16);
+	assert_int_equal(moe_gemm_decode_tile(MOE_BF16, 7168, 64), 32);
+	assert_int_equal(moe_gemm_decode_tile(MOE_FP8, 2048, 128), 64);
+	assert_int_equal(moe_gemm_decode_tile(MOE_W4A16, 7168, 4096), 32);
+	assert_int_equal(moe_gemm_decode_tile(MOE_FP8, 256, 4096), 128);
+	assert_int_equal(moe_gemm_decode_tile(MOE_NVFP4, 7168, 4096), 0);
 	/* W4A16: up to 64 rows an expert (GLM-4.7's 1024 tokens: 51; not its 2048: 102), gate/up
 	   and down alike, 16 rows a pass past 8 rows an expert (Kimi K2's 512 tokens: 10.7) */
 	assert_true(moe_gemm_decode_wanted(MOE_W4A16, 128, 8, 8 + 161 * 127, 5120));
