@@ -367,6 +367,7 @@ static int plan(const struct adapter_input *in, const struct moe_launch *l, stru
 	int quant = l->bits == 16 ? MOE_BF16 : l->bits == 8 ? MOE_FP8 : MOE_W4A16;
 	int esz = l->bits == 8 ? 1 : 2, tm, tn, rc, naive = 0;
 	int64_t rows;
+	struct moe_gemm_choice choice;
 	const char *name;
 
 	if (adapter_value(in, "BLOCK_SIZE_M", &bm, why) || adapter_value(in, "BLOCK_SIZE_N", &bn, why) ||
@@ -417,20 +418,16 @@ static int plan(const struct adapter_input *in, const struct moe_launch *l, stru
 			    &a.mul_routed_weight, why)) {
 		return -EINVAL;
 	}
-	/* row mode: one routed row per framework block (the 16-row kernel, unless decode below) */
-	tm = naive ? 16 : moe_gemm_rows_tile(quant, (int32_t)bm, l->num_valid, l->em, l->n, l->k);
+	/* decode batches (a few rows per expert; row mode: one per block) on the decode kernels,
+	 * the rest on a row tile; the launches admitted the same either way */
+	choice = moe_gemm_choose(quant, (int32_t)bm, l->num_valid, l->em, l->n, l->k, naive);
+	tm = choice.tm, tn = choice.tn;
 	if (!tm)
 		return sm_err_set(why, -EINVAL, "BLOCK_SIZE_M %g is not a multiple of 16", bm);
 	rows = cdiv(l->em, naive ? (int64_t)bm : tm);
 	if (rows > 65535)
 		return sm_err_set(why, -EINVAL, "EM %d needs %lld row blocks of moe_gemm, over the "
 				  "65535 a grid's y dimension holds", l->em, (long long)rows);
-	/* decode batches (a few rows per expert; row mode: one per block, on the narrow tile) on
-	 * the decode kernels, the launches admitted the same either way */
-	tn = naive ? moe_gemm_decode_tn(quant, l->k)
-	     : moe_gemm_decode_wanted(quant, (int32_t)bm, l->num_valid, l->em, l->k)
-		     ? moe_gemm_decode_tile(quant, l->k, l->num_valid)
-		     : 0;
 
 	a.a = l->a, a.b = l->b, a.c = (void *)(uintptr_t)l->c;
 	a.a_scale = l->a_scale, a.b_scale = l->b_scale;
@@ -439,17 +436,14 @@ static int plan(const struct adapter_input *in, const struct moe_launch *l, stru
 	a.a_stride_m = l->am, a.b_stride_e = l->be, a.b_stride_n = l->bn, a.c_stride_m = l->cm;
 	a.N = l->n, a.K = l->k, a.EM = l->em, a.num_valid = l->num_valid;
 	a.block_m = (int32_t)bm;
-	a.stages = tn ? 0 : moe_gemm_rows_stages(quant, tm, (int32_t)bm, l->num_valid, l->em, l->k);
+	a.stages = tn ? 0 : choice.stages;
 	if (quant == MOE_FP8 && (rc = scales(in, l, &a, why)) != 0)
 		return rc;
 	if (quant == MOE_W4A16) {
 		a.group_size = l->group_size;
 		a.bs_stride_e = l->bse, a.bs_stride_n = l->bsn, a.bs_stride_k = 1;
 	}
-	/* row mode: one routed row a block, so 8 rows a pass */
-	name = !tn   ? moe_gemm_kernel_name(quant, tm)
-	       : naive ? moe_gemm_decode_name(quant, tn, 8)
-		       : moe_gemm_decode_name(quant, tn, moe_gemm_decode_rows(quant, (int32_t)bm, l->num_valid, l->em));
+	name = tn ? moe_gemm_decode_name(quant, tn, choice.rows) : moe_gemm_kernel_name(quant, tm);
 	plan->kernel = name;
 	memcpy(plan->args, &a, sizeof(a));
 	plan->args_size = sizeof(a);

@@ -758,11 +758,12 @@ static int alloc_scratch(struct ref_gpu *g, struct sm_err *err)
 
 /* ---- the forward pass ----------------------------------------------------------- */
 
-/* rows_tile - moe_gemm's row tile for @rows routed rows of @quant with N @n and K @k over
- * @experts: the shim's own rule (moe_gemm_rows_tile), on the align step's EM bound at 128. */
-static int rows_tile(int quant, int rows, int n, int k, int experts)
+/* choose - moe_gemm's choice (its row tile and pipeline depth) for @rows routed rows of @quant
+ * with N @n and K @k over @experts: the shim's own (moe_gemm_choose), on the align step's EM
+ * bound at 128. */
+static struct moe_gemm_choice choose(int quant, int rows, int n, int k, int experts)
 {
-	return moe_gemm_rows_tile(quant, 128, rows, rows + experts * 127, n, k);
+	return moe_gemm_choose(quant, 128, rows, rows + experts * 127, n, k, 0);
 }
 
 /*
@@ -808,8 +809,8 @@ static int linear(struct ref_gpu *g, const struct dmat *d, CUdeviceptr x, int ro
 		  struct sm_err *err)
 {
 	struct moe_gemm_args a = { 0 };
-	int tm = rows_tile(d->quant, rows, d->n, d->k, 1), ti = tm == 16 ? 0 : tm == 64 ? 1 : 2, em = cdiv(rows, tm) * tm;
-	int rc;
+	const struct moe_gemm_choice c = choose(d->quant, rows, d->n, d->k, 1);
+	int tm = c.tm, ti = tm == 16 ? 0 : tm == 64 ? 1 : 2, em = cdiv(rows, tm) * tm, rc;
 
 	if ((rc = quant_act(g, d, x, rows, d->k, &a, err)))
 		return rc;
@@ -821,7 +822,7 @@ static int linear(struct ref_gpu *g, const struct dmat *d, CUdeviceptr x, int ro
 	a.num_tokens_post_padded = (const int32_t *)(uintptr_t)(g->s.iota + 4 * (size_t)em);
 	a.a_stride_m = d->k, a.c_stride_m = ldy;
 	a.EM = em, a.num_valid = rows, a.top_k = 1, a.block_m = tm;
-	a.stages = moe_gemm_rows_stages(d->quant, tm, 128, rows, rows + 127, d->k);
+	a.stages = c.stages;
 	return launch(g, g->gemm[d->quant][ti], moe_gemm_kernel_name(d->quant, tm),
 		      (unsigned)moe_gemm_rows_cols(d->quant, tm, d->n, d->k, rows), (unsigned)(em / tm), 1,
 		      MOE_GEMM_THREADS, moe_gemm_launch_smem(d->quant, tm, a.stages), ARGS(&a), err);
@@ -1022,7 +1023,7 @@ static int moe(struct ref_gpu *g, struct glayer *gl, int n, struct sm_err *err)
 	const struct ref_config *c = g->c;
 	struct scratch *s = &g->s;
 	int E = c->n_routed, K = c->top_k, H = c->hidden, I = gl->w2.k, numel = n * K, rc;
-	int bm = gl->w13.quant == MOE_NVFP4 ? rows_tile(MOE_NVFP4, numel, gl->w13.n, gl->w13.k, E) : STANDIN_MOE_BM;
+	int bm = gl->w13.quant == MOE_NVFP4 ? choose(MOE_NVFP4, numel, gl->w13.n, gl->w13.k, E).tm : STANDIN_MOE_BM;
 	int em = numel + E * (bm - 1), norm = c->norm_topk_prob, ng = c->n_group, tg = c->topk_group;
 	float scaling = c->routed_scaling;
 	int64_t ld2 = 2 * (int64_t)I;

@@ -509,20 +509,53 @@ static inline int moe_gemm_decode_wanted(int quant, int32_t block_m, int32_t num
  * moe_gemm_rows_per_expert): 16 (the moe_gemm_<quant>_d<TN>_r16 kernels,
  * which take two n8 operands a pass, so that each W fragment, and for
  * W4A16 each dequantized one, serves 16 rows; a pass of 8 or fewer rows
- * skips the second operand's MMAs) where @quant has them (MOE_DECODE_R16)
- * and the experts get more than MOE_DECODE_R16_ROWS rows each, else 8.
+ * skips the second operand's MMAs) where @quant has them (the
+ * MOE_DECODE_KERNELS rows of 16: W4A16) and the experts get more than
+ * MOE_DECODE_R16_ROWS rows each, else 8.
  * Measured on an H200 (W4A16, Kimi K2 and GLM-4.7 at TP8, gate/up and
  * down): 1.17-1.38 times faster than 8 rows a pass from 10 to 51 rows an
  * expert, even at 5, and 9-12% slower up to 3 (its W is fetched two steps
  * ahead, not three: the registers).
  * Pure, plain C.
  */
-#define MOE_DECODE_R16(quant) ((quant) == MOE_W4A16)
 #define MOE_DECODE_R16_ROWS 8
 static inline int moe_gemm_decode_rows(int quant, int32_t block_m, int32_t num_valid, int32_t em)
 {
-	return MOE_DECODE_R16(quant) && moe_gemm_rows_per_expert(block_m, num_valid, em) > MOE_DECODE_R16_ROWS ? 16
-														 : 8;
+	return moe_gemm_decode_name(quant, 16, 16) &&
+			       moe_gemm_rows_per_expert(block_m, num_valid, em) > MOE_DECODE_R16_ROWS
+		       ? 16
+		       : 8;
+}
+
+/*
+ * moe_gemm_choose - the plan's whole choice for a launch of @quant with N
+ * @n and K @k (@block_m, @num_valid, @em as for moe_gemm_rows_per_expert;
+ * @naive: row mode), from the rules above: the row tile tm
+ * (moe_gemm_rows_tile; 0 if none divides block_m; row mode: 16) and its
+ * args.stages (moe_gemm_rows_stages), and the decode kernel where one takes
+ * the launch (moe_gemm_decode_wanted; row mode always): its column tile tn
+ * (moe_gemm_decode_tile; row mode moe_gemm_decode_tn's: one routed row a
+ * block; 0: the row tile runs) and its rows a pass (moe_gemm_decode_rows;
+ * row mode 8).  Pure, plain C: the shim's fused-MoE adapter, the reference
+ * engine and tests/gpu/bench_moe_decode.c all choose with it.
+ */
+struct moe_gemm_choice {
+	int tm, stages;   /* the row tile and its args.stages */
+	int tn, rows;     /* the decode kernel: column tile (0: none) and rows a pass */
+};
+
+static inline struct moe_gemm_choice moe_gemm_choose(int quant, int32_t block_m, int32_t num_valid, int32_t em,
+						     int32_t n, int32_t k, int naive)
+{
+	struct moe_gemm_choice c;
+
+	c.tm = naive ? 16 : moe_gemm_rows_tile(quant, block_m, num_valid, em, n, k);
+	c.stages = c.tm ? moe_gemm_rows_stages(quant, c.tm, block_m, num_valid, em, k) : 0;
+	c.tn = naive ? moe_gemm_decode_tn(quant, k)
+	       : moe_gemm_decode_wanted(quant, block_m, num_valid, em, k) ? moe_gemm_decode_tile(quant, k, num_valid)
+									    : 0;
+	c.rows = naive ? 8 : moe_gemm_decode_rows(quant, block_m, num_valid, em);
+	return c;
 }
 
 struct moe_gemm_args {

@@ -1,8 +1,7 @@
 /*
  * bench_moe_decode.c - the fused-MoE decode rows of issue 18, one GPU, one
- * run: the row tile the shim's fused-MoE plan picks for a launch
- * (moe_gemm_rows_tile) against the decode kernel it picks
- * (moe_gemm_decode_wanted / moe_gemm_decode_tile),
+ * run: the row tile the shim's fused-MoE plan picks for a launch against
+ * the decode kernel it picks (both moe_gemm_choose),
  * and every decode column tile, on the gate/up and the down GEMM of Kimi K2
  * and GLM-4.7 at TP8, bf16, FP8 (per tensor, per channel, 128 x 128 blocks)
  * and INT4 W4A16 (bf16 scales per group of 32), as fractions of the
@@ -50,7 +49,7 @@
  * over exactly those bytes, timed the same way (a kernel that only reads
  * them: what launch, ramp and tail leave of the floor at this size).
  * "old": the row tile the plan picks where it picks no decode kernel
- * (moe_gemm_rows_tile, on its grid and pipeline); "old pad": the same with its dynamic shared
+ * (moe_gemm_choose's tm, on its grid and pipeline); "old pad": the same with its dynamic shared
  * memory padded so that this GPU runs no more of its blocks per SM than
  * SM120 would (occupancy_pad, core/limits/occupancy.h, as
  * SM120SHIM_EMULATE_OCCUPANCY pads; both counts printed first); the decode
@@ -442,6 +441,7 @@ int main(int argc, char **argv)
 					size_t abytes = (size_t)arows * K * esz, cbytes = (size_t)nv * N * 2;
 					size_t as_n = 0, bs_n = 0, per_scale = 0;
 					double floor_ms, lim_ms, old_ms, pad_ms, new_ms, dn[4], dr[4] = { 0 }, alt_ms = 0, wire = 0;
+					struct moe_gemm_choice choice;
 					int told, tn, rp, eq16 = -1;
 					void *params[] = { &a };
 
@@ -562,8 +562,9 @@ int main(int argc, char **argv)
 
 					/* old: the row tile the plan picks where it picks no decode kernel, on its
 					 * grid and pipeline; padded to SM120's blocks per SM */
-					told = moe_gemm_rows_tile(qt->quant, bm, nv, em, N, K);
-					a.stages = moe_gemm_rows_stages(qt->quant, told, bm, nv, em, K);
+					choice = moe_gemm_choose(qt->quant, bm, nv, em, N, K, 0);
+					told = choice.tm;
+					a.stages = choice.stages;
 					{
 						const int smem = moe_gemm_launch_smem(qt->quant, told, a.stages);
 						CUfunction f = get(mod, moe_gemm_kernel_name(qt->quant, told), smem);
@@ -580,12 +581,12 @@ int main(int argc, char **argv)
 					}
 					a.stages = 0;
 					/* new: the decode kernel the plan picks (0: it keeps the row tile) */
-					tn = moe_gemm_decode_wanted(qt->quant, bm, nv, em, K) ? moe_gemm_decode_tile(qt->quant, K, nv) : 0;
-					rp = moe_gemm_decode_rows(qt->quant, bm, nv, em);
+					tn = choice.tn;
+					rp = choice.rows;
 					for (int t = 0; t < 8; t++) {
 						const int dt = 16 << (t % 4), r = t < 4 ? 8 : 16;
 
-						if (r == 16 && !MOE_DECODE_R16(qt->quant))
+						if (!moe_gemm_decode_name(qt->quant, dt, r))
 							continue;
 						(t < 4 ? dn : dr)[t % 4] =
 							timed_ms(get(mod, moe_gemm_decode_name(qt->quant, dt, r), 0),
@@ -593,7 +594,7 @@ int main(int argc, char **argv)
 								 (unsigned)moe_gemm_decode_blocks(em, bm, nv), MOE_GEMM_THREADS, 0,
 								 params, &a.b, wbuf, wbytes);
 					}
-					if (MOE_DECODE_R16(qt->quant)) {
+					if (moe_gemm_decode_name(qt->quant, 16, 16)) {
 						/* the bytes of 16 rows a pass against 8 rows a pass on the plan's tile */
 						const int dt = moe_gemm_decode_tile(qt->quant, K, nv);
 						const unsigned gx = (unsigned)moe_gemm_decode_cols(qt->quant, N, K, dt, em, bm, nv);

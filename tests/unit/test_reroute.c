@@ -761,6 +761,26 @@ static void test_moe_decisions(void **state)
 	assert_int_equal(moe_gemm_decode_tile(MOE_W4A16, 7168, 4096), 32);
 	assert_int_equal(moe_gemm_decode_tile(MOE_FP8, 256, 4096), 128);
 	assert_int_equal(moe_gemm_decode_tile(MOE_NVFP4, 7168, 4096), 0);
+	/* the whole choice: Kimi K2's INT4 gate/up at 512 tokens (10.7 rows an expert) on the
+	   decode kernel of 32 columns and 16 rows a pass, its row tile 64 (four stages); GLM-4.7's
+	   bf16 gate/up at 4096 tokens on the shallow 64-row tile, no decode kernel; row mode on the
+	   16-row tile or the narrow decode tile, 8 rows a pass */
+	{
+		struct moe_gemm_choice c = moe_gemm_choose(MOE_W4A16, 128, 4096, 4096 + 385 * 127, 512, 7168, 0);
+
+		assert_int_equal(c.tm, 64);
+		assert_int_equal(c.stages, 0);
+		assert_int_equal(c.tn, 32);
+		assert_int_equal(c.rows, 16);
+		c = moe_gemm_choose(MOE_BF16, 128, 32768, 32768 + 161 * 127, 384, 5120, 0);
+		assert_int_equal(c.tm, 64);
+		assert_int_equal(c.stages, MOE_GEMM_SHALLOW_STAGES);
+		assert_int_equal(c.tn, 0);
+		c = moe_gemm_choose(MOE_FP8, 16, 96, 96 * 16, 512, 7168, 1);
+		assert_int_equal(c.tm, 16);
+		assert_int_equal(c.tn, moe_gemm_decode_tn(MOE_FP8, 7168));
+		assert_int_equal(c.rows, 8);
+	}
 	/* W4A16: up to 64 rows an expert (GLM-4.7's 1024 tokens: 51; not its 2048: 102), gate/up
 	   and down alike, 16 rows a pass past 8 rows an expert (Kimi K2's 512 tokens: 10.7) */
 	assert_true(moe_gemm_decode_wanted(MOE_W4A16, 128, 8, 8 + 161 * 127, 5120));
