@@ -81,6 +81,14 @@ __device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, int sr
 		     : "memory");
 }
 
+/* 4 bytes from [src] to shared [dst], through L1; src_bytes 4 copies, 0 writes
+ * 4 zero bytes and reads nothing (src need not be valid). */
+__device__ __forceinline__ void cp_async4(uint32_t dst, const void *src, int src_bytes)
+{
+	asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)
+		     : "memory");
+}
+
 /* Close the group of this thread's cp.async issued since the last commit. */
 __device__ __forceinline__ void cp_async_commit()
 {

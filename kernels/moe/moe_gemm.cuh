@@ -16,7 +16,8 @@
  * Each warp owns a WM x WN tile of the output (16 x 32, 32 x 32 or 64 x 64
  * for TM 16, 64 and 128) and a 128-byte slice of every k tile (64 k of bf16,
  * 128 k of FP8).  FP8 128 x 128 block scales are applied per slice, which is
- * one 128-k group, as Triton does (acc += dot * a_scale * b_scale); at TM 128
+ * one 128-k group, as Triton does (acc += dot * a_scale * b_scale), the
+ * group's scales copied into the stage with its k tile; at TM 128
  * a group's partial sums are formed for half the warp's rows at a time (a
  * second 64 x 64 set would not fit the registers).  The 4-bit weights'
  * scales ride in registers, except at TM 128, where each stage carries its
@@ -58,6 +59,10 @@ struct shape {
 	static constexpr bool SMEM_SCALES = MOE_GEMM_SCALE_BYTES(QUANT, TM) > 0;
 	static constexpr int STAGE = MOE_GEMM_STAGE_BYTES(QUANT, TM);
 	static constexpr int STAGES = NSTAGES;
+	/* FP8 group scales (moe_gemm.h): GSC bytes a stage from GS_OFF, GCOLS weight scales a slice */
+	static constexpr int GSC = MOE_GEMM_GSCALE_BYTES(QUANT, TM);
+	static constexpr int GS_OFF = STAGES * STAGE;
+	static constexpr int GCOLS = MOE_GEMM_GSCALE_COLS(TM);
 	/* several column tiles per block, the next tile's loads under this one's epilogue */
 	static constexpr bool MULTI = MOE_GEMM_MULTI(QUANT, TM);
 	/* bytes a row of a warp's staged m16 x WN sums (fp32, padded by 32 bytes: the
@@ -85,6 +90,8 @@ struct shape {
 				       MOE_GEMM_SCALE_BYTES(QUANT, TM) == TN * 16),
 		      "one thread stages the 4 scales of one column");
 	static_assert(STAGES >= 2, "a pipeline needs two stages");
+	static_assert(GSC == 0 || (TM * KS <= 128 && KS * GCOLS <= MOE_GEMM_THREADS - 128),
+		      "threads 0-127 copy the activation scales, 128- the weight scales");
 	static_assert(KS > 1 || 8 * 16 * EPITCH <= (MULTI ? STAGE : STAGES * STAGE),
 		      "the free shared memory holds every warp's staged rows");
 };
@@ -178,6 +185,13 @@ struct loader {
 	int a_row[A_PER];            /* activation row of each A chunk, -1 for padding rows */
 	int b_n;                     /* output column of the first W chunk */
 	const unsigned char *b_src;  /* its W row */
+	/* FP8 block scales (block: the launch has them), one per thread: thread t < TM * KS
+	 * copies the activation scale of row t % TM and slice t / TM, from s_src (its
+	 * activation row's scales, NULL for padding); thread 128 + j, j < KS * GCOLS, the weight
+	 * scale of slice j / GCOLS and the 128 columns from s_col (s_src: the expert's scales) */
+	bool block;
+	const float *s_src;
+	int s_col;
 
 	__device__ __forceinline__ void init(const moe_gemm_args &a, const rows<TM> &r, int64_t e, int n0)
 	{
@@ -191,6 +205,42 @@ struct loader {
 		}
 		b_n = n0 + threadIdx.x / S::BCH;
 		b_src = (const unsigned char *)a.b + (e * a.b_stride_e + (int64_t)b_n * a.b_stride_n) * esz;
+		block = QUANT == MOE_FP8 && a.scale == MOE_SCALE_BLOCK;
+		s_src = 0;
+		s_col = 0;
+		if (S::GSC && threadIdx.x < TM * S::KS) {
+			const int id = r.tok[threadIdx.x % TM];
+
+			if (id >= 0)
+				s_src = a.a_scale + (int64_t)(id / a.top_k) * a.as_stride_m;
+		} else if (S::GSC && threadIdx.x >= 128) {
+			s_src = (const float *)a.b_scale + e * a.bs_stride_e;
+			s_col = n0 + (int)(threadIdx.x - 128) % S::GCOLS * 128;
+		}
+	}
+
+	/* block launches: issue the copies of k tile @kt's group scales for the columns @dn past
+	 * init's @n0 to the stage's scales at @dst (zeros for padding rows, past N and past K) */
+	__device__ __forceinline__ void issue_scales(const moe_gemm_args &a, uint32_t dst, int kt, int dn)
+	{
+		const int t = threadIdx.x, j = t - 128;
+
+		if (!S::GSC || !block)
+			return;
+		if (t < TM * S::KS) {
+			const int slot = kt * S::KS + t / TM;
+			const bool ok = s_src && slot * S::KE < a.K;
+
+			cp_async4(dst + t * 4, ok ? s_src + (int64_t)slot * a.as_stride_k : a.a_scale, ok ? 4 : 0);
+		} else if (j >= 0 && j < S::KS * S::GCOLS) {
+			const int slot = kt * S::KS + j / S::GCOLS, col = s_col + dn;
+			const bool ok = col < a.N && slot * S::KE < a.K;
+
+			cp_async4(dst + (TM * S::KS + j) * 4,
+				  ok ? s_src + (int64_t)(col / a.group_n) * a.bs_stride_n + (int64_t)slot * a.bs_stride_k
+				     : (const float *)a.b_scale,
+				  ok ? 4 : 0);
+		}
 	}
 
 	/* issue the copies of k tile @kt of the columns @dn past init's @n0 into the stage at
@@ -291,12 +341,6 @@ __device__ __forceinline__ uint32_t dequant2(uint32_t w, uint32_t sel, __nv_bflo
 	return pack_bf16(e2m1_to_float(byte & 15) * scale * global, e2m1_to_float((byte >> 4) & 15) * scale * global);
 }
 
-/* The activation scale of FP8 block group @g for row id @id (0 for padding). */
-__device__ __forceinline__ float block_ascale(const moe_gemm_args &a, int id, int g)
-{
-	return id < 0 ? 0.0f : __ldg(a.a_scale + (int64_t)(id / a.top_k) * a.as_stride_m + (int64_t)g * a.as_stride_k);
-}
-
 /*
  * gemm - the output tiles of column block @bx and row block @by (blockIdx.x
  * and .y for moe_gemm_*) of moe_gemm.h's semantics (row mode when
@@ -307,8 +351,8 @@ __device__ __forceinline__ float block_ascale(const moe_gemm_args &a, int id, in
  * other kernels need gridDim.x = ceil(N / TN)).  Called by all
  * MOE_GEMM_THREADS threads of the block with the same arguments; the k
  * tiles run through an NSTAGES-deep pipeline (moe_gemm.h's shallow one:
- * MOE_GEMM_SHALLOW_STAGES); @smem is NSTAGES * MOE_GEMM_STAGE_BYTES(QUANT,
- * TM) bytes of 1024-aligned dynamic shared memory and
+ * MOE_GEMM_SHALLOW_STAGES); @smem is MOE_GEMM_PIPE_BYTES(QUANT, TM,
+ * NSTAGES) bytes of 1024-aligned dynamic shared memory and
  * @r the block's routed ids, also in shared memory (both the caller's,
  * overwritten).  Returns at once when the tile's rows are all padding.
  */
@@ -374,16 +418,21 @@ __device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, i
 	/* the block's k tiles in order: step g is k tile g % nk of its tile g / nk (no
 	 * division for a block of one tile: gate/up's long K, and the other kernels) */
 	const int total = ntl * nk;
-	auto issue_step = [&](uint32_t stage, int g) {
-		if (ntl == 1)
+	auto issue_step = [&](int slot, int g) {
+		const uint32_t stage = base + slot * S::STAGE, scales = base + S::GS_OFF + slot * S::GSC;
+
+		if (ntl == 1) {
 			ld.issue(a, stage, g);
-		else
+			ld.issue_scales(a, scales, g, 0);
+		} else {
 			ld.issue(a, stage, g % nk, g / nk * tstride);
+			ld.issue_scales(a, scales, g % nk, g / nk * tstride);
+		}
 	};
 
 	for (int s = 0; s < S::STAGES - 1; s++) {
 		if (s < total) {
-			issue_step(base + s * S::STAGE, s);
+			issue_step(s, s);
 			if (S::SMEM_SCALES) {
 				float v[1][4];
 
@@ -526,7 +575,7 @@ __device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, i
 			cp_async_wait<S::STAGES - 2>();
 			__syncthreads();
 			if (gi < total)
-				issue_step(base + (gi % S::STAGES) * S::STAGE, gi);
+				issue_step(gi % S::STAGES, gi);
 			cp_async_commit();
 			/* TM 128, packed: the scales of the stage just issued, stored once this one is consumed */
 			const int ksc = kt + S::STAGES - 1;
@@ -629,12 +678,10 @@ __device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, i
 			if (kslot * S::KE >= a.K) {
 				/* a k-split warp past K: nothing to add */
 			} else if (BLOCK) {
-				/* one slice is one group: acc += (dot * a_scale) * b_scale, MB fragments at a time */
-				const int nb = n0 + wn * S::WN;                /* the warp's columns share a group */
-				const float bs = nb < a.N ? __ldg((const float *)a.b_scale + e * a.bs_stride_e +
-								  (int64_t)(nb / a.group_n) * a.bs_stride_n +
-								  (int64_t)kslot * a.bs_stride_k)
-							  : 0.0f;
+				/* one slice is one group: acc += (dot * a_scale) * b_scale, MB fragments at a
+				 * time, the scales from the stage's (the warp's columns share a group) */
+				const float *gs = (const float *)(smem + S::GS_OFF + (g % S::STAGES) * S::GSC);
+				const float bs = gs[TM * S::KS + kg * S::GCOLS + wn * S::WN / 128];
 #pragma unroll
 				for (int mf = 0; mf < S::MI; mf += S::MB) {
 					if (live <= mf)
@@ -644,8 +691,7 @@ __device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, i
 #pragma unroll
 					for (int mi = 0; mi < S::MB; mi++) {
 						const int rr = wm * S::WM + (mf + mi) * 16 + lane / 4;
-						const float as0 = block_ascale(a, r.tok[rr], kslot);
-						const float as1 = block_ascale(a, r.tok[rr + 8], kslot);
+						const float as0 = gs[kg * TM + rr], as1 = gs[kg * TM + rr + 8];
 #pragma unroll
 						for (int ni = 0; ni < S::NI; ni++) {
 							acc[mf + mi][ni][0] += part[mi][ni][0] * as0 * bs;

@@ -146,7 +146,8 @@ static inline const char *moe_gemm_kernel_name(int quant, int tm)
 	((tm) * MOE_GEMM_KSPLIT(tm) * MOE_GEMM_KROW + MOE_GEMM_TN(tm) * MOE_GEMM_BPITCH(quant, tm) + \
 	 MOE_GEMM_SCALE_BYTES(quant, tm))
 /*
- * Pipeline depth: as many stages as fit in 96 KiB, at most 4.  The bf16 and
+ * Pipeline depth: as many stages as fit in 96 KiB, at most 4 (the FP8 group
+ * scales below come on top, within SM120's 101376 bytes).  The bf16 and
  * FP8 tiles at TM 128 get two: one 128-byte k tile computed while the next
  * loads.  (Four stages of 64-byte k tiles, a barrier every 64 bytes and 192
  * bytes in flight, measured slower: bf16 at TM 128 on an H200, 270 against
@@ -154,8 +155,22 @@ static inline const char *moe_gemm_kernel_name(int quant, int tm)
  */
 #define MOE_GEMM_STAGES(quant, tm) \
 	(98304 / MOE_GEMM_STAGE_BYTES(quant, tm) > 4 ? 4 : 98304 / MOE_GEMM_STAGE_BYTES(quant, tm))
+/*
+ * Bytes of FP8 group scales per stage, past the stages' data: for each of a
+ * k tile's KS slices (one 128-k group each), the activation scale of each of
+ * the TM rows, then the weight scale of each 128 columns of the TN (fp32,
+ * rounded up to 16 bytes).  MOE_SCALE_BLOCK launches copy them with the k
+ * tile, so that the pipeline fetches them ahead of their use as it does the
+ * operands; 0 for the other variants.
+ */
+#define MOE_GEMM_GSCALE_COLS(tm) (MOE_GEMM_TN(tm) > 128 ? MOE_GEMM_TN(tm) / 128 : 1)
+#define MOE_GEMM_GSCALE_BYTES(quant, tm) \
+	((quant) == MOE_FP8 ? (MOE_GEMM_KSPLIT(tm) * ((tm) + MOE_GEMM_GSCALE_COLS(tm)) * 4 + 15) / 16 * 16 : 0)
+/* The dynamic shared memory of a @stages-deep pipeline of moe_gemm_<quant>_m<tm>. */
+#define MOE_GEMM_PIPE_BYTES(quant, tm, stages) \
+	((stages) * (MOE_GEMM_STAGE_BYTES(quant, tm) + MOE_GEMM_GSCALE_BYTES(quant, tm)))
 /* moe_gemm_smem - the dynamic shared memory of a kernel (its deepest pipeline). */
-#define moe_gemm_smem(quant, tm) (MOE_GEMM_STAGES(quant, tm) * MOE_GEMM_STAGE_BYTES(quant, tm))
+#define moe_gemm_smem(quant, tm) MOE_GEMM_PIPE_BYTES(quant, tm, MOE_GEMM_STAGES(quant, tm))
 
 /*
  * The shallow pipeline: a MOE_GEMM_SHALLOW kernel (bf16 at TM 64, whose
@@ -173,7 +188,7 @@ static inline const char *moe_gemm_kernel_name(int quant, int tm)
 static inline int moe_gemm_launch_smem(int quant, int tm, int32_t stages)
 {
 	return MOE_GEMM_SHALLOW(quant, tm) && stages == MOE_GEMM_SHALLOW_STAGES
-		       ? MOE_GEMM_SHALLOW_STAGES * MOE_GEMM_STAGE_BYTES(quant, tm)
+		       ? MOE_GEMM_PIPE_BYTES(quant, tm, MOE_GEMM_SHALLOW_STAGES)
 		       : moe_gemm_smem(quant, tm);
 }
 

@@ -288,6 +288,12 @@ static const struct tcase cases[] = {
 	{ W4, DEC(64), 300, 8, 9, 384, 320, 512, 0, 128, R16 | RW | BIAS | PAD | SAMPLE },
 	{ W4, DEC(16), 2, 4, 9, 72, 1024, 64, 0, 64, R16 | NAIVE | SHORT | DROP },
 	{ W4, DEC(128), 16, 8, 16, 1024, 256, 128, 0, 32, R16 | RW | BIAS | OFF },
+	/* FP8 block scales copied with the k tiles: the 64-row tile's column tiles in turn
+	   (grid x 2) on an N and a K that end inside a 128 group, the 128-row tile's second
+	   128 columns past N, and the 16-row tile's eight k slices on a third of a k tile */
+	{ FP8, 64, 61, 8, 9, 328, 448, 64, BLOCK, 0, RW | PAD | OFF | SHORT | GRID3 },
+	{ FP8, 128, 21, 8, 7, 200, 576, 128, BLOCK, 0, BIAS | DROP },
+	{ FP8, 16, 9, 8, 9, 328, 1344, 16, BLOCK, 0, RW | PAD | OFF },
 };
 #undef BF16
 #undef FP8
