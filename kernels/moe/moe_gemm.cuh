@@ -167,8 +167,9 @@ __device__ void write_zeros(const moe_gemm_args &a, const rows<TM> &r, int n0)
 /*
  * Per-thread copy plan for one stage: which 16-byte chunks of A and W this
  * thread moves: one chunk column, rows A_STEP (B_STEP) apart.  Rows and
- * sources are fixed for the whole K loop; only the k offset moves.  Kept
- * small (addresses are formed at each issue), for the registers.
+ * sources are fixed for a column tile's K loop (advance moves W's on to the
+ * next tile); only the k offset moves.  Kept small (addresses are formed at
+ * each issue), for the registers.
  */
 template <int QUANT, int TM>
 struct loader {
@@ -219,9 +220,17 @@ struct loader {
 		}
 	}
 
-	/* block launches: issue the copies of k tile @kt's group scales for the columns @dn past
-	 * init's @n0 to the stage's scales at @dst (zeros for padding rows, past N and past K) */
-	__device__ __forceinline__ void issue_scales(const moe_gemm_args &a, uint32_t dst, int kt, int dn)
+	/* on to the column tile @dn columns past the current one (MOE_GEMM_MULTI) */
+	__device__ __forceinline__ void advance(const moe_gemm_args &a, int dn)
+	{
+		b_n += dn;
+		b_src += (int64_t)dn * a.b_stride_n * (S::PACKED ? 1 : S::ESZ);
+		s_col += dn;
+	}
+
+	/* block launches: issue the copies of k tile @kt's group scales for the current column
+	 * tile to the stage's scales at @dst (zeros for padding rows, past N and past K) */
+	__device__ __forceinline__ void issue_scales(const moe_gemm_args &a, uint32_t dst, int kt)
 	{
 		const int t = threadIdx.x, j = t - 128;
 
@@ -233,7 +242,7 @@ struct loader {
 
 			cp_async4(dst + t * 4, ok ? s_src + (int64_t)slot * a.as_stride_k : a.a_scale, ok ? 4 : 0);
 		} else if (j >= 0 && j < S::KS * S::GCOLS) {
-			const int slot = kt * S::KS + j / S::GCOLS, col = s_col + dn;
+			const int slot = kt * S::KS + j / S::GCOLS, col = s_col;
 			const bool ok = col < a.N && slot * S::KE < a.K;
 
 			cp_async4(dst + (TM * S::KS + j) * 4,
@@ -243,9 +252,9 @@ struct loader {
 		}
 	}
 
-	/* issue the copies of k tile @kt of the columns @dn past init's @n0 into the stage at
-	 * @stage (zeros past N and K, and for padding) */
-	__device__ __forceinline__ void issue(const moe_gemm_args &a, uint32_t stage, int kt, int dn = 0)
+	/* issue the copies of k tile @kt of the current column tile into the stage at @stage
+	 * (zeros past N and K, and for padding) */
+	__device__ __forceinline__ void issue(const moe_gemm_args &a, uint32_t stage, int kt)
 	{
 		const int a_row_bytes = a.K * S::ESZ;
 		const int b_row_bytes = S::PACKED ? a.K / 2 : a.K * S::ESZ;
@@ -253,7 +262,6 @@ struct loader {
 		const int a_kb = kt * S::KS * MOE_GEMM_KROW + a_ch * 16;
 		const int b_kb = kt * S::KS * S::BROW + b_ch * 16;
 		const int64_t b_step = (int64_t)B_STEP * a.b_stride_n * (S::PACKED ? 1 : S::ESZ);
-		const unsigned char *b_tile = b_src + (int64_t)dn * a.b_stride_n * (S::PACKED ? 1 : S::ESZ);
 
 #pragma unroll
 		for (int i = 0; i < A_PER; i++) {
@@ -266,11 +274,11 @@ struct loader {
 #pragma unroll
 		for (int i = 0; i < B_PER; i++) {
 			const int row = threadIdx.x / S::BCH + i * B_STEP;
-			const bool ok = b_n + dn + i * B_STEP < a.N && b_kb < b_row_bytes;
+			const bool ok = b_n + i * B_STEP < a.N && b_kb < b_row_bytes;
 			const uint32_t dst = S::A_BYTES + (S::PACKED ? (uint32_t)(row * S::BPITCH + b_ch * 16)
 								     : swz(row, b_ch, S::BCH));
 
-			cp_async16(stage + dst, ok ? b_tile + i * b_step + b_kb : a.b, ok ? 16 : 0);
+			cp_async16(stage + dst, ok ? b_src + i * b_step + b_kb : a.b, ok ? 16 : 0);
 		}
 	}
 };
@@ -415,24 +423,22 @@ __device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, i
 	if (S::PACKED && !S::SMEM_SCALES)
 		load_wscales<QUANT, S::NI>(a, e, ncol, kg * 64, wsc_next);
 
-	/* the block's k tiles in order: step g is k tile g % nk of its tile g / nk (no
-	 * division for a block of one tile: gate/up's long K, and the other kernels) */
+	/* the block's k tiles in order: step g is k tile g % nk of its tile g / nk, issued in
+	 * order: the issue side counts its k tile (ik) and moves the loader on a tile at ik's wrap */
 	const int total = ntl * nk;
-	auto issue_step = [&](int slot, int g) {
-		const uint32_t stage = base + slot * S::STAGE, scales = base + S::GS_OFF + slot * S::GSC;
-
-		if (ntl == 1) {
-			ld.issue(a, stage, g);
-			ld.issue_scales(a, scales, g, 0);
-		} else {
-			ld.issue(a, stage, g % nk, g / nk * tstride);
-			ld.issue_scales(a, scales, g % nk, g / nk * tstride);
+	int ik = 0;
+	auto issue_next = [&](int slot) {
+		ld.issue(a, base + slot * S::STAGE, ik);
+		ld.issue_scales(a, base + S::GS_OFF + slot * S::GSC, ik);
+		if (++ik == nk) {
+			ik = 0;
+			ld.advance(a, tstride);
 		}
 	};
 
 	for (int s = 0; s < S::STAGES - 1; s++) {
 		if (s < total) {
-			issue_step(s, s);
+			issue_next(s);
 			if (S::SMEM_SCALES) {
 				float v[1][4];
 
@@ -575,7 +581,7 @@ __device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, i
 			cp_async_wait<S::STAGES - 2>();
 			__syncthreads();
 			if (gi < total)
-				issue_step(gi % S::STAGES, gi);
+				issue_next(gi % S::STAGES);
 			cp_async_commit();
 			/* TM 128, packed: the scales of the stage just issued, stored once this one is consumed */
 			const int ksc = kt + S::STAGES - 1;

@@ -16,7 +16,8 @@
  *                      and with MOE_DECODE_ROWTILES=1 each row tile on the
  *                      plan's grid, plain and padded ("alt", "pad" after
  *                      "per"; then "same": whether it wrote the same bytes
- *                      as this build).
+ *                      as this build), and on its shallow pipeline where
+ *                      it has one ("altsh").
  * Environment: MOE_DECODE_M (batches, default 1,2,4,8,16,64,256),
  * MOE_DECODE_BM (the framework's BLOCK_SIZE_M, default 128: the over-limit
  * Hopper configurations the shim reroutes; 16 is a small-batch tuned one),
@@ -295,9 +296,17 @@ static void row_tiles(CUmodule mod, CUmodule alt, int quant, int N, int K, int e
 				&a->b, wbuf, wbytes, dc, cbytes, c1, c0, floor_ms);
 			a->stages = 0;
 		}
-		if (alt)
-			variant("alt", get(alt, moe_gemm_kernel_name(quant, tm), smem), gx, gy, smem, params, &a->b, wbuf,
-				wbytes, dc, cbytes, c1, c0, floor_ms);
+		if (alt) {
+			CUfunction fa = get(alt, moe_gemm_kernel_name(quant, tm), smem);
+
+			variant("alt", fa, gx, gy, smem, params, &a->b, wbuf, wbytes, dc, cbytes, c1, c0, floor_ms);
+			if (MOE_GEMM_SHALLOW(quant, tm)) {
+				a->stages = MOE_GEMM_SHALLOW_STAGES;
+				variant("altsh", fa, gx, gy, moe_gemm_launch_smem(quant, tm, MOE_GEMM_SHALLOW_STAGES),
+					params, &a->b, wbuf, wbytes, dc, cbytes, c1, c0, floor_ms);
+				a->stages = 0;
+			}
+		}
 		free(c0);
 		free(c1);
 	}
