@@ -26,7 +26,10 @@
  * both), MOE_DECODE_HALF (gateup or down, default both), MOE_DECODE_ROWTILES=1 (a second line per
  * case: every row tile on a block per column tile and on the plan's grid,
  * plain and padded to SM120's blocks per SM, and a kernel's shallow
- * pipeline (moe_gemm.h) where it has one: row_tiles).
+ * pipeline (moe_gemm.h) where it has one: row_tiles), MOE_DECODE_SMS=S (a
+ * "green" line per case: the plan's kernel on a green context of S SMs,
+ * as the weight bytes it streams per SM and second against an SM120 SM's
+ * share of its DRAM, SM120_SM_GBS).
  *
  * Each case: M tokens, top_k 8 distinct experts each, uniform (the routing
  * of tests/gpu/bench_moe.py), aligned as moe_align_block_size lays it out
@@ -96,6 +99,36 @@ static CUevent ev0, ev1;
 static CUdeviceptr flush_buf;
 static int flush_write;       /* MOE_DECODE_FLUSH=write: one copy, a memset before each launch */
 static int rowtiles;          /* MOE_DECODE_ROWTILES=1: each row tile's line (row_tiles) */
+static CUstream green;        /* MOE_DECODE_SMS: a stream of a green context of green_sms SMs, or NULL */
+static unsigned green_sms;
+
+/*
+ * The DRAM bandwidth an SM of an SM120 card gets when every SM streams: the
+ * most of the SM120 cards, the RTX 5090's 1792 GB/s over 170 SMs (the RTX
+ * PRO 6000: 1792 over 188, 9.5; DGX Spark: 273 over 48, 5.7).  A kernel
+ * that streams this rate per SM on a few of this GPU's SMs would not be the
+ * limit on those cards; the DRAM would.
+ */
+#define SM120_SM_GBS (1792.0 / 170)
+
+/* green_stream - a stream whose launches run on @want SMs of @dev only (a green context of
+ * the primary context's memory); sets green_sms to the count the driver gave. */
+static CUstream green_stream(CUdevice dev, unsigned want)
+{
+	CUdevResource all, part;
+	CUdevResourceDesc desc;
+	CUgreenCtx g;
+	CUstream st;
+	unsigned n = 1;
+
+	CHECK(cuDeviceGetDevResource(dev, &all, CU_DEV_RESOURCE_TYPE_SM));
+	CHECK(cuDevSmResourceSplitByCount(&part, &n, &all, NULL, 0, want));
+	CHECK(cuDevResourceGenerateDesc(&desc, &part, 1));
+	CHECK(cuGreenCtxCreate(&g, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM));
+	CHECK(cuGreenCtxStreamCreate(&st, g, CU_STREAM_NON_BLOCKING, 0));
+	green_sms = part.sm.smCount;
+	return st;
+}
 
 static int cmp_float(const void *x, const void *y)
 {
@@ -351,6 +384,8 @@ int main(int argc, char **argv)
 	CHECK(cuMemAlloc(&flush_buf, FLUSH_BYTES));
 	flush_write = getenv("MOE_DECODE_FLUSH") && !strcmp(getenv("MOE_DECODE_FLUSH"), "write");
 	rowtiles = getenv("MOE_DECODE_ROWTILES") && !strcmp(getenv("MOE_DECODE_ROWTILES"), "1");
+	if (getenv("MOE_DECODE_SMS") && atoi(getenv("MOE_DECODE_SMS")) > 0)
+		green = green_stream(dev, (unsigned)atoi(getenv("MOE_DECODE_SMS")));
 
 	/* the read bandwidth: read_bw over 4 GiB, median of 9 */
 	CHECK(cuMemAlloc(&rbuf, big));
@@ -418,6 +453,13 @@ int main(int argc, char **argv)
 	       "kernel the plan picks now (its tile: tn, its rows a pass: rp; tn 0 = the row tile kept); d16..d128 "
 	       "each decode tile at 8 rows a pass; r16..r128 each at 16 rows a pass (W4A16), eq = whether the "
 	       "one of moe_gemm_decode_tile's tile wrote the same bytes as 8 rows a pass; us = microseconds\n");
+	if (green)
+		printf("# a green line per case: the plan's kernel (new; a row tile padded to SM120's blocks per SM) "
+		       "on a green context of %u SMs: its microseconds, the weight bytes it streamed per second and SM "
+		       "(GB/s), and that over %.1f GB/s, an RTX 5090 SM's share of its DRAM (x5090 >= 1: on SM120 the "
+		       "DRAM, not this kernel, is the limit; measured on an otherwise idle GPU, whose DRAM answers "
+		       "sooner than one under full load)\n",
+		       green_sms, SM120_SM_GBS);
 	printf("%-5s %-6s %-11s %4s %4s %8s %6s %9s %6s %8s %4s %3s %9s %6s %6s %6s %6s %6s %6s %6s %6s %6s %3s%s\n",
 	       "model", "half", "quant", "M", "exp", "floor_us", "limit", "old_us", "old", "old_pad", "tn", "rp",
 	       "new_us", "new", "d16", "d32", "d64", "d128", "r16", "r32", "r64", "r128", "eq",
@@ -677,6 +719,34 @@ int main(int argc, char **argv)
 					if (alt)
 						printf(" %6.2f", tn ? floor_ms / alt_ms : 0.0);
 					printf(" %9.1e%s\n", wire, tn ? "" : "  (new = old: row tile kept)");
+					if (green) {
+						/* the plan's kernel on the green context's SMs */
+						const size_t bytes = (size_t)touched * ((size_t)N * wcol + per_scale);
+						const CUstream saved = stream;
+						double g_ms, gbs;
+
+						stream = green;
+						if (tn) {
+							g_ms = timed_ms(get(mod, moe_gemm_decode_name(qt->quant, tn, rp), 0),
+									(unsigned)moe_gemm_decode_cols(qt->quant, N, K, tn, em, bm, nv),
+									(unsigned)moe_gemm_decode_blocks(em, bm, nv), MOE_GEMM_THREADS,
+									0, params, &a.b, wbuf, wbytes);
+						} else {
+							const int smem = moe_gemm_launch_smem(qt->quant, told, choice.stages);
+							CUfunction f = get(mod, moe_gemm_kernel_name(qt->quant, told), smem);
+							const int pad = sm120_pad(f, smem);
+
+							a.stages = choice.stages;
+							g_ms = timed_ms(f, (unsigned)moe_gemm_rows_cols(qt->quant, told, N, K, nv),
+									(unsigned)((em + told - 1) / told), MOE_GEMM_THREADS,
+									(unsigned)pad, params, &a.b, wbuf, wbytes);
+							a.stages = 0;
+						}
+						stream = saved;
+						gbs = (double)bytes / (g_ms * 1e-3) / 1e9 / green_sms;
+						printf("      green: %u SMs %.1f us %.1f GB/s/SM x5090 %.2f\n", green_sms, g_ms * 1e3, gbs,
+						       gbs / SM120_SM_GBS);
+					}
 					if (rowtiles)
 						row_tiles(mod, alt, qt->quant, N, K, em, nv, bm, params, &a, dc, cbytes, wbuf, wbytes,
 							  floor_ms);
