@@ -242,11 +242,11 @@ struct loader {
 
 			cp_async4(dst + t * 4, ok ? s_src + (int64_t)slot * a.as_stride_k : a.a_scale, ok ? 4 : 0);
 		} else if (j >= 0 && j < S::KS * S::GCOLS) {
-			const int slot = kt * S::KS + j / S::GCOLS, col = s_col;
-			const bool ok = col < a.N && slot * S::KE < a.K;
+			const int slot = kt * S::KS + j / S::GCOLS;
+			const bool ok = s_col < a.N && slot * S::KE < a.K;
 
 			cp_async4(dst + (TM * S::KS + j) * 4,
-				  ok ? s_src + (int64_t)(col / a.group_n) * a.bs_stride_n + (int64_t)slot * a.bs_stride_k
+				  ok ? s_src + (int64_t)(s_col / a.group_n) * a.bs_stride_n + (int64_t)slot * a.bs_stride_k
 				     : (const float *)a.b_scale,
 				  ok ? 4 : 0);
 		}
