@@ -147,7 +147,7 @@ include tests/fuzz/fuzz.mk
 GPU_TESTS := $(T)/gpu_decode_merge $(T)/gpu_decode_attn $(T)/gpu_extend_attn $(T)/gpu_moe_gemm
 # lightning_kv against a double reference (tests/gpu/lightning_kv.c)
 GPU_TESTS += $(T)/gpu_lightning_kv
-GPU_BENCH := $(T)/gpu_bench_launch $(T)/gpu_bench_peaks $(T)/bench_peaks.cubin
+GPU_BENCH := $(T)/gpu_bench_launch $(T)/gpu_bench_peaks $(T)/bench_peaks.cubin $(T)/gpu_bench_moe_decode
 GPU_SHIMMED := $(T)/gpu_reroute_contexts $(T)/framework_stage1.cubin
 $(T)/framework_stage1.cubin: tests/gpu/framework_stage1.cu $(B)/.deps-ok
 	$(msg) NVCC $@

@@ -13,8 +13,9 @@
 #     emulated as sm120; every figure is an H200 figure;
 #  4. the fused-MoE benchmark (bench_moe.sh: issue 18's table, gate/up and
 #     down, every quantization, as fractions of the floor, padded and
-#     plain), the reference engine (bench_engine.sh) and the
-#     patch-versus-shim table (bench_patch.py).
+#     plain), its decode rows on 32 SMs against SM120's DRAM share per SM
+#     (gpu_bench_moe_decode), the reference engine (bench_engine.sh) and
+#     the patch-versus-shim table (bench_patch.py).
 set -u
 B=${SM120_BUILD:-build}
 SHIM=$(pwd)/$B/libsm120shim.so
@@ -112,6 +113,14 @@ PY
 
 echo
 sh tests/gpu/bench_moe.sh || exit 1
+
+echo
+# The decode rows against SM120's DRAM share per SM: the plan's kernels on 32 SMs
+# (a green context), as the weight bytes they stream per SM and second over an
+# RTX 5090 SM's share of its DRAM (gpu_bench_moe_decode MOE_DECODE_SMS).
+MOE_DECODE_SMS=32 MOE_DECODE_M=1,16,512 "$B/test/gpu_bench_moe_decode" "$B/test/bench_peaks.cubin" >"$work/green" ||
+	exit 1
+grep -v '^ok' "$work/green"
 
 echo
 # The reference engine at real dimensions, with and without the shim rerouting.
