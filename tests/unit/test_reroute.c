@@ -728,6 +728,17 @@ static void test_moe_decisions(void **state)
 	assert_int_equal(moe_gemm_launch_smem(MOE_BF16, 64, MOE_GEMM_SHALLOW_STAGES), 49152);
 	assert_int_equal(moe_gemm_launch_smem(MOE_BF16, 64, 0), moe_gemm_smem(MOE_BF16, 64));
 	assert_int_equal(moe_gemm_launch_smem(MOE_FP8, 64, MOE_GEMM_SHALLOW_STAGES), moe_gemm_smem(MOE_FP8, 64));
+	/* the FP8 tiles' group scales past their stages (each stage: KS slices of TM activation
+	   scales and a weight scale per 128 columns, rounded to 16 bytes), within SM120's 101376
+	   bytes; none for the other variants */
+	assert_int_equal(moe_gemm_smem(MOE_FP8, 16), 2 * (49152 + 544));
+	assert_int_equal(moe_gemm_smem(MOE_FP8, 64), 4 * (24576 + 272));
+	assert_int_equal(moe_gemm_smem(MOE_FP8, 128), 2 * (49152 + 528));
+	assert_int_equal(moe_gemm_smem(MOE_BF16, 64), 4 * 24576);
+	assert_int_equal(MOE_GEMM_GSCALE_BYTES(MOE_W4A16, 128), 0);
+#define MOE_SMEM_FITS(q, t, name) assert_true(moe_gemm_smem(q, t) <= 101376);
+	MOE_GEMM_KERNELS(MOE_SMEM_FITS)
+#undef MOE_SMEM_FITS
 	/* the row tiles' grid x: a block per column tile for gate/up's long K (Kimi TP8 at 4096
 	   tokens), several for the down GEMM's short K (Kimi: 4 of 28 tiles of 256 columns, 4 k
 	   tiles each; GLM FP8 at 512 tokens: 5 of 40, kept to 512 blocks over the 64 row blocks
