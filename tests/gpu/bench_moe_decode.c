@@ -168,6 +168,19 @@ static double timed_ms(CUfunction f, unsigned gx, unsigned gy, unsigned threads,
 	return t[REPS / 2];
 }
 
+/* green_ms - timed_ms of a MOE_GEMM_THREADS launch on the green context's stream. */
+static double green_ms(CUfunction f, unsigned gx, unsigned gy, unsigned smem, void **params, void *slot,
+		       CUdeviceptr base, size_t stride)
+{
+	const CUstream saved = stream;
+	double t;
+
+	stream = green;
+	t = timed_ms(f, gx, gy, MOE_GEMM_THREADS, smem, params, slot, base, stride);
+	stream = saved;
+	return t;
+}
+
 static CUfunction get(CUmodule mod, const char *name, int smem)
 {
 	CUfunction f;
@@ -492,6 +505,7 @@ int main(int argc, char **argv)
 					size_t abytes = (size_t)arows * K * esz, cbytes = (size_t)nv * N * 2;
 					size_t as_n = 0, bs_n = 0, per_scale = 0;
 					double floor_ms, lim_ms, old_ms, pad_ms, new_ms, dn[4], dr[4] = { 0 }, alt_ms = 0, wire = 0;
+					double g_ms = 0;   /* the plan's kernel on the green context */
 					struct moe_gemm_choice choice;
 					int told, tn, rp, eq16 = -1;
 					void *params[] = { &a };
@@ -601,8 +615,8 @@ int main(int argc, char **argv)
 					a.num_tokens_post_padded = (const int32_t *)dntpp;
 
 					/* floor and limit: the touched experts' weight bytes */
+					const size_t bytes = (size_t)touched * ((size_t)N * wcol + per_scale);
 					{
-						size_t bytes = (size_t)touched * ((size_t)N * wcol + per_scale);
 						size_t n16 = bytes / 16;
 						void *p[] = { &rbuf, &n16, &rout };
 
@@ -629,6 +643,8 @@ int main(int argc, char **argv)
 						pad_ms = pad != smem ? timed_ms(f, gx, gy, MOE_GEMM_THREADS, (unsigned)pad, params,
 										&a.b, wbuf, wbytes)
 								     : old_ms;
+						if (green && !choice.tn)
+							g_ms = green_ms(f, gx, gy, (unsigned)pad, params, &a.b, wbuf, wbytes);
 					}
 					a.stages = 0;
 					/* new: the decode kernel the plan picks (0: it keeps the row tile) */
@@ -664,6 +680,11 @@ int main(int argc, char **argv)
 						free(c1);
 					}
 					new_ms = !tn ? old_ms : (rp == 16 ? dr : dn)[tn == 16 ? 0 : tn == 32 ? 1 : tn == 64 ? 2 : 3];
+					if (green && tn)
+						g_ms = green_ms(get(mod, moe_gemm_decode_name(qt->quant, tn, rp), 0),
+								(unsigned)moe_gemm_decode_cols(qt->quant, N, K, tn, em, bm, nv),
+								(unsigned)moe_gemm_decode_blocks(em, bm, nv), 0, params, &a.b, wbuf,
+								wbytes);
 					if (alt && tn) {
 						/* an ALT build before the 16-row kernels has the 8-row one of the tile */
 						CUfunction f;
@@ -720,30 +741,8 @@ int main(int argc, char **argv)
 						printf(" %6.2f", tn ? floor_ms / alt_ms : 0.0);
 					printf(" %9.1e%s\n", wire, tn ? "" : "  (new = old: row tile kept)");
 					if (green) {
-						/* the plan's kernel on the green context's SMs */
-						const size_t bytes = (size_t)touched * ((size_t)N * wcol + per_scale);
-						const CUstream saved = stream;
-						double g_ms, gbs;
+						const double gbs = (double)bytes / (g_ms * 1e-3) / 1e9 / green_sms;
 
-						stream = green;
-						if (tn) {
-							g_ms = timed_ms(get(mod, moe_gemm_decode_name(qt->quant, tn, rp), 0),
-									(unsigned)moe_gemm_decode_cols(qt->quant, N, K, tn, em, bm, nv),
-									(unsigned)moe_gemm_decode_blocks(em, bm, nv), MOE_GEMM_THREADS,
-									0, params, &a.b, wbuf, wbytes);
-						} else {
-							const int smem = moe_gemm_launch_smem(qt->quant, told, choice.stages);
-							CUfunction f = get(mod, moe_gemm_kernel_name(qt->quant, told), smem);
-							const int pad = sm120_pad(f, smem);
-
-							a.stages = choice.stages;
-							g_ms = timed_ms(f, (unsigned)moe_gemm_rows_cols(qt->quant, told, N, K, nv),
-									(unsigned)((em + told - 1) / told), MOE_GEMM_THREADS,
-									(unsigned)pad, params, &a.b, wbuf, wbytes);
-							a.stages = 0;
-						}
-						stream = saved;
-						gbs = (double)bytes / (g_ms * 1e-3) / 1e9 / green_sms;
 						printf("      green: %u SMs %.1f us %.1f GB/s/SM x5090 %.2f\n", green_sms, g_ms * 1e3, gbs,
 						       gbs / SM120_SM_GBS);
 					}
