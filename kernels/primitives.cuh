@@ -238,6 +238,18 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
 	return r;
 }
 
+/* (x & MASK) | OR as one instruction: ptxas gives the two constants of the C
+ * expression an instruction each (LOP3 takes one immediate); here one of them
+ * is held in a register (the 4-bit dequantizations' nibble-to-bf16 step). */
+template <uint32_t MASK, uint32_t OR>
+__device__ __forceinline__ uint32_t and_or(uint32_t x)
+{
+	uint32_t r;
+
+	asm("lop3.b32 %0, %1, %2, %3, 0xea;\n" : "=r"(r) : "r"(x), "n"(MASK), "n"(OR));
+	return r;
+}
+
 /* Two floats -> f16x2 (round to nearest even), lo in the low half. */
 __device__ __forceinline__ uint32_t pack_f16(float lo, float hi)
 {

@@ -463,7 +463,7 @@ __device__ void decode(const moe_gemm_args &a, smem<TN, NP> &sm)
 		/* d += the products of one step: W dequantized word by word, eight MMAs per n8 operand
 		 * that holds rows */
 		auto dots = [&](float (&d)[NP][4], const wstep4 &w, const xstep4<NP> &x) {
-			const uint32_t magic = 0x43004300u, off = 0x43084308u;
+			const uint32_t off = 0x43084308u;
 			const __nv_bfloat162 sc[2] = { __halves2bfloat162(__ushort_as_bfloat16((unsigned short)w.s[0]),
 									  __ushort_as_bfloat16((unsigned short)w.s[0])),
 						       __halves2bfloat162(__ushort_as_bfloat16((unsigned short)w.s[1]),
@@ -477,7 +477,7 @@ __device__ void decode(const moe_gemm_args &a, smem<TN, NP> &sm)
 				for (int c = 0; c < 2; c++)
 #pragma unroll
 					for (int p = 0; p < 4; p++) {
-						const uint32_t u = ((w.w[c][j] >> (4 * p)) & 0x000f000fu) | magic;
+						const uint32_t u = and_or<0x000f000fu, 0x43004300u>(w.w[c][j] >> (4 * p));
 						const __nv_bfloat162 v = __hmul2(__hsub2(*(const __nv_bfloat162 *)&u,
 											 *(const __nv_bfloat162 *)&off),
 										 sc[c]);

@@ -338,7 +338,7 @@ template <int QUANT>
 __device__ __forceinline__ uint32_t dequant2(uint32_t w, uint32_t sel, __nv_bfloat162 sc, float scale, float global)
 {
 	if (QUANT == MOE_W4A16) {
-		const uint32_t q = (__byte_perm(w, w >> 4, sel) & 0x000f000fu) | 0x43004300u, off = 0x43084308u;
+		const uint32_t q = and_or<0x000f000fu, 0x43004300u>(__byte_perm(w, w >> 4, sel)), off = 0x43084308u;
 		const __nv_bfloat162 v = __hsub2(*(const __nv_bfloat162 *)&q, *(const __nv_bfloat162 *)&off);
 		const __nv_bfloat162 r = __hmul2(v, sc);
 
