@@ -29,7 +29,8 @@
  * pipeline (moe_gemm.h) where it has one: row_tiles), MOE_DECODE_SMS=S (a
  * "green" line per case: the plan's kernel on a green context of S SMs,
  * as the weight bytes it streams per SM and second against an SM120 SM's
- * share of its DRAM, SM120_SM_GBS).
+ * share of its DRAM, SM120_SM_GBS; and read_bw reading exactly those bytes
+ * on the same SMs, the most that launch, ramp and tail leave of that rate).
  *
  * Each case: M tokens, top_k 8 distinct experts each, uniform (the routing
  * of tests/gpu/bench_moe.py), aligned as moe_align_block_size lays it out
@@ -471,7 +472,8 @@ int main(int argc, char **argv)
 		       "on a green context of %u SMs: its microseconds, the weight bytes it streamed per second and SM "
 		       "(GB/s), and that over %.1f GB/s, an RTX 5090 SM's share of its DRAM (x5090 >= 1: on SM120 the "
 		       "DRAM, not this kernel, is the limit; measured on an otherwise idle GPU, whose DRAM answers "
-		       "sooner than one under full load)\n",
+		       "sooner than one under full load); then read_bw reading exactly those bytes on the same SMs, "
+		       "timed the same way: what launch, ramp and tail leave there\n",
 		       green_sms, SM120_SM_GBS);
 	printf("%-5s %-6s %-11s %4s %4s %8s %6s %9s %6s %8s %4s %3s %9s %6s %6s %6s %6s %6s %6s %6s %6s %6s %3s%s\n",
 	       "model", "half", "quant", "M", "exp", "floor_us", "limit", "old_us", "old", "old_pad", "tn", "rp",
@@ -504,7 +506,7 @@ int main(int argc, char **argv)
 					CUdeviceptr da, dc, das = 0, dbs = 0, dtw, dsorted, deids, dntpp;
 					size_t abytes = (size_t)arows * K * esz, cbytes = (size_t)nv * N * 2;
 					size_t as_n = 0, bs_n = 0, per_scale = 0;
-					double floor_ms, lim_ms, old_ms, pad_ms, new_ms, dn[4], dr[4] = { 0 }, alt_ms = 0, wire = 0;
+					double floor_ms, lim_ms, glim_ms = 0, old_ms, pad_ms, new_ms, dn[4], dr[4] = { 0 }, alt_ms = 0, wire = 0;
 					double g_ms = 0;   /* the plan's kernel on the green context */
 					struct moe_gemm_choice choice;
 					int told, tn, rp, eq16 = -1;
@@ -621,8 +623,11 @@ int main(int argc, char **argv)
 						void *p[] = { &rbuf, &n16, &rout };
 
 						floor_ms = (double)bytes / (bw * 1e9) * 1e3;
-						lim_ms = timed_ms(rd, (unsigned)sms * 16, 1, 256, 0, p, &rbuf, rbuf,
-								  bytes < ((size_t)256 << 20) ? (size_t)256 << 20 : 0);
+						const size_t stride = bytes < ((size_t)256 << 20) ? (size_t)256 << 20 : 0;
+
+						lim_ms = timed_ms(rd, (unsigned)sms * 16, 1, 256, 0, p, &rbuf, rbuf, stride);
+						if (green)
+							glim_ms = green_ms(rd, green_sms * 16, 1, 0, p, &rbuf, rbuf, stride);
 					}
 
 					/* old: the row tile the plan picks where it picks no decode kernel, on its
@@ -743,8 +748,9 @@ int main(int argc, char **argv)
 					if (green) {
 						const double gbs = (double)bytes / (g_ms * 1e-3) / 1e9 / green_sms;
 
-						printf("      green: %u SMs %.1f us %.1f GB/s/SM x5090 %.2f\n", green_sms, g_ms * 1e3, gbs,
-						       gbs / SM120_SM_GBS);
+						printf("      green: %u SMs %.1f us %.1f GB/s/SM x5090 %.2f  read_bw %.1f us x5090 %.2f\n",
+						       green_sms, g_ms * 1e3, gbs, gbs / SM120_SM_GBS, glim_ms * 1e3,
+						       (double)bytes / (glim_ms * 1e-3) / 1e9 / green_sms / SM120_SM_GBS);
 					}
 					if (rowtiles)
 						row_tiles(mod, alt, qt->quant, N, K, em, nv, bm, params, &a, dc, cbytes, wbuf, wbytes,
