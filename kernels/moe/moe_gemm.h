@@ -234,7 +234,13 @@ static inline int moe_gemm_wide_waste(int32_t n)
  * the launch: moe_gemm_decode_wanted), 64 up to 64 rows, 128 beyond; but
  * 64 at any count for a kernel with a shallow pipeline on a short K (bf16's
  * down GEMM: moe_gemm_rows_stages), and for bf16 and FP8 on an N that
- * wastes the wide tiles (moe_gemm_wide_waste).  Chosen for SM120's blocks
+ * wastes the wide tiles (moe_gemm_wide_waste); and W4A16 takes 128 at any
+ * count past 16's: its warps dequantize the W fragments they multiply, so
+ * the 128-row tile, with twice the MMAs per dequantized fragment, ran 1.5
+ * to 4 times faster than the 64-row one at every count measured (H100,
+ * gpu_bench_moe_decode MOE_DECODE_ROWTILES=1, Kimi K2 and GLM-4.7 at TP8,
+ * gate/up and down, 256 to 4096 tokens: 5 to 205 rows an expert; one block
+ * per SM each, as on SM120).  Chosen for SM120's blocks
  * per SM, as measured on an H100 and an H200 with the launches padded to
  * them (tests/gpu/bench_moe_decode.c, Kimi K2 and GLM-4.7 at TP8, 8 to 4096
  * tokens): the 16-row tile's 96 KiB keep one block per SM there, and past 4
@@ -254,7 +260,9 @@ static inline int moe_gemm_rows_tile(int quant, int32_t block_m, int32_t num_val
 	const int64_t per = moe_gemm_rows_per_expert(block_m, num_valid, em);
 	const int narrow = (MOE_GEMM_SHALLOW(quant, 64) && moe_gemm_short_k(quant, k)) ||
 			   (!MOE_GEMM_PACKED(quant) && moe_gemm_wide_waste(n));
-	const int want = per <= MOE_GEMM_M16_ROWS(quant) ? 16 : per <= 64 || narrow ? 64 : 128;
+	const int want = per <= MOE_GEMM_M16_ROWS(quant)			? 16
+			 : quant != MOE_W4A16 && (per <= 64 || narrow)	? 64
+									: 128;
 	static const int tiles[] = { 128, 64, 16 };   /* the kernels' row tiles, largest first */
 	unsigned i;
 
@@ -488,10 +496,13 @@ static inline int moe_gemm_decode_cols(int quant, int32_t n, int32_t k, int tn, 
  * (@block_m, @num_valid, @em as for moe_gemm_rows_per_expert) is better
  * served by the decode kernels than by the row tiles: @quant has them and
  * the experts get at most
- *   MOE_DECODE_W4_ROWS rows each for W4A16 (four passes of 16 rows: faster
- *     than the row tiles at every batch up to 1024 tokens of GLM-4.7 (51
- *     rows an expert) and 2048 of Kimi K2 (43), gate/up and down, 1.6 to
- *     40 times; slower from 102 rows, GLM at 2048 tokens);
+ *   MOE_DECODE_W4_ROWS rows each for W4A16 (three passes of 16 rows; the
+ *     128-row tile beyond: against it, measured on an H100 at SM120's
+ *     blocks per SM, Kimi K2 and GLM-4.7 at TP8, gate/up and down, 256 to
+ *     4096 tokens, the decode kernels ran 1.1 to 3.1 times as fast up to
+ *     26 rows an expert, 0.9 to 1.17 times at 32 and 38, and 0.61 to 1.0
+ *     times from 43 (Kimi's gate/up at 2048 tokens: 0.16 of the floor
+ *     against 0.21; at 64 rows 0.11 against 0.18));
  *   on a short K (moe_gemm_short_k: the down GEMM), MOE_DECODE_SHORT_ROWS,
  *     or MOE_DECODE_SHALLOW_ROWS where the 64-row tile has a shallow
  *     pipeline (bf16), which passes the decode kernels from about 10 rows;
@@ -501,7 +512,7 @@ static inline int moe_gemm_decode_cols(int quant, int32_t n, int32_t k, int tn, 
  * (tests/gpu/bench_moe_decode.c, Kimi K2 and GLM-4.7 at TP8, 8 to 2048
  * tokens).  (Row mode, one routed row per block, always is.)  Pure, plain C.
  */
-#define MOE_DECODE_W4_ROWS 64
+#define MOE_DECODE_W4_ROWS 40
 #define MOE_DECODE_SHORT_ROWS 24
 #define MOE_DECODE_SHALLOW_ROWS 8
 #define MOE_DECODE_LONG_ROWS 4

@@ -773,13 +773,13 @@ static void test_moe_decisions(void **state)
 	assert_int_equal(moe_gemm_decode_tile(MOE_FP8, 256, 4096), 128);
 	assert_int_equal(moe_gemm_decode_tile(MOE_NVFP4, 7168, 4096), 0);
 	/* the whole choice: Kimi K2's INT4 gate/up at 512 tokens (10.7 rows an expert) on the
-	   decode kernel of 32 columns and 16 rows a pass, its row tile 64 (four stages); GLM-4.7's
-	   bf16 gate/up at 4096 tokens on the shallow 64-row tile, no decode kernel; row mode on the
-	   16-row tile or the narrow decode tile, 8 rows a pass */
+	   decode kernel of 32 columns and 16 rows a pass, its row tile 128 (W4A16's at any count
+	   past 16's); GLM-4.7's bf16 gate/up at 4096 tokens on the shallow 64-row tile, no decode
+	   kernel; row mode on the 16-row tile or the narrow decode tile, 8 rows a pass */
 	{
 		struct moe_gemm_choice c = moe_gemm_choose(MOE_W4A16, 128, 4096, 4096 + 385 * 127, 512, 7168, 0);
 
-		assert_int_equal(c.tm, 64);
+		assert_int_equal(c.tm, 128);
 		assert_int_equal(c.stages, 0);
 		assert_int_equal(c.tn, 32);
 		assert_int_equal(c.rows, 16);
@@ -792,14 +792,19 @@ static void test_moe_decisions(void **state)
 		assert_int_equal(c.tn, moe_gemm_decode_tn(MOE_FP8, 7168));
 		assert_int_equal(c.rows, 8);
 	}
-	/* W4A16: up to 64 rows an expert (GLM-4.7's 1024 tokens: 51; not its 2048: 102), gate/up
-	   and down alike, 16 rows a pass past 8 rows an expert (Kimi K2's 512 tokens: 10.7) */
+	/* W4A16: up to 40 rows an expert (GLM-4.7's 768 tokens: 38.4; not its 1024: 51, nor Kimi
+	   K2's 2048: 42.7), gate/up and down alike, 16 rows a pass past 8 rows an expert (Kimi
+	   K2's 512 tokens: 10.7); beyond, the 128-row tile, at 51 rows an expert too */
 	assert_true(moe_gemm_decode_wanted(MOE_W4A16, 128, 8, 8 + 161 * 127, 5120));
 	assert_true(moe_gemm_decode_wanted(MOE_W4A16, 128, 512 * 8, 512 * 8 + 161 * 127, 5120));
 	assert_true(moe_gemm_decode_wanted(MOE_W4A16, 16, 512 * 8, 512 * 8 + 161 * 15, 192));
-	assert_true(moe_gemm_decode_wanted(MOE_W4A16, 128, 1024 * 8, 1024 * 8 + 161 * 127, 5120));
-	assert_false(moe_gemm_decode_wanted(MOE_W4A16, 128, 2048 * 8, 2048 * 8 + 161 * 127, 5120));
+	assert_true(moe_gemm_decode_wanted(MOE_W4A16, 128, 768 * 8, 768 * 8 + 161 * 127, 5120));
+	assert_false(moe_gemm_decode_wanted(MOE_W4A16, 128, 1024 * 8, 1024 * 8 + 161 * 127, 5120));
+	assert_false(moe_gemm_decode_wanted(MOE_W4A16, 128, 2048 * 8, 2048 * 8 + 385 * 127, 7168));
 	assert_false(moe_gemm_decode_wanted(MOE_W4A16, 128, 4096 * 8, 4096 * 8 + 385 * 127, 7168));
+	assert_int_equal(moe_gemm_rows_tile(MOE_W4A16, 128, 1024 * 8, 1024 * 8 + 161 * 127, 384, 5120), 128);
+	assert_int_equal(moe_gemm_rows_tile(MOE_W4A16, 128, 2048 * 8, 2048 * 8 + 385 * 127, 7168, 256), 128);
+	assert_int_equal(moe_gemm_rows_tile(MOE_W4A16, 64, 2048 * 8, 2048 * 8 + 385 * 63, 512, 7168), 64);
 	assert_int_equal(moe_gemm_decode_rows(MOE_W4A16, 128, 256 * 8, 256 * 8 + 385 * 127), 8);
 	assert_int_equal(moe_gemm_decode_rows(MOE_W4A16, 128, 512 * 8, 512 * 8 + 385 * 127), 16);
 	assert_int_equal(moe_gemm_decode_rows(MOE_BF16, 128, 512 * 8, 512 * 8 + 385 * 127), 8);
