@@ -70,6 +70,10 @@ Run as: python3 bench_moe.py CONFIG [--quant fp8_tensor,bf16[,int4]]
               buffers of its own: the traffic alone, what memory allows the
               case at best on this GPU at this size (launch, ramp and tail
               included)
+SM120_BENCH_SMS=S: every launch on a CUDA green context of S SMs of this GPU
+(green_stream; records add "sms", the count the driver gave), for the weight
+bytes a kernel streams per SM and second against an SM120 SM's share of its
+DRAM (bench_moe.sh's last table).
 Cases: each model x half x batch M x quantisation (default fp8_tensor and
 bf16; int4 = W4A16 through fused_moe_kernel_gptq_awq, groups of 32).
 
@@ -125,34 +129,63 @@ FLUSH_BYTES = 256 << 20   # larger than the H200's L2 (50 MB)
 
 
 class Timer:
-    """Median milliseconds of CUDA-graph replays of a function, L2 flushed before each."""
+    """Median milliseconds of CUDA-graph replays of a function, L2 flushed before each;
+    on `stream` (a green context's: green_stream) when given, else on torch's own."""
 
-    def __init__(self):
+    def __init__(self, stream=None):
         self.flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda")
+        self.stream = stream
 
     def __call__(self, fn, replays=REPLAYS):
         """Two eager calls first (compile, load; under the shim: load the bundled
-        kernels, never during capture), then one capture and `replays` replays."""
+        kernels, never during capture), then one capture and `replays` replays, all on
+        the one stream (captured there, a green context's launches keep to its SMs)."""
         for _ in range(2):
             fn()
         torch.cuda.synchronize()
         graph = torch.cuda.CUDAGraph()
-        stream = torch.cuda.Stream()
+        stream = self.stream or torch.cuda.Stream()
+        times = []
         with torch.cuda.stream(stream):
             with torch.cuda.graph(graph, stream=stream):
                 fn()
-        times = []
-        for _ in range(replays):
-            self.flush.zero_()
-            a = torch.cuda.Event(enable_timing=True)
-            b = torch.cuda.Event(enable_timing=True)
-            a.record()
-            graph.replay()
-            b.record()
-            b.synchronize()
-            times.append(a.elapsed_time(b))
+            for _ in range(replays):
+                self.flush.zero_()
+                a = torch.cuda.Event(enable_timing=True)
+                b = torch.cuda.Event(enable_timing=True)
+                a.record()
+                graph.replay()
+                b.record()
+                b.synchronize()
+                times.append(a.elapsed_time(b))
         del graph
         return sorted(times)[len(times) // 2]
+
+
+def green_stream(want):
+    """(a torch stream of a CUDA green context of `want` SMs of the current device, the
+    SM count the driver gave), through the driver API (CUDA 12.4 and later): the same
+    split as gpu_bench_moe_decode's MOE_DECODE_SMS, so that the two measure alike.  The
+    CUdevResource buffers are larger than any release's struct (144 bytes in CUDA 13);
+    its SM count is the union's first word, after the type and 92 bytes of padding."""
+    cu = ctypes.CDLL("libcuda.so.1")
+    torch.cuda.init()
+    torch.empty(1, device="cuda")   # torch's primary context exists and is current
+
+    def check(name, result):
+        if result != 0:
+            raise RuntimeError(f"{name} failed: CUresult {result} (green contexts need CUDA 12.4+)")
+    dev, n = ctypes.c_int(), ctypes.c_uint(1)
+    every, part = ctypes.create_string_buffer(1024), ctypes.create_string_buffer(1024)
+    desc, ctx, stream = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p()
+    check("cuDeviceGet", cu.cuDeviceGet(ctypes.byref(dev), torch.cuda.current_device()))
+    check("cuDeviceGetDevResource", cu.cuDeviceGetDevResource(dev, every, 1))   # CU_DEV_RESOURCE_TYPE_SM
+    check("cuDevSmResourceSplitByCount", cu.cuDevSmResourceSplitByCount(
+        part, ctypes.byref(n), every, None, ctypes.c_uint(0), ctypes.c_uint(want)))
+    check("cuDevResourceGenerateDesc", cu.cuDevResourceGenerateDesc(ctypes.byref(desc), part, 1))
+    check("cuGreenCtxCreate", cu.cuGreenCtxCreate(ctypes.byref(ctx), desc, dev, 1))   # DEFAULT_STREAM
+    check("cuGreenCtxStreamCreate", cu.cuGreenCtxStreamCreate(ctypes.byref(stream), ctx, 1, 0))   # NON_BLOCKING
+    return torch.cuda.ExternalStream(stream.value), ctypes.c_uint.from_buffer(part, 96).value
 
 
 class Probe:
@@ -554,7 +587,10 @@ def main(argv):
     if config == "rerouted" and hidden:
         models = [m for m in models if str(mc.MODELS[m][1]) == hidden]
     searching = config == "sm120" and not o["retime"]
-    timer = Timer()
+    green = None
+    if os.environ.get("SM120_BENCH_SMS"):
+        green, sms = green_stream(int(os.environ["SM120_BENCH_SMS"]))
+    timer = Timer(green)
     probe = Probe() if config == "limit" else None
 
     def groups():
@@ -568,6 +604,11 @@ def main(argv):
                     g = torch.Generator(device="cuda").manual_seed(SEED)
                     weights = make_weight(e, n, k, quant, g, "cuda")
                     yield [Case(model, half, quant, m, weights) for m in o["batches"]]
+
+    def emit(rec):
+        if green:
+            rec["sms"] = sms
+        print(json.dumps(rec), flush=True)
 
     def measure(case, compiled):
         if config in ("hopper", "rerouted"):
@@ -604,11 +645,11 @@ def main(argv):
                 if cfg["BLOCK_SIZE_M"] <= max(16, triton.next_power_of_2(c.most_rows))]
         compiled = precompile(jobs, o["jobs"])
         for case in every:
-            print(json.dumps(measure(case, compiled)), flush=True)
+            emit(measure(case, compiled))
         return 0
     for cases in groups():
         for case in cases:
-            print(json.dumps(measure(case, {})), flush=True)
+            emit(measure(case, {}))
         del cases
         torch.cuda.empty_cache()
     return 0

@@ -27,7 +27,8 @@
 # mma.sync (marked).  MOE_BENCH_QUANT (default all five), MOE_BENCH_HALVES
 # (gateup,down), MOE_BENCH_BATCHES (1,16,512,4096), MOE_BENCH_GRID
 # (quick|full) narrow or widen the run; the defaults fit one 10-minute
-# call on an H100 (with the Triton cache empty).  SM120_BUILD (default
+# call on an H100 (with the Triton cache empty); MOE_BENCH_SMS (32; 0: none)
+# the green context's SMs of the last table.  SM120_BUILD (default
 # build) may be absolute: another build's shim, timed beside this one's.
 set -u
 B=${SM120_BUILD:-build}
@@ -70,8 +71,27 @@ for m in kimi:7168 glm:5120; do
 			>>"$work/$out" 2>>"$work/$out.err" || exit 1
 	done
 done
+# Per SM against SM120's DRAM share: the rows up to 512 tokens again on a green
+# context of MOE_BENCH_SMS SMs (default 32; 0: none), padded to SM120's blocks per
+# SM: the bundled kernels, the SM120 Triton configurations the search kept, and
+# stream_rw moving each row's traffic (the last table below).
+gsms=${MOE_BENCH_SMS:-32}
+gb=$(echo "$batches" | tr ',' '\n' | awk '$1 <= 512' | paste -sd, -)
+if [ "$gsms" -gt 0 ] && [ -n "$gb" ]; then
+	gsel="--quant $q --halves $halves --batches $gb"
+	SM120_BENCH_SMS=$gsms SM120SHIM_EMULATE_OCCUPANCY=1 "$sm120" run --mode diagnose --target sm120 \
+		--log "$work/gpad.%p.jsonl" -- python3 bench_moe.py sm120 $gsel --retime "$work/sm120" \
+		>"$work/green_sm120" 2>>"$work/green.err" || exit 1
+	SM120_BENCH_SMS=$gsms python3 bench_moe.py limit $gsel >"$work/green_limit" || exit 1
+	for m in kimi:7168 glm:5120; do
+		SM120_BENCH_SMS=$gsms SM120SHIM_EMULATE_OCCUPANCY=1 "$sm120" run --mode reroute --target sm120 \
+			--set top_k=8 --set hidden_size=${m#*:} --log "$work/grr.%p.jsonl" -- \
+			python3 bench_moe.py rerouted $gsel --models ${m%%:*} \
+			>>"$work/green_rerouted" 2>>"$work/green.err" || exit 1
+	done
+fi
 python3 - "$work" <<'PY'
-import collections, glob, json, sys
+import collections, glob, json, os, sys
 w = sys.argv[1]
 def events(prefix):
     return [json.loads(l) for f in glob.glob(f"{w}/{prefix}.*.jsonl") for l in open(f)]
@@ -208,6 +228,27 @@ for (k, f, t, d, b), n in sorted(pads.items()):
     print(f"  {k}: {f} -> {t} B, {d} -> {b} blocks per SM ({n})")
 if not pads:
     print("  none: every launch already ran at SM120's blocks per SM")
+if os.path.exists(f"{w}/green_rerouted"):
+    # An SM120 SM's share of its DRAM: the RTX 5090's 1792 GB/s over 170 SMs, the most
+    # per SM of the SM120 cards (RTX PRO 6000: 9.5, DGX Spark: 5.7).
+    share = 1792 / 170
+    grr, gsm, glim = (load(n) for n in ("green_rerouted", "green_sm120", "green_limit"))
+    def x5090(d, key):
+        r = d.get(key)
+        return r["weight_bytes"] / (r["ms"] * 1e6) / r["sms"] / share if r and r.get("ms") else None
+    sms = next(iter(grr.values()))["sms"] if grr else 0
+    print()
+    print(f"per SM, on {sms} SMs of this GPU (a CUDA green context), padded to SM120's blocks per SM: "
+          f"the weight bytes each streams per SM and second over {share:.1f} GB/s, an RTX 5090 SM's "
+          "share of its DRAM (x5090 >= 1: on SM120 the DRAM, not the kernel, is the row's limit); "
+          "read = stream_rw moving the row's traffic alone on the same SMs (what launch, ramp and "
+          "tail leave); time ratio = sm120 / bundled on those SMs (> 1: bundled faster).  Measured "
+          "on an otherwise idle GPU, whose DRAM answers sooner than one under full load.")
+    print(f"{'half':<6} {'model':<5} {'quant':<11} {'M':>5} | {'bundled':>7} {'sm120':>6} {'read':>6} | "
+          f"{'ratio':>6}")
+    for key in sorted(grr, key=order):
+        print(f"{key[0]:<6} {key[1]:<5} {key[2]:<11} {key[3]:>5} | {num(x5090(grr, key), 7)} "
+              f"{num(x5090(gsm, key), 6)} {num(x5090(glim, key), 6)} | {num(div(ms(gsm, key), ms(grr, key)), 6)}")
 PY
 rc=$?
 # What the shim said about the padding (refused paddings, kernels it could not pad).
