@@ -508,7 +508,7 @@ static inline int moe_gemm_decode_cols(int quant, int32_t n, int32_t k, int tn, 
  *     pipeline (bf16), which passes the decode kernels from about 10 rows;
  *   on a long K (gate/up), MOE_DECODE_LONG_ROWS: from 5 rows the 64-row
  *     tile reads the weights faster.
- * Measured on an H100 (W4A16: an H200) at SM120's blocks per SM
+ * Measured on an H100 (W4A16: the figures above) at SM120's blocks per SM
  * (tests/gpu/bench_moe_decode.c, Kimi K2 and GLM-4.7 at TP8, 8 to 2048
  * tokens).  (Row mode, one routed row per block, always is.)  Pure, plain C.
  */
