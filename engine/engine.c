@@ -24,9 +24,9 @@ static void *cpu_create(const struct ref_model *m, const struct ref_opts *o, str
 	return ref_cpu_new(m, o->max_seq, o->absorbed, o->threads, &o->routes, err);
 }
 
-static int cpu_forward(void *ctx, const int *tokens, int n, float *logits, struct sm_err *err)
+static int cpu_forward(void *ctx, const int *tokens, int n, int all, float *logits, struct sm_err *err)
 {
-	return ref_cpu_forward(ctx, tokens, n, logits, err);
+	return ref_cpu_forward(ctx, tokens, n, all, logits, err);
 }
 
 static void cpu_destroy(void *ctx)
@@ -39,9 +39,9 @@ static void *gpu_create(const struct ref_model *m, const struct ref_opts *o, str
 	return ref_gpu_new(m, o->max_seq, o->absorbed, o->verbose, &o->routes, err);
 }
 
-static int gpu_forward(void *ctx, const int *tokens, int n, float *logits, struct sm_err *err)
+static int gpu_forward(void *ctx, const int *tokens, int n, int all, float *logits, struct sm_err *err)
 {
-	return ref_gpu_forward(ctx, tokens, n, logits, err);
+	return ref_gpu_forward(ctx, tokens, n, all, logits, err);
 }
 
 static void gpu_destroy(void *ctx)
@@ -122,10 +122,12 @@ static double now(void)
 }
 
 int ref_generate(const struct ref_backend *b, void *ctx, int vocab, const int *prompt, int n_prompt,
-		 int steps, int *out_tokens, void (*rows)(void *, int, const float *), void *rows_ctx,
-		 void (*progress)(int step, int steps), struct ref_timing *t, struct sm_err *err)
+		 int prompt_rows, int steps, int *out_tokens, void (*rows)(void *, int, const float *),
+		 void *rows_ctx, void (*progress)(int step, int steps), struct ref_timing *t,
+		 struct sm_err *err)
 {
-	float *logits = malloc(sizeof(float) * (size_t)vocab * (size_t)(n_prompt > 1 ? n_prompt : 1));
+	const int prefill_rows = prompt_rows && n_prompt > 1 ? n_prompt : 1;
+	float *logits = malloc(sizeof(float) * (size_t)vocab * (size_t)prefill_rows);
 	double t0 = now(), t1;
 	int i, rc, tok;
 
@@ -136,19 +138,19 @@ int ref_generate(const struct ref_backend *b, void *ctx, int vocab, const int *p
 		free(logits);
 		return sm_err_set(err, -EINVAL, "need a prompt of at least one token and at least one step");
 	}
-	rc = b->forward(ctx, prompt, n_prompt, logits, err);
+	rc = b->forward(ctx, prompt, n_prompt, prompt_rows, logits, err);
 	t1 = now();
 	t->prefill_s = t1 - t0;
 	if (!rc)
-		rc = take_rows(b, logits, n_prompt, vocab, 0, rows, rows_ctx, err);
-	tok = rc ? 0 : ref_argmax(logits + (size_t)(n_prompt - 1) * vocab, vocab);
+		rc = take_rows(b, logits, prefill_rows, vocab, n_prompt - prefill_rows, rows, rows_ctx, err);
+	tok = rc ? 0 : ref_argmax(logits + (size_t)(prefill_rows - 1) * vocab, vocab);
 	for (i = 0; !rc && i < steps; i++) {
 		out_tokens[i] = tok;
 		if (progress)
 			progress(i + 1, steps);
 		if (i + 1 == steps)
 			break;
-		rc = b->forward(ctx, &tok, 1, logits, err);
+		rc = b->forward(ctx, &tok, 1, 1, logits, err);
 		if (!rc)
 			rc = take_rows(b, logits, 1, vocab, n_prompt + i, rows, rows_ctx, err);
 		tok = rc ? 0 : ref_argmax(logits, vocab);

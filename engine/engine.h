@@ -4,8 +4,9 @@
  *
  * A backend turns token ids into next-token logits with its own KV cache.
  * ref_generate runs prefill on the prompt, then greedy decode, and hands
- * every logits row to the caller, so that `sm120 ref run` prints, checks
- * and dumps the same rows whichever backend made them.
+ * every logits row to the caller (or, for speed, the prompt's last row and
+ * the generated ones), so that `sm120 ref run` prints, checks and dumps the
+ * same rows whichever backend made them.
  */
 #ifndef SM120_ENGINE_ENGINE_H
 #define SM120_ENGINE_ENGINE_H
@@ -25,8 +26,9 @@ struct ref_backend {
 	const char *summary;
 	/* create - a context for @m, or NULL with @err (e.g. no GPU: the message says so) */
 	void *(*create)(const struct ref_model *m, const struct ref_opts *o, struct sm_err *err);
-	/* forward - @n tokens at the next positions; logits [n][vocab] */
-	int (*forward)(void *ctx, const int *tokens, int n, float *logits, struct sm_err *err);
+	/* forward - @n tokens at the next positions; logits [n][vocab], or with @all 0 the last
+	 * position's only ([1][vocab]) */
+	int (*forward)(void *ctx, const int *tokens, int n, int all, float *logits, struct sm_err *err);
 	void (*destroy)(void *ctx);
 };
 
@@ -44,13 +46,16 @@ struct ref_timing {
  * ref_generate - prefill @prompt[@n_prompt], then @steps greedy tokens into
  * @out_tokens.  @rows(ctx, i, logits) sees every logits row in order: rows
  * 0..n_prompt-1 of the prompt, then one per generated token fed back (the
- * last generated token is not fed back: n_prompt + steps - 1 rows).  Ties in
+ * last generated token is not fed back: n_prompt + steps - 1 rows); with
+ * @prompt_rows 0 the prompt's last row only (row n_prompt - 1: prefill then
+ * forms no logits for the other positions, what a server does).  Ties in
  * argmax pick the lower id.  @progress (may be NULL) is called after each
  * step.  Returns 0 or -errno with @err.
  */
 int ref_generate(const struct ref_backend *b, void *ctx, int vocab, const int *prompt, int n_prompt,
-		 int steps, int *out_tokens, void (*rows)(void *, int, const float *), void *rows_ctx,
-		 void (*progress)(int step, int steps), struct ref_timing *t, struct sm_err *err);
+		 int prompt_rows, int steps, int *out_tokens, void (*rows)(void *, int, const float *),
+		 void *rows_ctx, void (*progress)(int step, int steps), struct ref_timing *t,
+		 struct sm_err *err);
 
 /* ref_argmax - index of the largest of @n values, the lower on ties. */
 int ref_argmax(const float *v, int n);

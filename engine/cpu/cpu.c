@@ -544,7 +544,7 @@ out:
 
 /* ---- the whole pass ------------------------------------------------------------ */
 
-int ref_cpu_forward(struct ref_cpu *r, const int *tokens, int n, float *logits, struct sm_err *err)
+int ref_cpu_forward(struct ref_cpu *r, const int *tokens, int n, int all, float *logits, struct sm_err *err)
 {
 	const struct ref_config *c = r->c;
 	const struct ref_model *m = r->m;
@@ -613,7 +613,7 @@ int ref_cpu_forward(struct ref_cpu *r, const int *tokens, int n, float *logits, 
 		rc = norm_rows(r, h, x, m->final_norm, n, norm, source, err);
 	}
 	if (!rc) {
-		matmul(r, &m->lm_head, h, n, logits);
+		matmul(r, &m->lm_head, all ? h : h + (size_t)(n - 1) * H, all ? n : 1, logits);
 		r->pos += n;
 	}
 	free(x);

@@ -34,12 +34,14 @@ struct ref_cpu *ref_cpu_new(const struct ref_model *m, int max_seq, int absorbed
 /*
  * ref_cpu_forward - run @n tokens at the next @n positions (after those
  * already in the cache) and write the next-token logits of each position to
- * @logits[n][vocab].  Returns 0, or -ENOSPC with @err when the cache is full,
+ * @logits[n][vocab], or with @all 0 of the last position only to
+ * @logits[vocab] (the same bits as its row of the whole).  Returns 0, or
+ * -ENOSPC with @err when the cache is full,
  * -EINVAL for a token outside the vocabulary, -ERANGE when a router score or
  * the hidden state after a norm is not finite (the message names the layer
  * and the position).  On an error the cache position does not advance.
  */
-int ref_cpu_forward(struct ref_cpu *r, const int *tokens, int n, float *logits, struct sm_err *err);
+int ref_cpu_forward(struct ref_cpu *r, const int *tokens, int n, int all, float *logits, struct sm_err *err);
 
 /* ref_cpu_free - NULL is allowed. */
 void ref_cpu_free(struct ref_cpu *r);

@@ -1052,13 +1052,15 @@ static int moe(struct ref_gpu *g, struct glayer *gl, int n, struct sm_err *err)
 		      ARGS(&s->x, &s->c2, &shared, &K, &H), err);
 }
 
-/* forward_chunk - @n <= chunk tokens at g->pos; logits [n][vocab] into @logits. */
-static int forward_chunk(struct ref_gpu *g, const int *tokens, int n, float *logits, struct sm_err *err)
+/* forward_chunk - @n <= chunk tokens at g->pos; the logits of the last @rows (0 .. @n) of
+ * them, [rows][vocab], into @logits. */
+static int forward_chunk(struct ref_gpu *g, const int *tokens, int n, int rows, float *logits,
+			 struct sm_err *err)
 {
 	const struct ref_config *c = g->c;
 	struct scratch *s = &g->s;
 	int H = c->hidden, l, rc, i;
-	size_t nl = (size_t)n * (size_t)c->vocab;
+	size_t nl = (size_t)rows * (size_t)c->vocab;
 	CUdeviceptr pending = 0;	/* bf16 rows to add to x before the next norm */
 
 	CU(g, cuMemcpyHtoD_v2(s->tok, tokens, sizeof(int) * (size_t)n), "copying tokens", err);
@@ -1083,17 +1085,23 @@ static int forward_chunk(struct ref_gpu *g, const int *tokens, int n, float *log
 		if (rc)
 			return rc;
 	}
-	if ((rc = add_norm(g, pending, H, g->final_norm, n, err)) ||
-	    (rc = linear(g, &g->lm_head, s->hb, n, s->logits, c->vocab, err)))
+	if ((rc = add_norm(g, pending, H, g->final_norm, n, err)))
 		return rc;
-	CU(g, cuMemcpyDtoH_v2(g->logits_host, s->logits, 2 * nl), "copying logits", err);
-	for (i = 0; i < (int)nl; i++)
-		logits[i] = nf_bf16_to_f32(g->logits_host[i]);
+	if (rows) {
+		if ((rc = linear(g, &g->lm_head, s->hb + 2 * (size_t)(n - rows) * H, rows, s->logits, c->vocab,
+				  err)))
+			return rc;
+		CU(g, cuMemcpyDtoH_v2(g->logits_host, s->logits, 2 * nl), "copying logits", err);
+		for (i = 0; i < (int)nl; i++)
+			logits[i] = nf_bf16_to_f32(g->logits_host[i]);
+	} else {
+		CU(g, cuCtxSynchronize(), "the chunk's kernels", err);
+	}
 	g->pos += n;
 	return 0;
 }
 
-int ref_gpu_forward(struct ref_gpu *g, const int *tokens, int n, float *logits, struct sm_err *err)
+int ref_gpu_forward(struct ref_gpu *g, const int *tokens, int n, int all, float *logits, struct sm_err *err)
 {
 	int t, done, rc;
 
@@ -1107,7 +1115,9 @@ int ref_gpu_forward(struct ref_gpu *g, const int *tokens, int n, float *logits, 
 	for (done = 0; done < n; done += g->chunk) {
 		int m = n - done < g->chunk ? n - done : g->chunk;
 
-		rc = forward_chunk(g, tokens + done, m, logits + (size_t)done * g->c->vocab, err);
+		/* every row, or the last chunk's last */
+		rc = forward_chunk(g, tokens + done, m, all ? m : done + m == n,
+				   logits + (all ? (size_t)done * g->c->vocab : 0), err);
 		if (rc)
 			return rc;
 	}

@@ -46,8 +46,10 @@ struct ref_gpu;
 struct ref_gpu *ref_gpu_new(const struct ref_model *m, int max_seq, int absorbed, int verbose,
 			    const struct ref_route_sink *routes, struct sm_err *err);
 
-/* ref_gpu_forward - as ref_cpu_forward (cpu.h): @n tokens at the next positions, logits [n][vocab]. */
-int ref_gpu_forward(struct ref_gpu *g, const int *tokens, int n, float *logits, struct sm_err *err);
+/* ref_gpu_forward - as ref_cpu_forward (cpu.h): @n tokens at the next positions, logits [n][vocab]
+ * (@all) or the last position's [vocab] (formed alone: its bits may differ from its row of the
+ * whole, as a one-token step's). */
+int ref_gpu_forward(struct ref_gpu *g, const int *tokens, int n, int all, float *logits, struct sm_err *err);
 
 /* ref_gpu_free - NULL is allowed. */
 void ref_gpu_free(struct ref_gpu *g);

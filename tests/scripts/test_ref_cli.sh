@@ -8,7 +8,7 @@
 # one message that names it.  Prints "ok - ..." / "not ok - ..." per check.
 set -u
 set -- kimi-k2 glm4-moe
-echo "1..$(($# * 3 + 36))" # plan: 3 checks per architecture, 36 on options, bad inputs and --check-cpu
+echo "1..$(($# * 3 + 43))" # plan: 3 checks per architecture, 43 on options, bad inputs and --check-cpu
 B=${SM120_BUILD:-build}
 sm120=$B/sm120
 out=$(mktemp)
@@ -65,13 +65,23 @@ describes "make-model --help describes every option and its default" --arch --qu
 	--real-dims --layers --experts --shards --seed --k25 --legacy-quant-config
 check "ref run --help" 0 "$sm120" ref run --help
 describes "run --help describes every option and its default" --backend --mla --prompt --steps \
-	--threads --max-seq --json --check-cpu
+	--threads --max-seq --json --check-cpu --last-logits
 
 # numeric options: one parser, range-checked, no trailing garbage, no overflow
 m=$work/kimi-k2
 check "run --check-cpu (cpu against cpu) runs" 0 "$sm120" ref run --steps 3 --check-cpu "$m"
 expect "it says which rows it compares and what it found" \
 	"against the cpu backend, on the [0-9]* of [0-9]* logits rows computed from the same tokens: max |logit difference| 0, .*tokens equal"
+# --last-logits: prefill forms the prompt's last row only; the same tokens
+check "run --last-logits runs" 0 "$sm120" ref run --steps 3 --prompt 4,8,15,16 --last-logits "$m"
+expect "its checksum covers the prompt's last row and the generated ones" "over 3 rows"
+grep '^prompt:' "$out" >"$work/last.tokens"
+check "the same run without it" 0 "$sm120" ref run --steps 3 --prompt 4,8,15,16 "$m"
+expect "covers every prompt row" "over 6 rows"
+if grep '^prompt:' "$out" | cmp -s - "$work/last.tokens"; then echo "ok - --last-logits generates the same tokens"
+else echo "not ok - --last-logits generates other tokens"; sed 's/^/#   /' "$work/last.tokens" "$out"; fi
+check "run --last-logits --json is refused" 2 "$sm120" ref run --last-logits --json "$work/x.json" "$m"
+expect "--last-logits and --json: the message names both" "--last-logits and --json exclude each other"
 check "run --steps 99999999999 is refused" 2 "$sm120" ref run --steps 99999999999 "$m"
 expect "--steps names its range" "--steps '99999999999' is out of range: give a whole number in 1..1000000"
 check "run --steps 5x is refused" 2 "$sm120" ref run --steps 5x "$m"

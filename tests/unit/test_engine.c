@@ -299,9 +299,9 @@ static float *run_routed(const char *dir, int absorbed, const int *tokens, int n
 	for (i = 0; i < n; i += chunk ? chunk : n) {
 		int k = chunk && i + chunk < n ? chunk : n - i;
 
-		assert_int_equal(ref_cpu_forward(r, tokens + i, k, logits + (size_t)i * *vocab, &err), 0);
+		assert_int_equal(ref_cpu_forward(r, tokens + i, k, 1, logits + (size_t)i * *vocab, &err), 0);
 	}
-	assert_int_equal(ref_cpu_forward(r, tokens, 1, logits, &err), -ENOSPC);
+	assert_int_equal(ref_cpu_forward(r, tokens, 1, 1, logits, &err), -ENOSPC);
 	assert_non_null(strstr(err.msg, "--max-seq"));
 	ref_cpu_free(r);
 	ref_model_free(m);
@@ -764,12 +764,12 @@ static int forward_error(const char *dir, struct sm_err *err)
 	r = ref_cpu_new(m, NPROMPT, 1, 2, NULL, err);
 	assert_non_null(r);
 	logits = malloc(sizeof(float) * NPROMPT * (size_t)m->cfg.vocab);
-	rc = ref_cpu_forward(r, prompt, NPROMPT, logits, err);
+	rc = ref_cpu_forward(r, prompt, NPROMPT, 1, logits, err);
 	if (rc) {	/* the position did not advance: the same error again */
 		char first[sizeof(err->msg)];
 
 		memcpy(first, err->msg, sizeof(first));
-		assert_int_equal(ref_cpu_forward(r, prompt, NPROMPT, logits, err), rc);
+		assert_int_equal(ref_cpu_forward(r, prompt, NPROMPT, 1, logits, err), rc);
 		assert_string_equal(err->msg, first);
 	}
 	free(logits);
@@ -828,6 +828,72 @@ static void test_hidden_nonfinite(void **state)
 	}
 }
 
+/* rows_seen - a ref_generate rows callback: counts the rows and keeps the last position. */
+struct rows_seen {
+	int count, last;
+};
+
+static void count_row(void *p, int i, const float *logits)
+{
+	struct rows_seen *s = p;
+
+	(void)logits;
+	s->count++;
+	s->last = i;
+}
+
+/*
+ * Prefill of the last row only (sm120 ref run --last-logits): the CPU backend
+ * gives the same bits as that row of the whole prompt's logits, and greedy
+ * generation the same tokens, its rows callback seeing the prompt's last
+ * position and the generated ones only.
+ */
+static void test_last_logits(void **state)
+{
+	static const int prompt[5] = { 11, 4, 29, 7, 140 };
+	const struct ref_backend *b = ref_backend_find("cpu");
+	struct ref_opts o = { .max_seq = 16, .absorbed = 1, .threads = 2 };
+	struct rows_seen seen[2] = { { 0, -1 }, { 0, -1 } };
+	struct ref_timing t;
+	struct sm_err err = { "" };
+	struct ref_model *m;
+	float *all, *last;
+	int tokens[2][4], vocab, k;
+	void *ctx;
+
+	(void)state;
+	m = ref_model_load(make("kimi-k2", "bf16", 0, 0), &err);
+	assert_non_null(m);
+	vocab = m->cfg.vocab;
+	all = malloc(sizeof(float) * 5 * (size_t)vocab);
+	last = malloc(sizeof(float) * (size_t)vocab);
+	assert_non_null(all);
+	assert_non_null(last);
+	for (k = 0; k < 2; k++) {
+		struct ref_cpu *r = ref_cpu_new(m, 8, 1, 2, NULL, &err);
+
+		assert_non_null(r);
+		assert_int_equal(ref_cpu_forward(r, prompt, 5, !k, k ? last : all, &err), 0);
+		ref_cpu_free(r);
+	}
+	assert_memory_equal(last, all + 4 * (size_t)vocab, sizeof(float) * (size_t)vocab);
+	for (k = 0; k < 2; k++) {
+		ctx = b->create(m, &o, &err);
+		assert_non_null(ctx);
+		assert_int_equal(ref_generate(b, ctx, vocab, prompt, 5, !k, 4, tokens[k], count_row, &seen[k], NULL,
+					      &t, &err), 0);
+		b->destroy(ctx);
+	}
+	assert_memory_equal(tokens[0], tokens[1], sizeof(tokens[0]));
+	assert_int_equal(seen[0].count, 5 + 3);
+	assert_int_equal(seen[1].count, 1 + 3);
+	assert_int_equal(seen[0].last, 7);
+	assert_int_equal(seen[1].last, 7);
+	free(all);
+	free(last);
+	ref_model_free(m);
+}
+
 /* A non-finite logit stops generation (argmax would take token 0 and go on). */
 static void test_logits_nonfinite(void **state)
 {
@@ -846,7 +912,7 @@ static void test_logits_nonfinite(void **state)
 	assert_non_null(m);
 	ctx = b->create(m, &o, &err);
 	assert_non_null(ctx);
-	assert_int_equal(ref_generate(b, ctx, m->cfg.vocab, prompt, 3, 4, tokens, NULL, NULL, NULL, &t,
+	assert_int_equal(ref_generate(b, ctx, m->cfg.vocab, prompt, 3, 1, 4, tokens, NULL, NULL, NULL, &t,
 				      &err), -ERANGE);
 	assert_non_null(strstr(err.msg, "position 0: the logit of token 7"));
 	assert_non_null(strstr(err.msg, "lm_head.weight"));
@@ -989,6 +1055,7 @@ int main(void)
 		cmocka_unit_test(test_nonfinite_at_load),
 		cmocka_unit_test(test_router_nonfinite),
 		cmocka_unit_test(test_hidden_nonfinite),
+		cmocka_unit_test(test_last_logits),
 		cmocka_unit_test(test_logits_nonfinite),
 		cmocka_unit_test(test_gpu_backend_refuses),
 		cmocka_unit_test(test_golden_kimi),

@@ -5,13 +5,15 @@
  *                        [--layers N] [--experts N] [--shards N] [--seed S] [--k25]
  *                        [--legacy-quant-config] OUT
  *   sm120 ref run [--backend B] [--mla naive|absorbed] [--prompt IDS] [--steps N]
- *                 [--threads N] [--max-seq N] [--json FILE] [--check-cpu] DIR
+ *                 [--threads N] [--max-seq N] [--json FILE] [--check-cpu] [--last-logits] DIR
  *   sm120 ref info DIR
  *
  * run prints the generated tokens, a checksum of every logits row and the
  * speed of prefill and decode; --json dumps the rows, the tokens and each
  * MoE layer's expert choice per position ("routes"); --check-cpu runs the
- * CPU backend too and prints the largest difference of the logits.
+ * CPU backend too and prints the largest difference of the logits;
+ * --last-logits has prefill form the prompt's last row only, as a server
+ * does (its speed then leaves out the LM head over every position).
  *
  * Every subcommand takes --help, which describes each option and its
  * default.  Every numeric option goes through one parser (opt_number):
@@ -339,7 +341,8 @@ static int parse_ids(const char *s, int *ids, int max)
 
 struct row_sink {
 	FILE *json;
-	int vocab, rows;
+	int vocab, rows;	/* rows: one past the last position seen */
+	int count;		/* rows seen (the checksum's) */
 	double checksum;
 	float *keep;		/* --check-cpu: every row, [rows][vocab] */
 	int keep_cap;
@@ -361,6 +364,7 @@ static void on_row(void *p, int i, const float *logits)
 	if (s->keep && i < s->keep_cap)
 		memcpy(s->keep + (size_t)i * s->vocab, logits, sizeof(float) * (size_t)s->vocab);
 	s->rows = i + 1;
+	s->count++;
 }
 
 /* The router's choices of a --json run: ids [layer][position][top_k]. */
@@ -412,7 +416,7 @@ static void on_step(int step, int steps)
 
 /* run_backend - generate with one backend; rows go to @sink. */
 static int run_backend(const struct ref_backend *b, const struct ref_model *m, const struct ref_opts *o,
-		       const int *prompt, int n, int steps, int *tokens, struct row_sink *sink,
+		       const int *prompt, int n, int prompt_rows, int steps, int *tokens, struct row_sink *sink,
 		       struct ref_timing *t, struct sm_err *err)
 {
 	void *ctx = b->create(m, o, err);
@@ -420,7 +424,8 @@ static int run_backend(const struct ref_backend *b, const struct ref_model *m, c
 
 	if (!ctx)
 		return -EINVAL;
-	rc = ref_generate(b, ctx, m->cfg.vocab, prompt, n, steps, tokens, on_row, sink, on_step, t, err);
+	rc = ref_generate(b, ctx, m->cfg.vocab, prompt, n, prompt_rows, steps, tokens, on_row, sink, on_step, t,
+			  err);
 	b->destroy(ctx);
 	return rc;
 }
@@ -527,6 +532,10 @@ static void run_help(FILE *f)
 		"                      experts per position (\"routes\") to FILE (default: none)\n"
 		"  --check-cpu         also run the cpu backend and compare every logits row\n"
 		"                      (default: off)\n"
+		"  --last-logits       prefill forms the prompt's last logits row only, as a\n"
+		"                      server does: its speed leaves out the LM head over every\n"
+		"                      position and their copy to the host, and the checksum\n"
+		"                      covers that row and the generated ones (default: off)\n"
 		"  -h, --help          this text\n",
 		RUN_MAX_STEPS, RUN_STEPS, RUN_MAX_THREADS, online_cpus(), RUN_MAX_SEQ);
 }
@@ -538,11 +547,16 @@ static int cmd_run_model(int argc, char **argv)
 		{ "prompt", required_argument, NULL, 'p' }, { "steps", required_argument, NULL, 's' },
 		{ "threads", required_argument, NULL, 't' }, { "max-seq", required_argument, NULL, 'M' },
 		{ "json", required_argument, NULL, 'j' }, { "check-cpu", no_argument, NULL, 'c' },
-		{ "help", no_argument, NULL, 'h' }, { 0 },
+		{ "last-logits", no_argument, NULL, 'l' }, { "help", no_argument, NULL, 'h' }, { 0 },
+	};
+	static const struct exclusive excl[] = {
+		{ 'l', 'j', "--json writes every prompt row" },
+		{ 'l', 'c', "--check-cpu compares every prompt row" },
 	};
 	const char *backend = "cpu", *json_path = NULL;
 	struct ref_opts o = { .max_seq = 0, .absorbed = 1, .threads = 0 };
-	int prompt[RUN_MAX_PROMPT], n_prompt = RUN_NPROMPT, steps = RUN_STEPS, check = 0;
+	int prompt[RUN_MAX_PROMPT], n_prompt = RUN_NPROMPT, steps = RUN_STEPS, check = 0, last = 0;
+	unsigned char seen[256] = { 0 };
 	struct row_sink sink = { 0 };
 	struct route_log routes = { 0 };
 	struct ref_timing t;
@@ -556,6 +570,7 @@ static int cmd_run_model(int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 	while (!bad && (c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		seen[(unsigned char)c] = 1;
 		switch (c) {
 		case 'b': backend = optarg; break;
 		case 'm':
@@ -578,11 +593,12 @@ static int cmd_run_model(int argc, char **argv)
 		case 'M': bad = opt_int("run", "--max-seq", optarg, 1, RUN_MAX_SEQ, &o.max_seq); break;
 		case 'j': json_path = optarg; break;
 		case 'c': check = 1; break;
+		case 'l': last = 1; break;
 		case 'h': run_help(stdout); return 0;
 		default: bad = bad_option("run", argv); break;
 		}
 	}
-	if (bad)
+	if (bad || refuse_conflicts("run", seen, longopts, excl, sizeof(excl) / sizeof(excl[0])))
 		return 2;
 	if (optind != argc - 1) {
 		fprintf(stderr, "sm120 ref run: give one model directory (sm120 ref run --help)\n");
@@ -645,14 +661,14 @@ static int cmd_run_model(int argc, char **argv)
 		fprintf(stderr, "sm120 ref run: out of memory\n");
 		goto out;
 	}
-	if (run_backend(b, m, &o, prompt, n_prompt, steps, tokens, &sink, &t, &err)) {
+	if (run_backend(b, m, &o, prompt, n_prompt, !last, steps, tokens, &sink, &t, &err)) {
 		fprintf(stderr, "sm120 ref run: %s backend: %s\n", b->name, err.msg);
 		goto out;
 	}
 	printf("prompt: %d tokens; generated:", n_prompt);
 	for (i = 0; i < steps; i++)
 		printf(" %d", tokens[i]);
-	printf("\nlogits checksum: %.6e over %d rows\n", sink.checksum, sink.rows);
+	printf("\nlogits checksum: %.6e over %d rows\n", sink.checksum, sink.count);
 	printf("prefill: %.1f tok/s (%d tokens, %.3f s); decode: %.1f tok/s (%d steps, %.3f s)\n",
 	       n_prompt / (t.prefill_s > 0 ? t.prefill_s : 1e-9), n_prompt, t.prefill_s,
 	       steps > 1 ? (steps - 1) / (t.decode_s > 0 ? t.decode_s : 1e-9) : 0.0, steps, t.decode_s);
@@ -677,7 +693,7 @@ static int cmd_run_model(int argc, char **argv)
 		cpu.keep_cap = sink.keep_cap;
 		cpu.keep = malloc(sizeof(float) * (size_t)cpu.keep_cap * cpu.vocab);
 		if (!cpu_tokens || !cpu.keep ||
-		    run_backend(cb, m, &co, prompt, n_prompt, steps, cpu_tokens, &cpu, &t, &err)) {
+		    run_backend(cb, m, &co, prompt, n_prompt, 1, steps, cpu_tokens, &cpu, &t, &err)) {
 			fprintf(stderr, "sm120 ref run: --check-cpu: %s\n", err.msg[0] ? err.msg : "out of memory");
 			rc = 1;
 		} else {
