@@ -7,7 +7,9 @@
 # `sm120 run --mode reroute --target sm120` the shim sends them to the
 # bundled SM120 kernels.  ENGINE_BENCH_DIR holds the checkpoints (written
 # once, ~14 GB and ~9 GB); ENGINE_BENCH_PROMPT the prefill length (512);
-# ENGINE_BENCH_REPEAT runs per mode (2; the faster is kept).
+# ENGINE_BENCH_REPEAT runs per mode (2; the faster is kept).  Prefill forms
+# the prompt's last logits row only (`ref run --last-logits`), as a server
+# does: every row's LM head and copy to the host would outweigh the layers.
 set -eu
 build=${1:-build}
 dir=${ENGINE_BENCH_DIR:-${TMPDIR:-/tmp}/sm120-engine-bench}
@@ -32,11 +34,12 @@ for spec in "kimi-k2 int4 2" "glm4-moe fp8 4"; do
 			i=$((i + 1))
 			if [ "$mode" = plain ]; then
 				out=$("$build/sm120" ref run --backend gpu --max-seq $((plen + steps + 8)) --steps $steps \
-					--prompt "$prompt" "$m" 2>&1) || { echo "$out" >&2; exit 1; }
+					--last-logits --prompt "$prompt" "$m" 2>&1) || { echo "$out" >&2; exit 1; }
 			else
 				out=$("$build/sm120" run --mode reroute --target sm120 --model "$m" --set kv_cache_dtype=bf16 \
 					--log "$dir/$1.$mode.jsonl" -- "$build/sm120" ref run --backend gpu \
-					--max-seq $((plen + steps + 8)) --steps $steps --prompt "$prompt" "$m" 2>&1) ||
+					--max-seq $((plen + steps + 8)) --steps $steps --last-logits --prompt "$prompt" \
+					"$m" 2>&1) ||
 					{ echo "$out" >&2; exit 1; }
 			fi
 			pf=$(echo "$out" | sed -n 's/^prefill: \([0-9.]*\) tok\/s.*/\1/p')
