@@ -238,16 +238,24 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
 	return r;
 }
 
-/* (x & MASK) | OR as one instruction: ptxas gives the two constants of the C
- * expression an instruction each (LOP3 takes one immediate); here one of them
- * is held in a register (the 4-bit dequantizations' nibble-to-bf16 step). */
-template <uint32_t MASK, uint32_t OR>
-__device__ __forceinline__ uint32_t and_or(uint32_t x)
+/*
+ * The 4-bit codes u at bits 0-3 and 16-19 of @x -> the bf16x2 weights
+ * (u - 8) * @sc of W4A16 (moe_gemm.h's rounding), without an integer-to-float
+ * conversion: (x & 0x000f000f) | 0x43004300 is the bf16 pair 128 + u, minus
+ * 136 the exact u - 8, times the scale one bf16 rounding, the same bits as
+ * rounding the fp32 product.  The mask and the OR are one LOP3, one constant
+ * held in a register (ptxas gives the C expression's two constants an
+ * instruction each: LOP3 takes one immediate).
+ */
+__device__ __forceinline__ uint32_t w4_pair(uint32_t x, __nv_bfloat162 sc)
 {
-	uint32_t r;
+	const uint32_t off = 0x43084308u;
+	uint32_t q;
 
-	asm("lop3.b32 %0, %1, %2, %3, 0xea;\n" : "=r"(r) : "r"(x), "n"(MASK), "n"(OR));
-	return r;
+	asm("lop3.b32 %0, %1, %2, %3, 0xea;\n" : "=r"(q) : "r"(x), "n"(0x000f000fu), "n"(0x43004300u));
+	const __nv_bfloat162 v = __hmul2(__hsub2(*(const __nv_bfloat162 *)&q, *(const __nv_bfloat162 *)&off), sc);
+
+	return *(const uint32_t *)&v;
 }
 
 /* Two floats -> f16x2 (round to nearest even), lo in the low half. */

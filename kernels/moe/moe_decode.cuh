@@ -35,10 +35,9 @@
  * holds k 32q .. 32q + 31 of the step: 16 bytes of each of its two W
  * columns (one group: its scale is one bf16 per column) and 64 bytes of its
  * A row, four words w_j and four uint4 x_j.  Word w_j (k 8j .. 8j + 7 of the
- * lane's 32, nibble i = k 8j + i) turns into four bf16 pairs without a
- * conversion: (w >> 4s) & 0x000f000f | 0x43004300 is the pair (128 + u_s,
- * 128 + u_s+4), minus 136 the exact (u - 8), times the scale one bf16
- * rounding, as moe_gemm.h defines the weight.  MMA 2j + t takes the pairs
+ * lane's 32, nibble i = k 8j + i) turns into four bf16 pairs, w >> 4s
+ * through w4_pair (primitives.cuh: the codes u_s and u_s+4, as moe_gemm.h
+ * defines the weight).  MMA 2j + t takes the pairs
  * s = 2t (low k) and 2t + 1 (high k), and A's matching pairs come from x_j
  * by byte permutes (k 0 and 4, 1 and 5, 2 and 6, 3 and 7).  W and its scales
  * are fetched MOE_DECODE_W4_DEPTH steps ahead, A (from L1 or L2, the same
@@ -463,7 +462,6 @@ __device__ void decode(const moe_gemm_args &a, smem<TN, NP> &sm)
 		/* d += the products of one step: W dequantized word by word, eight MMAs per n8 operand
 		 * that holds rows */
 		auto dots = [&](float (&d)[NP][4], const wstep4 &w, const xstep4<NP> &x) {
-			const uint32_t off = 0x43084308u;
 			const __nv_bfloat162 sc[2] = { __halves2bfloat162(__ushort_as_bfloat16((unsigned short)w.s[0]),
 									  __ushort_as_bfloat16((unsigned short)w.s[0])),
 						       __halves2bfloat162(__ushort_as_bfloat16((unsigned short)w.s[1]),
@@ -476,14 +474,8 @@ __device__ void decode(const moe_gemm_args &a, smem<TN, NP> &sm)
 #pragma unroll
 				for (int c = 0; c < 2; c++)
 #pragma unroll
-					for (int p = 0; p < 4; p++) {
-						const uint32_t u = and_or<0x000f000fu, 0x43004300u>(w.w[c][j] >> (4 * p));
-						const __nv_bfloat162 v = __hmul2(__hsub2(*(const __nv_bfloat162 *)&u,
-											 *(const __nv_bfloat162 *)&off),
-										 sc[c]);
-
-						wf[c][p] = *(const uint32_t *)&v;
-					}
+					for (int p = 0; p < 4; p++)
+						wf[c][p] = w4_pair(w.w[c][j] >> (4 * p), sc[c]);
 #pragma unroll
 				for (int f = 0; f < NP; f++) {
 					if (f >= xr.nf)

@@ -321,12 +321,9 @@ __device__ __forceinline__ void load_wscales(const moe_gemm_args &a, int64_t e, 
 
 /*
  * The two 4-bit codes (low nibble first) of byte @j of the word @w -> bf16x2
- * weights, with @sel = j | (j + 4) << 8 (byte_sel).  W4A16 without
- * integer-to-float conversions: one byte permute takes byte j of w and of w
- * >> 4 (whose low nibble is byte j's high code) into the two halves, and
- * 0x4300 | u is the bf16 128 + u, so subtracting 136 (0x4308) leaves u - 8
- * exactly, and the bf16 product by @sc (the scale, both halves) rounds the
- * exact (u - 8) * scale once: the same bits as rounding the fp32 product.
+ * weights, with @sel = j | (j + 4) << 8 (byte_sel).  W4A16: one byte permute
+ * takes byte j of w and of w >> 4 (whose low nibble is byte j's high code)
+ * into the two halves, then w4_pair (primitives.cuh) with the scale @sc.
  * NVFP4: E2M1 codes times @scale and @global.
  */
 __device__ __forceinline__ uint32_t byte_sel(int j)
@@ -337,13 +334,8 @@ __device__ __forceinline__ uint32_t byte_sel(int j)
 template <int QUANT>
 __device__ __forceinline__ uint32_t dequant2(uint32_t w, uint32_t sel, __nv_bfloat162 sc, float scale, float global)
 {
-	if (QUANT == MOE_W4A16) {
-		const uint32_t q = and_or<0x000f000fu, 0x43004300u>(__byte_perm(w, w >> 4, sel)), off = 0x43084308u;
-		const __nv_bfloat162 v = __hsub2(*(const __nv_bfloat162 *)&q, *(const __nv_bfloat162 *)&off);
-		const __nv_bfloat162 r = __hmul2(v, sc);
-
-		return *(const uint32_t *)&r;
-	}
+	if (QUANT == MOE_W4A16)
+		return w4_pair(__byte_perm(w, w >> 4, sel), sc);
 	const uint32_t byte = __byte_perm(w, 0, sel) & 0xffu;
 
 	return pack_bf16(e2m1_to_float(byte & 15) * scale * global, e2m1_to_float((byte >> 4) & 15) * scale * global);
