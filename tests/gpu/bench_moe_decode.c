@@ -169,6 +169,12 @@ static double timed_ms(CUfunction f, unsigned gx, unsigned gy, unsigned threads,
 	return t[REPS / 2];
 }
 
+/* sm_gbs - GB/s per SM of the green context: @bytes streamed in @ms milliseconds. */
+static double sm_gbs(size_t bytes, double ms)
+{
+	return (double)bytes / (ms * 1e-3) / 1e9 / green_sms;
+}
+
 /* green_ms - timed_ms of a MOE_GEMM_THREADS launch on the green context's stream. */
 static double green_ms(CUfunction f, unsigned gx, unsigned gy, unsigned smem, void **params, void *slot,
 		       CUdeviceptr base, size_t stride)
@@ -745,13 +751,10 @@ int main(int argc, char **argv)
 					if (alt)
 						printf(" %6.2f", tn ? floor_ms / alt_ms : 0.0);
 					printf(" %9.1e%s\n", wire, tn ? "" : "  (new = old: row tile kept)");
-					if (green) {
-						const double gbs = (double)bytes / (g_ms * 1e-3) / 1e9 / green_sms;
-
+					if (green)
 						printf("      green: %u SMs %.1f us %.1f GB/s/SM x5090 %.2f  read_bw %.1f us x5090 %.2f\n",
-						       green_sms, g_ms * 1e3, gbs, gbs / SM120_SM_GBS, glim_ms * 1e3,
-						       (double)bytes / (glim_ms * 1e-3) / 1e9 / green_sms / SM120_SM_GBS);
-					}
+						       green_sms, g_ms * 1e3, sm_gbs(bytes, g_ms), sm_gbs(bytes, g_ms) / SM120_SM_GBS,
+						       glim_ms * 1e3, sm_gbs(bytes, glim_ms) / SM120_SM_GBS);
 					if (rowtiles)
 						row_tiles(mod, alt, qt->quant, N, K, em, nv, bm, params, &a, dc, cbytes, wbuf, wbytes,
 							  floor_ms);
