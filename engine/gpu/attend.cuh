@@ -24,18 +24,31 @@ __device__ __forceinline__ float attend_warp_sum(float v)
 	return v;
 }
 
+/* lane + 32 c of the @n bf16 elements at @p as fp32 (zeros past @n). */
+__device__ __forceinline__ void attend_lanes(float (&r)[ATTEND_MAXC], const __nv_bfloat16 *p, int n)
+{
+	const int lane = threadIdx.x & 31;
+
+#pragma unroll
+	for (int c = 0; c < ATTEND_MAXC; c++)
+		r[c] = lane + 32 * c < n ? __bfloat162float(p[lane + 32 * c]) : 0.0f;
+}
+
 /*
  * attend - o = softmax_s(scale * ks_s * (q . k_s)) . (vs_s * v_s) over keys
  * 0 .. nkeys-1 (key(s) gives each), q of @lq and o of @lv bf16 elements
- * (both <= 576); fp32 scores, online softmax, fp32 sums; o rounded to bf16
- * once.  Called by all 32 lanes of a warp with the same arguments.
+ * (both <= 576); fp32 scores, online softmax, fp32 sums in key order; o
+ * rounded to bf16 once.  Key s + 1's K row is loaded, and key s's V row,
+ * before key s's score is summed (no load waits on the sums before it).
+ * Called by all 32 lanes of a warp with the same arguments.
  */
 template <class Key>
 __device__ void attend(__nv_bfloat16 *o, const __nv_bfloat16 *q, float scale, int lq, int lv, int nkeys, Key key)
 {
 	const int lane = threadIdx.x & 31;
-	float qr[ATTEND_MAXC], acc[ATTEND_MAXC];
+	float qr[ATTEND_MAXC], acc[ATTEND_MAXC], kn[ATTEND_MAXC];
 	float m = -INFINITY, l = 0.0f;
+	attend_key next = {};
 
 #pragma unroll
 	for (int c = 0; c < ATTEND_MAXC; c++) {
@@ -43,21 +56,33 @@ __device__ void attend(__nv_bfloat16 *o, const __nv_bfloat16 *q, float scale, in
 		qr[c] = i < lq ? __bfloat162float(q[i]) * scale : 0.0f;
 		acc[c] = 0.0f;
 	}
+	if (nkeys > 0) {
+		next = key(0);
+		attend_lanes(kn, next.k, lq);
+	}
 	for (int s = 0; s < nkeys; s++) {
-		const attend_key kr = key(s);
-		float d = 0.0f;
+		const attend_key kr = next;
+		float kc[ATTEND_MAXC], vc[ATTEND_MAXC], d = 0.0f;
 
 #pragma unroll
 		for (int c = 0; c < ATTEND_MAXC; c++)
+			kc[c] = kn[c];
+		attend_lanes(vc, kr.v, lv);
+		if (s + 1 < nkeys) {
+			next = key(s + 1);
+			attend_lanes(kn, next.k, lq);
+		}
+#pragma unroll
+		for (int c = 0; c < ATTEND_MAXC; c++)
 			if (lane + 32 * c < lq)
-				d += qr[c] * __bfloat162float(kr.k[lane + 32 * c]);
+				d += qr[c] * kc[c];
 		d = attend_warp_sum(d) * kr.ks;
 		const float mn = fmaxf(m, d), corr = __expf(m - mn), p = __expf(d - mn);
 		l = l * corr + p;
 #pragma unroll
 		for (int c = 0; c < ATTEND_MAXC; c++)
 			if (lane + 32 * c < lv)
-				acc[c] = acc[c] * corr + p * kr.vs * __bfloat162float(kr.v[lane + 32 * c]);
+				acc[c] = acc[c] * corr + p * kr.vs * vc[c];
 		m = mn;
 	}
 #pragma unroll

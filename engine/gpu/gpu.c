@@ -15,6 +15,7 @@
 
 #include "../../kernels/moe/moe_gemm.h"
 #include "../common/numfmt.h"
+#include "ops.h"
 #include "standin.h"
 
 /* ---- the driver ------------------------------------------------------------ */
@@ -72,8 +73,8 @@ static const struct {
 /* The kernels of ops.cu, by name. */
 #define OPS(X)                                                                            \
 	X(embed) X(add_rmsnorm) X(rmsnorm_bf16) X(mla_latent) X(mla_qpe) X(gqa_prep)           \
-	X(attention) X(bgemm_bf16) X(bgemm_f32) X(route) X(moe_align) X(silu_mul)           \
-	X(quant_fp8) X(moe_sum) X(fill_iota)
+	X(attention) X(bgemm_bf16) X(bgemm_f32) X(router_rows) X(route) X(moe_align)       \
+	X(silu_mul) X(quant_fp8) X(moe_sum) X(fill_iota)
 #define OP_ENUM(n) OP_##n,
 enum { OPS(OP_ENUM) NOPS };
 #define OP_NAME(n) "eng_" #n,
@@ -1017,6 +1018,23 @@ static int show_routes(struct ref_gpu *g, int l, int n, struct sm_err *err)
 	return 0;
 }
 
+/*
+ * router - the router's fp32 logits of the @n tokens in s.hb into s.rlogits:
+ * eng_router_rows for up to ENG_ROUTER_ROWS tokens (decode) where the
+ * hidden size allows its 16-byte loads, eng_bgemm_f32 otherwise.
+ */
+static int router(struct ref_gpu *g, struct glayer *gl, int n, struct sm_err *err)
+{
+	struct scratch *s = &g->s;
+	int E = g->c->n_routed, H = g->c->hidden;
+	int64_t ld = H, ldc = E;
+
+	if (n > ENG_ROUTER_ROWS || H % 4)
+		return bgemm(g, s->hb, 0, H, gl->router, 0, H, s->rlogits, 0, E, n, E, H, 1, 1, err);
+	return launch(g, g->op[OP_router_rows], "eng_router_rows", (unsigned)cdiv(E, 8), 1, 1, 256, 0,
+		      ARGS(&s->hb, &ld, &gl->router, &ld, &s->rlogits, &ldc, &n, &E, &H), err);
+}
+
 /* moe - router, align, gate/up, SwiGLU, down, and the sum into the residual (with the shared expert). */
 static int moe(struct ref_gpu *g, struct glayer *gl, int n, struct sm_err *err)
 {
@@ -1031,8 +1049,8 @@ static int moe(struct ref_gpu *g, struct glayer *gl, int n, struct sm_err *err)
 
 	if (numel < E && numel * bm < em)
 		em = numel * bm;	/* the frameworks' bound for few tokens */
-	if ((rc = bgemm(g, s->hb, 0, H, gl->router, 0, H, s->rlogits, 0, E, n, E, H, 1, 1, err)) ||
-	    (rc = launch(g, g->op[OP_route], "eng_route", (unsigned)cdiv(n, 64), 1, 1, 64, 0,
+	if ((rc = router(g, gl, n, err)) ||
+	    (rc = launch(g, g->op[OP_route], "eng_route", (unsigned)cdiv(n, 8), 1, 1, 256, 0,
 			 ARGS(&s->ids, &s->wts, &s->rlogits, &gl->router_bias, &n, &E, &K, &ng, &tg, &norm, &scaling),
 			 err)) ||
 	    (rc = show_routes(g, (int)(gl - g->L), n, err)) ||

@@ -15,6 +15,7 @@
 #include <cuda_fp8.h>
 
 #include "attend.cuh"
+#include "ops.h"
 
 typedef __nv_bfloat16 bf16;
 
@@ -222,10 +223,12 @@ extern "C" __global__ void eng_gqa_prep(bf16 *qo, bf16 *kc, bf16 *vc, const bf16
  * q [n][hq][lq], k [slots][hkv][lq], v [slots][hkv][lv] (v may be a view of
  * k: MLA's latent), o [n][hq][lv], all bf16 with the given token strides and
  * head strides; attend.cuh's fp32 online softmax, one warp per (token,
- * head).  lq, lv <= 576.
+ * head).  lq, lv <= 576.  About 135 registers (attend's next K row rides in
+ * them): the bounds say one block per SM, without which ptxas held the
+ * kernel to 128 and spilled.
  * grid (ceil(n * hq / 8)), block 256.
  */
-extern "C" __global__ void __launch_bounds__(256) eng_attention(
+extern "C" __global__ void __launch_bounds__(256, 1) eng_attention(
 	bf16 *o, int64_t o_tok, int64_t o_head, const bf16 *q, int64_t q_tok, int64_t q_head,
 	const bf16 *k, int64_t k_tok, int64_t k_head, const bf16 *v, int64_t v_tok, int64_t v_head,
 	int n, int hq, int group, int lq, int lv, int pos0, float scale)
@@ -311,37 +314,92 @@ ENG_BGEMM(eng_bgemm_bf16, 0, 0)
 ENG_BGEMM(eng_bgemm_f32, 1, 1)
 
 /*
- * eng_route - noaux_tc routing of one token per thread (cpu.c's route()):
+ * eng_router_rows - the router's logits for a few tokens: C[m][n] = sum_k
+ * A[m][k] * B[n][k] for m < M (<= ENG_ROUTER_ROWS), A bf16 [M][K] (row
+ * stride @a_m), B fp32 [N][K] (row stride @b_n), C fp32 [M][N] (row stride
+ * @c_m), fp32 sums.  A warp per column n: lane l adds k = 4 l + 128 i + j
+ * (j < 4) in order, then the lanes' sums meet by shuffles; a fixed order,
+ * not eng_bgemm_f32's (the logits may differ from it in the last bits).
+ * One decode token's 384 experts are 384 warps streaming the weights,
+ * where eng_bgemm_f32 had six blocks walk K 32 k at a time.  K, @a_m and
+ * @b_n multiples of 4, A and B 16-byte aligned (gpu.c checks K).
+ * grid (ceil(N / 8)), block 256.
+ */
+extern "C" __global__ void __launch_bounds__(256) eng_router_rows(const bf16 *A, int64_t a_m, const float *B,
+								    int64_t b_n, float *C, int64_t c_m, int M,
+								    int N, int K)
+{
+	const int lane = threadIdx.x & 31, n = blockIdx.x * 8 + (threadIdx.x >> 5);
+	if (n >= N)
+		return;
+	const float4 *b = (const float4 *)(B + (int64_t)n * b_n);
+	float acc[ENG_ROUTER_ROWS] = {};
+
+#pragma unroll 4
+	for (int k = 4 * lane; k < K; k += 128) {
+		const float4 bv = __ldg(b + k / 4);
+#pragma unroll
+		for (int r = 0; r < ENG_ROUTER_ROWS; r++)
+			if (r < M) {
+				const uint2 a = *(const uint2 *)(A + (int64_t)r * a_m + k);
+				const float2 a01 = __bfloat1622float2(*(const __nv_bfloat162 *)&a.x);
+				const float2 a23 = __bfloat1622float2(*(const __nv_bfloat162 *)&a.y);
+				acc[r] += a01.x * bv.x;
+				acc[r] += a01.y * bv.y;
+				acc[r] += a23.x * bv.z;
+				acc[r] += a23.y * bv.w;
+			}
+	}
+#pragma unroll
+	for (int r = 0; r < ENG_ROUTER_ROWS; r++)
+		if (r < M) {
+			const float v = attend_warp_sum(acc[r]);
+			if (lane == 0)
+				C[(int64_t)r * c_m + n] = v;
+		}
+}
+
+/*
+ * eng_route - noaux_tc routing of one token per warp (cpu.c's route()):
  * sigmoid scores, + correction bias for selection only, the topk_group
  * groups with the largest sums of their two best biased scores (others out),
  * top_k by biased score (ties: the lower index); weights are the unbiased
- * scores, normalised if @norm, times @scaling.  E <= 1024, groups <= 64.
- * grid (ceil(n / 64)), block 64.
+ * scores, normalised if @norm, times @scaling.  The lanes score the experts
+ * e = lane (mod 32) into shared memory; lane g (mod 32) sums group g's best
+ * two in expert order; each of the top_k picks is every lane's best in
+ * expert order, then the warp's best (score, then index).  E <= 1024,
+ * groups <= 64, finite logits.
+ * grid (ceil(n / 8)), block 256.
  */
-extern "C" __global__ void eng_route(int32_t *ids, float *wts, const float *logits, const float *bias, int n,
-				     int E, int top_k, int n_group, int topk_group, int norm, float scaling)
+extern "C" __global__ void __launch_bounds__(256) eng_route(int32_t *ids, float *wts, const float *logits,
+							      const float *bias, int n, int E, int top_k, int n_group,
+							      int topk_group, int norm, float scaling)
 {
-	const int t = blockIdx.x * blockDim.x + threadIdx.x;
+	__shared__ float sbs[8][1024], gss[8][64];
+	const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, t = blockIdx.x * 8 + w;
 	if (t >= n)
 		return;
 	const float *lg = logits + (int64_t)t * E;
+	float *sb = sbs[w], *gs = gss[w];
 	const int per = E / n_group;
 	uint64_t keep = 0;
-	float gs[64];
 
-	for (int g = 0; g < n_group; g++) {
+	for (int e = lane; e < E; e += 32)
+		sb[e] = 1.0f / (1.0f + expf(-lg[e])) + bias[e];
+	__syncwarp();
+	for (int g = lane; g < n_group; g += 32) {
 		float b1 = -INFINITY, b2 = -INFINITY;
 		for (int e = g * per; e < (g + 1) * per; e++) {
-			const float sb = 1.0f / (1.0f + expf(-lg[e])) + bias[e];
-			if (sb > b1) {
+			if (sb[e] > b1) {
 				b2 = b1;
-				b1 = sb;
-			} else if (sb > b2) {
-				b2 = sb;
+				b1 = sb[e];
+			} else if (sb[e] > b2) {
+				b2 = sb[e];
 			}
 		}
 		gs[g] = per > 1 ? b1 + b2 : b1;
 	}
+	__syncwarp();
 	for (int j = 0; j < topk_group; j++) {
 		int best = -1;
 		for (int g = 0; g < n_group; g++)
@@ -355,23 +413,36 @@ extern "C" __global__ void eng_route(int32_t *ids, float *wts, const float *logi
 		/* the k-th best: the largest biased score below (prev, prev_e) in (score desc, index asc) order */
 		int best = -1;
 		float bv = -INFINITY;
-		for (int e = 0; e < E; e++) {
+		for (int e = lane; e < E; e += 32) {
 			if (!(keep >> (e / per) & 1))
 				continue;
-			const float sb = 1.0f / (1.0f + expf(-lg[e])) + bias[e];
-			const bool after = sb < prev || (sb == prev && e > prev_e);
-			if (after && (best < 0 || sb > bv)) {
+			const float v = sb[e];
+			const bool after = v < prev || (v == prev && e > prev_e);
+			if (after && (best < 0 || v > bv)) {
 				best = e;
-				bv = sb;
+				bv = v;
+			}
+		}
+#pragma unroll
+		for (int o = 16; o > 0; o >>= 1) {
+			const int ob = __shfl_xor_sync(0xffffffffu, best, o);
+			const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+			if (ob >= 0 && (best < 0 || ov > bv || (ov == bv && ob < best))) {
+				best = ob;
+				bv = ov;
 			}
 		}
 		const float s = 1.0f / (1.0f + expf(-lg[best]));
-		ids[(int64_t)t * top_k + k] = best;
-		wts[(int64_t)t * top_k + k] = s;
+		if (lane == 0) {
+			ids[(int64_t)t * top_k + k] = best;
+			wts[(int64_t)t * top_k + k] = s;
+		}
 		sum += s;
 		prev = bv;
 		prev_e = best;
 	}
+	if (lane != 0)
+		return;
 	for (int k = 0; k < top_k; k++) {
 		float w = wts[(int64_t)t * top_k + k];
 		if (norm)

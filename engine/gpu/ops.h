@@ -1,0 +1,11 @@
+/*
+ * ops.h - the launch limits of ops.cu's kernels that gpu.c chooses by,
+ * shared by the kernels and the engine that launches them.
+ */
+#ifndef SM120_ENGINE_GPU_OPS_H
+#define SM120_ENGINE_GPU_OPS_H
+
+/* eng_router_rows: the most tokens it takes (their sums live in registers); more go to eng_bgemm_f32. */
+#define ENG_ROUTER_ROWS 8
+
+#endif
