@@ -34,33 +34,46 @@ __device__ __forceinline__ void attend_lanes(float (&r)[ATTEND_MAXC], const __nv
 		r[c] = lane + 32 * c < n ? __bfloat162float(p[lane + 32 * c]) : 0.0f;
 }
 
-/*
- * attend - o = softmax_s(scale * ks_s * (q . k_s)) . (vs_s * v_s) over keys
- * 0 .. nkeys-1 (key(s) gives each), q of @lq and o of @lv bf16 elements
- * (both <= 576); fp32 scores, online softmax, fp32 sums in key order; o
- * rounded to bf16 once.  Key s + 1's K row is loaded, and key s's V row,
- * before key s's score is summed (no load waits on the sums before it).
- * Called by all 32 lanes of a warp with the same arguments.
- */
-template <class Key>
-__device__ void attend(__nv_bfloat16 *o, const __nv_bfloat16 *q, float scale, int lq, int lv, int nkeys, Key key)
+/* A warp's running softmax over the keys it has added: max score m, sum l of exp(score - m),
+ * and this lane's elements lane + 32 c of sum exp(score - m) * vs * v. */
+struct attend_state {
+	float m, l, acc[ATTEND_MAXC];
+};
+
+/* st = no keys; qr = this lane's elements of q (of @lq) times @scale. */
+__device__ __forceinline__ void attend_begin(attend_state &st, float (&qr)[ATTEND_MAXC], const __nv_bfloat16 *q,
+					     float scale, int lq)
 {
 	const int lane = threadIdx.x & 31;
-	float qr[ATTEND_MAXC], acc[ATTEND_MAXC], kn[ATTEND_MAXC];
-	float m = -INFINITY, l = 0.0f;
-	attend_key next = {};
 
+	st.m = -INFINITY, st.l = 0.0f;
 #pragma unroll
 	for (int c = 0; c < ATTEND_MAXC; c++) {
 		const int i = lane + 32 * c;
 		qr[c] = i < lq ? __bfloat162float(q[i]) * scale : 0.0f;
-		acc[c] = 0.0f;
+		st.acc[c] = 0.0f;
 	}
-	if (nkeys > 0) {
-		next = key(0);
+}
+
+/*
+ * attend_keys - keys s0 .. s1 - 1 (key(s) gives each) added to @st in key
+ * order: fp32 scores ks_s * (q . k_s), online softmax.  Key s + 1's K row
+ * is loaded, and key s's V row, before key s's score is summed (no load
+ * waits on the sums before it).  All 32 lanes of a warp, the same arguments.
+ */
+template <class Key>
+__device__ void attend_keys(attend_state &st, const float (&qr)[ATTEND_MAXC], int lq, int lv, int s0, int s1,
+			    Key key)
+{
+	const int lane = threadIdx.x & 31;
+	float kn[ATTEND_MAXC];
+	attend_key next = {};
+
+	if (s0 < s1) {
+		next = key(s0);
 		attend_lanes(kn, next.k, lq);
 	}
-	for (int s = 0; s < nkeys; s++) {
+	for (int s = s0; s < s1; s++) {
 		const attend_key kr = next;
 		float kc[ATTEND_MAXC], vc[ATTEND_MAXC], d = 0.0f;
 
@@ -68,7 +81,7 @@ __device__ void attend(__nv_bfloat16 *o, const __nv_bfloat16 *q, float scale, in
 		for (int c = 0; c < ATTEND_MAXC; c++)
 			kc[c] = kn[c];
 		attend_lanes(vc, kr.v, lv);
-		if (s + 1 < nkeys) {
+		if (s + 1 < s1) {
 			next = key(s + 1);
 			attend_lanes(kn, next.k, lq);
 		}
@@ -77,18 +90,42 @@ __device__ void attend(__nv_bfloat16 *o, const __nv_bfloat16 *q, float scale, in
 			if (lane + 32 * c < lq)
 				d += qr[c] * kc[c];
 		d = attend_warp_sum(d) * kr.ks;
-		const float mn = fmaxf(m, d), corr = __expf(m - mn), p = __expf(d - mn);
-		l = l * corr + p;
+		const float mn = fmaxf(st.m, d), corr = __expf(st.m - mn), p = __expf(d - mn);
+		st.l = st.l * corr + p;
 #pragma unroll
 		for (int c = 0; c < ATTEND_MAXC; c++)
 			if (lane + 32 * c < lv)
-				acc[c] = acc[c] * corr + p * kr.vs * vc[c];
-		m = mn;
+				st.acc[c] = st.acc[c] * corr + p * kr.vs * vc[c];
+		st.m = mn;
 	}
+}
+
+/* o (@lv bf16 elements) = st's weighted sum / its softmax sum, rounded once. */
+__device__ __forceinline__ void attend_end(__nv_bfloat16 *o, const attend_state &st, int lv)
+{
+	const int lane = threadIdx.x & 31;
+
 #pragma unroll
 	for (int c = 0; c < ATTEND_MAXC; c++)
 		if (lane + 32 * c < lv)
-			o[lane + 32 * c] = __float2bfloat16_rn(acc[c] / l);
+			o[lane + 32 * c] = __float2bfloat16_rn(st.acc[c] / st.l);
+}
+
+/*
+ * attend - o = softmax_s(scale * ks_s * (q . k_s)) . (vs_s * v_s) over keys
+ * 0 .. nkeys-1 (key(s) gives each), q of @lq and o of @lv bf16 elements
+ * (both <= 576); fp32 sums in key order (attend_keys); o rounded to bf16
+ * once.  Called by all 32 lanes of a warp with the same arguments.
+ */
+template <class Key>
+__device__ void attend(__nv_bfloat16 *o, const __nv_bfloat16 *q, float scale, int lq, int lv, int nkeys, Key key)
+{
+	attend_state st;
+	float qr[ATTEND_MAXC];
+
+	attend_begin(st, qr, q, scale, lq);
+	attend_keys(st, qr, lq, lv, 0, nkeys, key);
+	attend_end(o, st, lv);
 }
 
 #endif

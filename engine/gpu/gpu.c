@@ -848,6 +848,25 @@ static int bgemm(struct ref_gpu *g, CUdeviceptr A, int64_t a_b, int64_t a_m, CUd
 		      ARGS(&A, &a_b, &a_m, &B, &b_b, &b_n, &C, &c_b, &c_m, &M, &N, &K), err);
 }
 
+/*
+ * attention - eng_attention of @n queries over @hq heads (ops.cu's
+ * arguments): split over a block's warps below ENG_ATTN_SPLIT_BELOW
+ * (token, head) pairs, one warp per pair from it.
+ */
+static int attention(struct ref_gpu *g, CUdeviceptr o, int64_t o_tok, int64_t o_head, CUdeviceptr q, int64_t q_tok,
+		     int64_t q_head, CUdeviceptr k, int64_t k_tok, int64_t k_head, CUdeviceptr v, int64_t v_tok,
+		     int64_t v_head, int n, int hq, int group, int lq, int lv, int pos, float scale,
+		     struct sm_err *err)
+{
+	int split = n * hq < ENG_ATTN_SPLIT_BELOW;
+
+	return launch(g, g->op[OP_attention], "eng_attention", (unsigned)(split ? n * hq : cdiv(n * hq, 8)), 1, 1,
+		      256, 0,
+		      ARGS(&o, &o_tok, &o_head, &q, &q_tok, &q_head, &k, &k_tok, &k_head, &v, &v_tok, &v_head, &n,
+			   &hq, &group, &lq, &lv, &pos, &scale, &split),
+		      err);
+}
+
 /* mla - absorbed MLA for @n tokens at g->pos: o_proj's input into s.o [n][nh * V]. */
 static int mla(struct ref_gpu *g, struct glayer *gl, int n, struct sm_err *err)
 {
@@ -896,10 +915,8 @@ static int mla(struct ref_gpu *g, struct glayer *gl, int n, struct sm_err *err)
 		int64_t qt = (int64_t)nh * W, qh = W, kt = W, kh = 0, ot = (int64_t)nh * kvl, oh = kvl;
 		int grp = nh;
 
-		rc = launch(g, g->op[OP_attention], "eng_attention", (unsigned)cdiv(n * nh, 8), 1, 1, 256, 0,
-			    ARGS(&s->olat, &ot, &oh, &s->qf, &qt, &qh, &gl->kc, &kt, &kh, &gl->kc, &kt, &kh, &n, &nh,
-				 &grp, &W, &kvl, &pos, &scale),
-			    err);
+		rc = attention(g, s->olat, ot, oh, s->qf, qt, qh, gl->kc, kt, kh, gl->kc, kt, kh, n, nh, grp, W, kvl,
+			       pos, scale, err);
 	}
 	if (rc)
 		return rc;
@@ -926,10 +943,8 @@ static int gqa(struct ref_gpu *g, struct glayer *gl, int n, struct sm_err *err)
 			      &gl->kn, &g->inv_freq, &hq, &hkv, &hd, &rot, &pos, &mul, &eps),
 			 err)))
 		return rc;
-	return launch(g, g->op[OP_attention], "eng_attention", (unsigned)cdiv(n * hq, 8), 1, 1, 256, 0,
-		      ARGS(&s->o, &qt, &h, &s->qf, &qt, &h, &gl->kc, &kt, &h, &gl->vc, &kt, &h, &n, &hq, &grp, &hd,
-			   &hd, &pos, &scale),
-		      err);
+	return attention(g, s->o, qt, h, s->qf, qt, h, gl->kc, kt, h, gl->vc, kt, h, n, hq, grp, hd, hd, pos, scale,
+			 err);
 }
 
 /* swiglu - down(silu(gate x) * up x) of s.hb into @y [n][H] (bf16). */

@@ -222,24 +222,68 @@ extern "C" __global__ void eng_gqa_prep(bf16 *qo, bf16 *kc, bf16 *vc, const bf16
  *   o[t][h] = softmax_s(scale * q[t][h] . k[s][h / group]) . v[s][h / group]
  * q [n][hq][lq], k [slots][hkv][lq], v [slots][hkv][lv] (v may be a view of
  * k: MLA's latent), o [n][hq][lv], all bf16 with the given token strides and
- * head strides; attend.cuh's fp32 online softmax, one warp per (token,
- * head).  lq, lv <= 576.  About 135 registers (attend's next K row rides in
- * them): the bounds say one block per SM, without which ptxas held the
- * kernel to 128 and spilled.
- * grid (ceil(n * hq / 8)), block 256.
+ * head strides; attend.cuh's fp32 online softmax.  lq, lv <= 576.
+ *   @split 0: one warp per (token, head), its keys in order (attend: the
+ *     numbers of the stand-in's extend attention);
+ *     grid (ceil(n * hq / 8)), block 256.
+ *   @split 1 (decode: too few (token, head) pairs to fill the GPU with
+ *     warps): a block per pair, warp w adding the w-th eighth of its keys,
+ *     the eight partial softmaxes then merged in warp order by warp 0;
+ *     grid (n * hq), block 256.
+ * About 135 registers (attend's next K row rides in them): the bounds say
+ * one block per SM, without which ptxas held the kernel to 128 and spilled.
  */
 extern "C" __global__ void __launch_bounds__(256, 1) eng_attention(
 	bf16 *o, int64_t o_tok, int64_t o_head, const bf16 *q, int64_t q_tok, int64_t q_head,
 	const bf16 *k, int64_t k_tok, int64_t k_head, const bf16 *v, int64_t v_tok, int64_t v_head,
-	int n, int hq, int group, int lq, int lv, int pos0, float scale)
+	int n, int hq, int group, int lq, int lv, int pos0, float scale, int split)
 {
-	const int64_t wid = (int64_t)blockIdx.x * 8 + (threadIdx.x >> 5);
+	__shared__ float part_acc[8][ATTEND_MAXC * 32], part_ml[8][2];
+	const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+	const int64_t wid = split ? (int64_t)blockIdx.x : (int64_t)blockIdx.x * 8 + w;
 	if (wid >= (int64_t)n * hq)
 		return;
-	const int t = (int)(wid / hq), h = (int)(wid % hq), kh = h / group;
+	const int t = (int)(wid / hq), h = (int)(wid % hq), kh = h / group, nkeys = pos0 + t + 1;
+	bf16 *out = o + t * o_tok + h * o_head;
+	const bf16 *qrow = q + t * q_tok + h * q_head;
+	auto key = [&](int s) {
+		return attend_key{ k + s * k_tok + kh * k_head, v + s * v_tok + kh * v_head, 1.0f, 1.0f };
+	};
 
-	attend(o + t * o_tok + h * o_head, q + t * q_tok + h * q_head, scale, lq, lv, pos0 + t + 1,
-	       [&](int s) { return attend_key{ k + s * k_tok + kh * k_head, v + s * v_tok + kh * v_head, 1.0f, 1.0f }; });
+	if (!split) {
+		attend(out, qrow, scale, lq, lv, nkeys, key);
+		return;
+	}
+	attend_state st;
+	float qr[ATTEND_MAXC];
+	const int per = (nkeys + 7) / 8, s0 = w * per, s1 = min(nkeys, s0 + per);
+
+	attend_begin(st, qr, qrow, scale, lq);
+	attend_keys(st, qr, lq, lv, s0, s1, key);
+#pragma unroll
+	for (int c = 0; c < ATTEND_MAXC; c++)
+		part_acc[w][lane + 32 * c] = st.acc[c];
+	if (lane == 0)
+		part_ml[w][0] = st.m, part_ml[w][1] = st.l;
+	__syncthreads();
+	if (w != 0)
+		return;
+	float m = -INFINITY;
+	for (int j = 0; j < 8; j++)
+		m = fmaxf(m, part_ml[j][0]);
+	st.l = 0.0f;
+#pragma unroll
+	for (int c = 0; c < ATTEND_MAXC; c++)
+		st.acc[c] = 0.0f;
+	for (int j = 0; j < 8; j++) {
+		const float f = part_ml[j][1] > 0.0f ? __expf(part_ml[j][0] - m) : 0.0f;
+
+		st.l += part_ml[j][1] * f;
+#pragma unroll
+		for (int c = 0; c < ATTEND_MAXC; c++)
+			st.acc[c] += part_acc[j][lane + 32 * c] * f;
+	}
+	attend_end(out, st, lv);
 }
 
 /*

@@ -7,5 +7,8 @@
 
 /* eng_router_rows: the most tokens it takes (their sums live in registers); more go to eng_bgemm_f32. */
 #define ENG_ROUTER_ROWS 8
+/* eng_attention: split each (token, head)'s keys over a block's 8 warps below this many pairs
+ * (decode: Kimi K2's 64 heads, GLM-4.7's 12 at TP8); one warp per pair from it. */
+#define ENG_ATTN_SPLIT_BELOW 1024
 
 #endif

@@ -4,7 +4,10 @@
 #   1. without the shim (the stand-ins run themselves on this Hopper GPU);
 #   2. under `sm120 run --mode reroute --target sm120`: every over-limit
 #      stand-in launch must be rerouted (sm120 report: REROUTED only, no
-#      REFUSED), and the tokens must equal run 1's;
+#      REFUSED), and the tokens must equal run 1's up to where a run leaves
+#      the CPU backend's tokens at a near tie (parted, below: the bundled
+#      kernels and the stand-ins round differently, and from a near tie on,
+#      the rows follow tokens nothing is compared with);
 #   3. under `--mode enforce --target sm120`: the engine must stop with the
 #      shared-memory error Triton gives on SM120 (proof the limit is exceeded).
 # Run 1 compares every logits row with the CPU backend (--check-cpu).  The
@@ -21,6 +24,43 @@ tmp=${TMPDIR:-/tmp}/sm120-engine-gpu.$$
 mkdir -p "$tmp"
 fails=0
 passes=0
+
+# parted PLAIN RR - whether the outputs PLAIN and RR of two --check-cpu runs
+# generated the same tokens, or tokens that part only at or after the step
+# (1-based) where one of them left the CPU backend's tokens at a near tie: a
+# CPU top-2 margin there under that run's own largest logit difference
+# against the CPU (its rounding may pick either token, and the rows after it
+# are compared with nothing).  Prints why; status 0 for yes.
+parted() {
+	awk '
+	function cpu_tie(line,   i, n, f, s, m, d) {
+		n = split(line, f, " ")
+		s = -1
+		for (i = 1; i < n; i++) {
+			if (f[i] == "difference|") d = f[i + 1] + 0
+			if (f[i] == "step") s = f[i + 1] + 0
+			if (f[i] == "there") m = f[i + 1] + 0
+		}
+		return s > 0 && m < d ? s : -1
+	}
+	FNR == 1 { file++ }
+	/generated:/ { sub(/.*generated: */, ""); tok[file] = $0 }
+	/against the cpu backend/ { tie[file] = cpu_tie($0) }
+	END {
+		if (tok[1] == "" || tok[2] == "") { print "no tokens"; exit 1 }
+		if (tok[1] == tok[2]) { print "equal"; exit 0 }
+		n = split(tok[1], a, " "); split(tok[2], b, " ")
+		for (d = 1; d <= n && a[d] == b[d]; d++)
+			;
+		for (r = 1; r <= 2; r++)
+			if (tie[r] > 0 && d >= tie[r]) {
+				printf "part at step %d, after a near tie with the cpu at step %d\n", d, tie[r]
+				exit 0
+			}
+		printf "part at step %d, not after a near tie with the cpu\n", d
+		exit 1
+	}' "$1" "$2"
+}
 
 check() { # check NAME CONDITION-STATUS
 	if [ "$2" -eq 0 ]; then
@@ -47,9 +87,8 @@ for arch in kimi-k2 glm4-moe; do
 		"$build/sm120" run --mode reroute --target sm120 --model "$m" --set kv_cache_dtype=bf16 \
 			--log "$m.log" -- $run >"$m.rr" 2>&1
 		check "$arch $quant: gpu backend runs under reroute --target sm120" $?
-		grep "generated:" "$m.plain" >"$m.t1"; grep "generated:" "$m.rr" >"$m.t2"
-		cmp -s "$m.t1" "$m.t2" && [ -s "$m.t1" ]
-		check "$arch $quant: rerouted tokens equal the unshimmed ones" $?
+		why=$(parted "$m.plain" "$m.rr")
+		check "$arch $quant: rerouted tokens equal the unshimmed ones up to a near tie with the cpu ($why)" $?
 		"$build/sm120" report "$m.log" >"$m.report" 2>&1
 		if [ "$quant" = nvfp4 ]; then
 			# no framework Triton kernel serves NVFP4 experts: moe_gemm_nvfp4 fits, nothing to reroute
