@@ -541,7 +541,15 @@ static inline int moe_gemm_decode_wanted(int quant, int32_t block_m, int32_t num
  * Measured on an H200 (W4A16, Kimi K2 and GLM-4.7 at TP8, gate/up and
  * down): 1.17-1.38 times faster than 8 rows a pass from 10 to 51 rows an
  * expert, even at 5, and 9-12% slower up to 3 (its W is fetched two steps
- * ahead, not three: the registers).
+ * ahead, not three: the registers).  32 rows a pass (four n8 operands,
+ * about 200 registers: one block per SM) was no faster than 16 at any of
+ * 128 to 3072 tokens (H200, both models, both GEMMs): past 16 rows these
+ * kernels are held by L1, not by the dequantization (ncu, Kimi K2's
+ * gate/up at 1024 tokens on 16 rows a pass: L1/TEX 81% busy against DRAM
+ * 29%, issue slots 55%): at 16 rows a pass a warp reads 4 KB of A a k
+ * step against its 1 KB of W, the same A bytes for every warp and tile,
+ * so from L1.  Loading W past L1 and first out of L2 (L1::no_allocate, an
+ * evict_first policy) moved these rows by -3% to +5% (one run), no more.
  * Pure, plain C.
  */
 #define MOE_DECODE_R16_ROWS 8
