@@ -25,41 +25,10 @@ mkdir -p "$tmp"
 fails=0
 passes=0
 
-# parted PLAIN RR - whether the outputs PLAIN and RR of two --check-cpu runs
-# generated the same tokens, or tokens that part only at or after the step
-# (1-based) where one of them left the CPU backend's tokens at a near tie: a
-# CPU top-2 margin there under that run's own largest logit difference
-# against the CPU (its rounding may pick either token, and the rows after it
-# are compared with nothing).  Prints why; status 0 for yes.
+# parted PLAIN RR - tests/gpu/parted.awk: the two runs' tokens equal, or
+# parting only after a near tie with the CPU backend (prints why; status 0).
 parted() {
-	awk '
-	function cpu_tie(line,   i, n, f, s, m, d) {
-		n = split(line, f, " ")
-		s = -1
-		for (i = 1; i < n; i++) {
-			if (f[i] == "difference|") d = f[i + 1] + 0
-			if (f[i] == "step") s = f[i + 1] + 0
-			if (f[i] == "there") m = f[i + 1] + 0
-		}
-		return s > 0 && m < d ? s : -1
-	}
-	FNR == 1 { file++ }
-	/generated:/ { sub(/.*generated: */, ""); tok[file] = $0 }
-	/against the cpu backend/ { tie[file] = cpu_tie($0) }
-	END {
-		if (tok[1] == "" || tok[2] == "") { print "no tokens"; exit 1 }
-		if (tok[1] == tok[2]) { print "equal"; exit 0 }
-		n = split(tok[1], a, " "); split(tok[2], b, " ")
-		for (d = 1; d <= n && a[d] == b[d]; d++)
-			;
-		for (r = 1; r <= 2; r++)
-			if (tie[r] > 0 && d >= tie[r]) {
-				printf "part at step %d, after a near tie with the cpu at step %d\n", d, tie[r]
-				exit 0
-			}
-		printf "part at step %d, not after a near tie with the cpu\n", d
-		exit 1
-	}' "$1" "$2"
+	awk -f tests/gpu/parted.awk "$1" "$2"
 }
 
 check() { # check NAME CONDITION-STATUS
