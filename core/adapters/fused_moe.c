@@ -443,7 +443,7 @@ static int plan(const struct adapter_input *in, const struct moe_launch *l, stru
 		a.group_size = l->group_size;
 		a.bs_stride_e = l->bse, a.bs_stride_n = l->bsn, a.bs_stride_k = 1;
 	}
-	name = tn ? moe_gemm_decode_name(quant, tn, choice.rows) : moe_gemm_kernel_name(quant, tm);
+	name = tn ? moe_gemm_decode_kernel(quant, tn, choice.rows, l->k) : moe_gemm_kernel_name(quant, tm);
 	plan->kernel = name;
 	memcpy(plan->args, &a, sizeof(a));
 	plan->args_size = sizeof(a);

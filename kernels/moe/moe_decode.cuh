@@ -41,7 +41,10 @@
  * s = 2t (low k) and 2t + 1 (high k), and A's matching pairs come from x_j
  * by byte permutes (k 0 and 4, 1 and 5, 2 and 6, 3 and 7).  W and its scales
  * are fetched MOE_DECODE_W4_DEPTH steps ahead, A (from L1 or L2, the same
- * bytes for every tile) one step ahead, in registers.
+ * bytes for every tile) one step ahead, in registers; the STAGED kernels
+ * (moe_gemm.h's MOE_DECODE_STAGED_KERNELS, K up to MOE_DECODE_W4_STAGE_K)
+ * copy the pass's A rows into shared memory once, coalesced, and read each
+ * x_j there when its step is added (stage_at's layout: no bank conflicts).
  */
 #ifndef SM120_KERNELS_MOE_DECODE_CUH
 #define SM120_KERNELS_MOE_DECODE_CUH
@@ -77,14 +80,28 @@ struct shape {
 };
 
 /* A block's shared memory: the warps' k partial sums of a pass's column tile
- * (two buffers: tiles alternate), and the valid routed ids of the current
- * window of a framework block, in order. */
-template <int TN, int NP>
+ * (two buffers: tiles alternate), the valid routed ids of the current
+ * window of a framework block, in order, and, for the STAGED kernels, the
+ * pass's A rows (xs, K up to MOE_DECODE_W4_STAGE_K: stage_at's layout). */
+template <int TN, int NP, bool STAGED>
 struct smem {
 	float red[2][MOE_DECODE_KWARPS(TN)][8 * NP][TN];
 	int ids[MOE_GEMM_THREADS];
 	int warp_count[MOE_GEMM_THREADS / 32];
+	uint4 xs[STAGED ? 8 * NP * MOE_DECODE_W4_STAGE_K / 8 : 1];
 };
+
+/*
+ * stage_at - where 16-byte chunk @c (k 8c .. 8c + 7) of k step @st of the
+ * pass's row @r lies in smem.xs (@steps k steps a row): the row's steps in
+ * order, 16 chunks each, chunk c at c XOR 2 (c >= 8) XOR (r & 1), so that
+ * the reads of a quarter warp (rows 2m and 2m + 1, chunks 4q + j, q = 0..3)
+ * fall in eight distinct 16-byte bank groups.
+ */
+__device__ __forceinline__ int stage_at(int r, int st, int c, int steps)
+{
+	return (r * steps + st) * 16 + (c ^ (((c >> 3) & 1) << 1) ^ (r & 1));
+}
 
 /*
  * One k step of a lane in registers: its 16 bytes of each half h of W
@@ -163,8 +180,8 @@ __device__ __forceinline__ void ring(int total, F &&step)
  * row, fb.  Positions at or past EM or *num_tokens_post_padded hold none.
  * Called by the whole block; ends with a barrier.
  */
-template <int TN, int NP>
-__device__ __forceinline__ int gather(const moe_gemm_args &a, smem<TN, NP> &sm, int64_t fb, int64_t base, int w0,
+template <int TN, int NP, bool STAGED>
+__device__ __forceinline__ int gather(const moe_gemm_args &a, smem<TN, NP, STAGED> &sm, int64_t fb, int64_t base, int w0,
 				      int rows, int ntpp, int sid0)
 {
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -209,12 +226,16 @@ __device__ __forceinline__ int gather(const moe_gemm_args &a, smem<TN, NP> &sm, 
  * next tile are in flight while a tile's partial sums meet and its epilogue
  * runs (one barrier per tile: red is double-buffered).
  */
-template <int QUANT, int TN, int NP>
-__device__ void decode(const moe_gemm_args &a, smem<TN, NP> &sm)
+template <int QUANT, int TN, int NP, bool STAGED>
+__device__ void decode(const moe_gemm_args &a, smem<TN, NP, STAGED> &sm)
 {
 	using S = shape<QUANT, TN, NP>;
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const int wn = warp % S::WN, kg = warp / S::WN;    /* the warp's 16 columns and k slice */
+	static_assert(!STAGED || QUANT == MOE_W4A16, "staged kernels are W4A16's");
+
+	if (STAGED && a.K > MOE_DECODE_W4_STAGE_K)
+		__trap();   /* xs cannot hold the rows: a launch moe_gemm_decode_kernel never makes */
 	const int g = lane >> 2, q = lane & 3;
 	const int kbytes = a.K * S::ESZ;   /* of an A row (and of a W row but for W4A16) */
 	const int steps = QUANT == MOE_W4A16 ? (a.K + 127) / 128 : (kbytes + S::STEP - 1) / S::STEP;
@@ -402,7 +423,8 @@ __device__ void decode(const moe_gemm_args &a, smem<TN, NP> &sm)
 
 	/* W4A16's pass: the same sequence of k steps, W and its scales WDEPTH steps ahead in a
 	 * ring (slots by constant: ring), A one step ahead (from L1 or L2, the same bytes for
-	 * every tile; a second step of A in flight spills the 128-column kernel on sm_90) */
+	 * every tile; a second step of A in flight spills the 128-column kernel on sm_90), or,
+	 * STAGED, A copied into xs at the pass's start and read there at each step */
 	auto pass4 = [&](int64_t e, int r0, int nr) {
 		const unsigned char *wexp = (const unsigned char *)a.b + e * a.b_stride_e;
 		const uint16_t *sexp = (const uint16_t *)a.b_scale + e * a.bs_stride_e;
@@ -444,24 +466,25 @@ __device__ void decode(const moe_gemm_args &a, smem<TN, NP> &sm)
 			}
 		};
 
-		/* A of the warp's next step (the same k for every tile) */
+		/* A of the warp's next step (the same k for every tile; none when STAGED) */
 		auto fetch_x = [&](xstep4<NP> &s) {
-			if (xt >= ntl || nst == 0)
+			if (STAGED || xt >= ntl || nst == 0)
 				return;
 			const int k = (kg + xi * S::WK) * 128 + 32 * q;
 
 #pragma unroll
 			for (int f = 0; f < NP; f++)
 #pragma unroll
-				for (int j = 0; j < 4; j++)
+				for (int j = 0; j < 4; j++) {
 					load16(s.x[f][j], xr.ok[f] && k < a.K, xr.src[f] + (int64_t)k * 2 + 16 * j);
+				}
 			if (++xi == nst)
 				xi = 0, xt++;
 		};
 
 		/* d += the products of one step: W dequantized word by word, eight MMAs per n8 operand
 		 * that holds rows */
-		auto dots = [&](float (&d)[NP][4], const wstep4 &w, const xstep4<NP> &x) {
+		auto dots = [&](float (&d)[NP][4], const wstep4 &w, auto &&x_of) {
 			const __nv_bfloat162 sc[2] = { __halves2bfloat162(__ushort_as_bfloat16((unsigned short)w.s[0]),
 									  __ushort_as_bfloat16((unsigned short)w.s[0])),
 						       __halves2bfloat162(__ushort_as_bfloat16((unsigned short)w.s[1]),
@@ -480,7 +503,8 @@ __device__ void decode(const moe_gemm_args &a, smem<TN, NP> &sm)
 				for (int f = 0; f < NP; f++) {
 					if (f >= xr.nf)
 						continue;
-					const uint32_t *xj = x.x[f][j];
+					uint32_t xj[4];
+					x_of(f, j, xj);
 					const uint32_t xp[4] = { __byte_perm(xj[0], xj[2], 0x5410), __byte_perm(xj[0], xj[2], 0x7632),
 								 __byte_perm(xj[1], xj[3], 0x5410), __byte_perm(xj[1], xj[3], 0x7632) };
 #pragma unroll
@@ -500,6 +524,20 @@ __device__ void decode(const moe_gemm_args &a, smem<TN, NP> &sm)
 #pragma unroll
 		for (int d = 0; d < S::WDEPTH; d++)
 			fetch_w(wb[d]);
+		if (STAGED) {
+			/* the rows of the pass's n8 operands into xs (under the first W steps' loads), 16
+			 * bytes a thread at a time; zeros past K and for the rows past nr */
+			for (int i = threadIdx.x; i < 8 * xr.nf * steps * 16; i += MOE_GEMM_THREADS) {
+				const int r = i / (steps * 16), st = i / 16 % steps, c = i % 16, k = st * 128 + 8 * c;
+				uint4 v = make_uint4(0u, 0u, 0u, 0u);
+
+				if (r < nr && k < a.K)
+					v = ldg16((const unsigned char *)a.a +
+						  ((int64_t)(sm.ids[r0 + r] / a.top_k) * a.a_stride_m + k) * 2);
+				sm.xs[stage_at(r, st, c, steps)] = v;
+			}
+			__syncthreads();
+		}
 		fetch_x(xb);
 		float acc[NP][4] = {};
 		int t = 0, i = 0;
@@ -507,7 +545,18 @@ __device__ void decode(const moe_gemm_args &a, smem<TN, NP> &sm)
 		ring<S::WDEPTH>(ntl * nst, [&](auto slot) {
 			constexpr int sl = decltype(slot)::value;
 
-			dots(acc, wb[sl], xb);
+			if (STAGED)
+				/* this step's A rows from xs: k 32 q + 8 j .. of step kg + i WK */
+				dots(acc, wb[sl], [&](int f, int j, uint32_t (&x)[4]) {
+					const uint4 v = sm.xs[stage_at(g + 8 * f, kg + i * S::WK, 4 * q + j, steps)];
+
+					x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
+				});
+			else
+				dots(acc, wb[sl], [&](int f, int j, uint32_t (&x)[4]) {
+					for (int u = 0; u < 4; u++)
+						x[u] = xb.x[f][j][u];
+				});
 			fetch_w(wb[sl]);
 			fetch_x(xb);
 			if (++i == nst) {

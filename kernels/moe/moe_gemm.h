@@ -360,6 +360,9 @@ static inline int moe_gemm_rows_cols(int quant, int tm, int32_t n, int32_t k, in
 /* W4A16's W steps in flight: three, with the per-tile column pointers (a fourth does not fit
  * 128 registers on sm_90 with them; three measured 2-4% faster than four without them, H100) */
 #define MOE_DECODE_W4_DEPTH 3
+/* The staged W4A16 kernels' largest K (the down GEMM's 192 and 256 at TP8, 512 at TP4): their
+ * shared memory holds a pass's A rows, 16 KB at 16 rows a pass */
+#define MOE_DECODE_W4_STAGE_K 512
 #define MOE_DECODE_STEP_K(quant) ((quant) == MOE_BF16 ? 64 : 128)
 /* Bytes of W per column (the weights a decode kernel streams; not the scales). */
 #define MOE_DECODE_WBYTES(quant, k) \
@@ -389,6 +392,26 @@ static inline int moe_gemm_decode_has(int quant)
 	return quant == MOE_BF16 || quant == MOE_FP8 || quant == MOE_W4A16;
 }
 
+/*
+ * The staged W4A16 decode kernels (moe_gemm_w4a16_d128_s, _r16_s): the same
+ * as the 128-column ones of MOE_DECODE_KERNELS (same grid, same bits), but a
+ * pass's A rows are copied into shared memory once, coalesced, and every
+ * tile's warps read them there instead of through L1, where the eight warps
+ * re-read them for each tile (a warp reads 4 KB of A a k step against its
+ * 1 KB of W: ncu, Kimi K2 gate/up at 1024 tokens on 16 rows a pass, L1/TEX
+ * 81% busy against DRAM 29%).  For K up to MOE_DECODE_W4_STAGE_K only (the
+ * down GEMM; they trap on a longer K): moe_gemm_decode_kernel picks them.
+ * Measured on an H200 (gpu_bench_moe_decode, INT4 down GEMM at TP8, the
+ * plan's rows a pass, against the unstaged kernels in the same run): Kimi
+ * K2 at 512, 1024 and 1536 tokens 0.30, 0.17 and 0.12 of the floor against
+ * 0.25, 0.14 and 0.10; at 256, 0.37 against 0.35; GLM-4.7 at 256 and 512
+ * tokens 0.16 and 0.09 against 0.15 and 0.08; from 1 to 64 tokens within
+ * 0.01 of the floor either way.
+ */
+#define MOE_DECODE_STAGED_KERNELS(X)                    \
+	X(MOE_W4A16, 128, 8, moe_gemm_w4a16_d128_s)     \
+	X(MOE_W4A16, 128, 16, moe_gemm_w4a16_d128_r16_s)
+
 /* moe_gemm_decode_steps - the k steps of a reduction of length @k. */
 static inline int64_t moe_gemm_decode_steps(int quant, int32_t k)
 {
@@ -401,8 +424,19 @@ static inline const char *moe_gemm_decode_name(int quant, int tn, int rows)
 {
 #define MOE_DECODE_NAME_OF(q, t, r, name) if (quant == (q) && tn == (t) && rows == (r)) return #name;
 	MOE_DECODE_KERNELS(MOE_DECODE_NAME_OF)
-#undef MOE_DECODE_NAME_OF
 	return 0;
+}
+
+/* moe_gemm_decode_kernel - the decode kernel to launch for @quant, @tn columns and @rows
+ * routed rows a pass at K @k: the staged one of the triple (MOE_DECODE_STAGED_KERNELS) where
+ * one is and @k is at most MOE_DECODE_W4_STAGE_K, else moe_gemm_decode_name's.  Pure, plain C. */
+static inline const char *moe_gemm_decode_kernel(int quant, int tn, int rows, int32_t k)
+{
+	if (k <= MOE_DECODE_W4_STAGE_K) {
+		MOE_DECODE_STAGED_KERNELS(MOE_DECODE_NAME_OF)
+	}
+	return moe_gemm_decode_name(quant, tn, rows);
+#undef MOE_DECODE_NAME_OF
 }
 
 /*

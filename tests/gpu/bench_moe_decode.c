@@ -466,11 +466,13 @@ int main(int argc, char **argv)
 		printf("\n# blocks per SM of the decode kernels here:");
 #define DECODE_OCC(quant, tn, rows, name) printf(" %s %d", #name, blocks_per_sm(get(mod, #name, 0), 0));
 		MOE_DECODE_KERNELS(DECODE_OCC)
+		MOE_DECODE_STAGED_KERNELS(DECODE_OCC)
 #undef DECODE_OCC
 		printf(" (SM120 the same: their registers)\n");
 	}
 	printf("# fractions of the floor (floor / time); old = row tiles (the plan before), new = the decode "
-	       "kernel the plan picks now (its tile: tn, its rows a pass: rp; tn 0 = the row tile kept); d16..d128 "
+	       "kernel the plan picks now (its tile: tn, its rows a pass: rp; W4A16 at K <= 512 the staged one "
+	       "of the tile, moe_gemm_decode_kernel; tn 0 = the row tile kept); d16..d128 "
 	       "each decode tile at 8 rows a pass; r16..r128 each at 16 rows a pass (W4A16), eq = whether the "
 	       "one of moe_gemm_decode_tile's tile wrote the same bytes as 8 rows a pass; us = microseconds\n");
 	if (green)
@@ -690,17 +692,26 @@ int main(int argc, char **argv)
 						free(c0);
 						free(c1);
 					}
-					new_ms = !tn ? old_ms : (rp == 16 ? dr : dn)[tn == 16 ? 0 : tn == 32 ? 1 : tn == 64 ? 2 : 3];
+					if (tn && strcmp(moe_gemm_decode_kernel(qt->quant, tn, rp, K), moe_gemm_decode_name(qt->quant, tn, rp)))
+						/* the plan launches the staged kernel of the tile */
+						new_ms = timed_ms(get(mod, moe_gemm_decode_kernel(qt->quant, tn, rp, K), 0),
+								  (unsigned)moe_gemm_decode_cols(qt->quant, N, K, tn, em, bm, nv),
+								  (unsigned)moe_gemm_decode_blocks(em, bm, nv), MOE_GEMM_THREADS, 0,
+								  params, &a.b, wbuf, wbytes);
+					else
+						new_ms = !tn ? old_ms : (rp == 16 ? dr : dn)[tn == 16 ? 0 : tn == 32 ? 1 : tn == 64 ? 2 : 3];
 					if (green && tn)
-						g_ms = green_ms(get(mod, moe_gemm_decode_name(qt->quant, tn, rp), 0),
+						g_ms = green_ms(get(mod, moe_gemm_decode_kernel(qt->quant, tn, rp, K), 0),
 								(unsigned)moe_gemm_decode_cols(qt->quant, N, K, tn, em, bm, nv),
 								(unsigned)moe_gemm_decode_blocks(em, bm, nv), 0, params, &a.b, wbuf,
 								wbytes);
 					if (alt && tn) {
-						/* an ALT build before the 16-row kernels has the 8-row one of the tile */
+						/* the plan's kernel in ALT; a build before the staged or the 16-row kernels
+						 * has the unstaged one, or the 8-row one, of the tile */
 						CUfunction f;
 
-						if (cuModuleGetFunction(&f, alt, moe_gemm_decode_name(qt->quant, tn, rp)) != CUDA_SUCCESS)
+						if (cuModuleGetFunction(&f, alt, moe_gemm_decode_kernel(qt->quant, tn, rp, K)) != CUDA_SUCCESS &&
+						    cuModuleGetFunction(&f, alt, moe_gemm_decode_name(qt->quant, tn, rp)) != CUDA_SUCCESS)
 							f = get(alt, moe_gemm_decode_name(qt->quant, tn, 8), 0);
 						alt_ms = timed_ms(f, (unsigned)moe_gemm_decode_cols(qt->quant, N, K, tn, em, bm, nv),
 								  (unsigned)moe_gemm_decode_blocks(em, bm, nv), MOE_GEMM_THREADS, 0,

@@ -812,6 +812,13 @@ static void test_moe_decisions(void **state)
 	assert_string_equal(moe_gemm_decode_name(MOE_W4A16, 16, 16), "moe_gemm_w4a16_d16_r16");
 	assert_string_equal(moe_gemm_decode_name(MOE_W4A16, 128, 8), "moe_gemm_w4a16_d128");
 	assert_null(moe_gemm_decode_name(MOE_BF16, 16, 16));
+	/* the staged kernels: W4A16, 128 columns, K up to MOE_DECODE_W4_STAGE_K (the down GEMM) */
+	assert_string_equal(moe_gemm_decode_kernel(MOE_W4A16, 128, 16, 256), "moe_gemm_w4a16_d128_r16_s");
+	assert_string_equal(moe_gemm_decode_kernel(MOE_W4A16, 128, 8, 192), "moe_gemm_w4a16_d128_s");
+	assert_string_equal(moe_gemm_decode_kernel(MOE_W4A16, 128, 8, 512), "moe_gemm_w4a16_d128_s");
+	assert_string_equal(moe_gemm_decode_kernel(MOE_W4A16, 128, 8, 544), "moe_gemm_w4a16_d128");
+	assert_string_equal(moe_gemm_decode_kernel(MOE_W4A16, 32, 16, 256), "moe_gemm_w4a16_d32_r16");
+	assert_string_equal(moe_gemm_decode_kernel(MOE_BF16, 128, 8, 256), "moe_gemm_bf16_d128");
 	assert_int_equal(moe_gemm_decode_cols(MOE_W4A16, 512, 7168, 16, 8 + 385 * 127, 128, 8), 32);
 	assert_int_equal(moe_gemm_decode_cols(MOE_W4A16, 7168, 256, 128, 128 + 385 * 127, 128, 128), 8);
 	assert_true(moe_gemm_decode_wanted(MOE_FP8, 128, 8, 8 + 385 * 127, 7168));
