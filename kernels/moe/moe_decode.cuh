@@ -181,8 +181,8 @@ __device__ __forceinline__ void ring(int total, F &&step)
  * Called by the whole block; ends with a barrier.
  */
 template <int TN, int NP, bool STAGED>
-__device__ __forceinline__ int gather(const moe_gemm_args &a, smem<TN, NP, STAGED> &sm, int64_t fb, int64_t base, int w0,
-				      int rows, int ntpp, int sid0)
+__device__ __forceinline__ int gather(const moe_gemm_args &a, smem<TN, NP, STAGED> &sm, int64_t fb, int64_t base,
+				      int w0, int rows, int ntpp, int sid0)
 {
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const int i = w0 + (int)threadIdx.x;
@@ -475,9 +475,8 @@ __device__ void decode(const moe_gemm_args &a, smem<TN, NP, STAGED> &sm)
 #pragma unroll
 			for (int f = 0; f < NP; f++)
 #pragma unroll
-				for (int j = 0; j < 4; j++) {
+				for (int j = 0; j < 4; j++)
 					load16(s.x[f][j], xr.ok[f] && k < a.K, xr.src[f] + (int64_t)k * 2 + 16 * j);
-				}
 			if (++xi == nst)
 				xi = 0, xt++;
 		};
@@ -554,6 +553,7 @@ __device__ void decode(const moe_gemm_args &a, smem<TN, NP, STAGED> &sm)
 				});
 			else
 				dots(acc, wb[sl], [&](int f, int j, uint32_t (&x)[4]) {
+#pragma unroll
 					for (int u = 0; u < 4; u++)
 						x[u] = xb.x[f][j][u];
 				});
