@@ -394,7 +394,8 @@ static inline int moe_gemm_decode_has(int quant)
 
 /*
  * The staged W4A16 decode kernels (moe_gemm_w4a16_d128_s, _r16_s): the same
- * as the 128-column ones of MOE_DECODE_KERNELS (same grid, same bits), but a
+ * as the 128-column ones of MOE_DECODE_KERNELS (same grid, the same sums in
+ * the same order), but a
  * pass's A rows are copied into shared memory once, coalesced, and every
  * tile's warps read them there instead of through L1, where the eight warps
  * re-read them for each tile (a warp reads 4 KB of A a k step against its
@@ -436,8 +437,8 @@ static inline const char *moe_gemm_decode_kernel(int quant, int tn, int rows, in
 		MOE_DECODE_STAGED_KERNELS(MOE_DECODE_NAME_OF)
 	}
 	return moe_gemm_decode_name(quant, tn, rows);
-#undef MOE_DECODE_NAME_OF
 }
+#undef MOE_DECODE_NAME_OF
 
 /*
  * moe_gemm_decode_tn - the column tile TN of the decode kernel for a launch

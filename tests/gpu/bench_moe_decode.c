@@ -692,16 +692,18 @@ int main(int argc, char **argv)
 						free(c0);
 						free(c1);
 					}
-					if (tn && strcmp(moe_gemm_decode_kernel(qt->quant, tn, rp, K), moe_gemm_decode_name(qt->quant, tn, rp)))
-						/* the plan launches the staged kernel of the tile */
-						new_ms = timed_ms(get(mod, moe_gemm_decode_kernel(qt->quant, tn, rp, K), 0),
+					/* the decode kernel the plan launches: the tile's staged one, or the one timed above */
+					const char *pk = tn ? moe_gemm_decode_kernel(qt->quant, tn, rp, K) : NULL;
+
+					if (pk && strcmp(pk, moe_gemm_decode_name(qt->quant, tn, rp)))
+						new_ms = timed_ms(get(mod, pk, 0),
 								  (unsigned)moe_gemm_decode_cols(qt->quant, N, K, tn, em, bm, nv),
 								  (unsigned)moe_gemm_decode_blocks(em, bm, nv), MOE_GEMM_THREADS, 0,
 								  params, &a.b, wbuf, wbytes);
 					else
 						new_ms = !tn ? old_ms : (rp == 16 ? dr : dn)[tn == 16 ? 0 : tn == 32 ? 1 : tn == 64 ? 2 : 3];
 					if (green && tn)
-						g_ms = green_ms(get(mod, moe_gemm_decode_kernel(qt->quant, tn, rp, K), 0),
+						g_ms = green_ms(get(mod, pk, 0),
 								(unsigned)moe_gemm_decode_cols(qt->quant, N, K, tn, em, bm, nv),
 								(unsigned)moe_gemm_decode_blocks(em, bm, nv), 0, params, &a.b, wbuf,
 								wbytes);
@@ -710,7 +712,7 @@ int main(int argc, char **argv)
 						 * has the unstaged one, or the 8-row one, of the tile */
 						CUfunction f;
 
-						if (cuModuleGetFunction(&f, alt, moe_gemm_decode_kernel(qt->quant, tn, rp, K)) != CUDA_SUCCESS &&
+						if (cuModuleGetFunction(&f, alt, pk) != CUDA_SUCCESS &&
 						    cuModuleGetFunction(&f, alt, moe_gemm_decode_name(qt->quant, tn, rp)) != CUDA_SUCCESS)
 							f = get(alt, moe_gemm_decode_name(qt->quant, tn, 8), 0);
 						alt_ms = timed_ms(f, (unsigned)moe_gemm_decode_cols(qt->quant, N, K, tn, em, bm, nv),
