@@ -12,7 +12,9 @@
  *     takes more passes, each streaming the weights again; the plans keep
  *     such launches on the row tiles, moe_gemm_decode_wanted).  The W4A16
  *     kernels of 16 rows a pass (NP = 2) take two n8 operands per W
- *     fragment, so that a fragment dequantized once serves both;
+ *     fragment, so that a fragment dequantized once serves both, and most
+ *     W4A16 warps two W fragments (32 columns, MG = 2: MOE_DECODE_WARP_N),
+ *     so that each A fragment loaded serves both;
  *   - each lane loads 16 contiguous bytes of a W row (and of an A row) per
  *     64-byte half k step straight into registers.  The k order inside a half
  *     step is permuted, identically for W and A (a dot product does not
@@ -32,19 +34,21 @@
  *
  * W4A16 (4-bit weights, bf16 scales per group of 32, 64 or 128 along K): a k
  * step is 128 k, 64 bytes of a W row and 256 of an A row.  Lane quad q
- * holds k 32q .. 32q + 31 of the step: 16 bytes of each of its two W
- * columns (one group: its scale is one bf16 per column) and 64 bytes of its
- * A row, four words w_j and four uint4 x_j.  Word w_j (k 8j .. 8j + 7 of the
- * lane's 32, nibble i = k 8j + i) turns into four bf16 pairs, w >> 4s
- * through w4_pair (primitives.cuh: the codes u_s and u_s+4, as moe_gemm.h
- * defines the weight).  MMA 2j + t takes the pairs
- * s = 2t (low k) and 2t + 1 (high k), and A's matching pairs come from x_j
- * by byte permutes (k 0 and 4, 1 and 5, 2 and 6, 3 and 7).  W and its scales
- * are fetched MOE_DECODE_W4_DEPTH steps ahead, A (from L1 or L2, the same
- * bytes for every tile) one step ahead, in registers; the STAGED kernels
- * (moe_gemm.h's MOE_DECODE_STAGED_KERNELS, K up to MOE_DECODE_W4_STAGE_K)
- * copy the pass's A rows into shared memory once, coalesced, and read each
- * x_j there when its step is added (stage_at's layout: no bank conflicts).
+ * holds k 32q .. 32q + 31 of the step: 16 bytes of each of its 2 MG W
+ * columns g + 8c (one group: its scale is one bf16 per column) and 64 bytes
+ * of its A row, four words w_j and four uint4 x_j.  Word w_j (k 8j .. 8j +
+ * 7 of the lane's 32, nibble i = k 8j + i) turns into four bf16 pairs, w >>
+ * 4s through w4_pair (primitives.cuh: the codes u_s and u_s+4, as moe_gemm.h
+ * defines the weight).  MMA 2j + t takes the pairs s = 2t (low k) and 2t +
+ * 1 (high k), and A's matching pairs come from x_j by byte permutes (k 0 and
+ * 4, 1 and 5, 2 and 6, 3 and 7); the warp's m16 fragment m takes the lane's
+ * columns c = 2m and 2m + 1 (the warp's 16m + g and 16m + g + 8), each
+ * dequantized once for every n8 operand.  W and its scales are fetched
+ * shape::WDEPTH steps ahead, A (from L1 or L2, the same bytes for every
+ * tile) one step ahead, in registers; the STAGED kernels (moe_gemm.h's
+ * MOE_DECODE_STAGED_KERNELS, K up to MOE_DECODE_W4_STAGE_K) copy the pass's
+ * A rows into shared memory once, coalesced, and read each x_j there when
+ * its step is added (stage_at's layout: no bank conflicts).
  */
 #ifndef SM120_KERNELS_MOE_DECODE_CUH
 #define SM120_KERNELS_MOE_DECODE_CUH
@@ -61,17 +65,20 @@ using namespace sm120k;
 
 template <int QUANT, int TN, int NP>
 struct shape {
-	static constexpr int WN = TN / 16;                 /* warps along N, 16 columns each */
-	static constexpr int WK = MOE_DECODE_KWARPS(TN);   /* warps along K */
+	static constexpr int MG = MOE_DECODE_WARP_N(QUANT, TN, 8 * NP) / 16;   /* m16 W fragments a warp */
+	static constexpr int WN = TN / (16 * MG);                     /* warps along N */
+	static constexpr int WK = MOE_DECODE_KWARPS(QUANT, TN, 8 * NP);   /* warps along K */
 	static constexpr int ESZ = QUANT == MOE_FP8 ? 1 : 2;
 	static constexpr int STEP = 128;                   /* bytes of a W or A row per k step (not W4A16) */
 	static constexpr int WINDOW = MOE_GEMM_THREADS;    /* sorted rows gathered at a time */
 	static constexpr int PASS = 8 * NP;                /* routed rows per pass: NP n8 operands */
 	static constexpr int DEPTH = MOE_DECODE_DEPTH;     /* k steps in flight per warp (not W4A16) */
-	/* W4A16: steps of W and scales in flight (at 16 rows a pass, two: the second row's A takes
-	 * the third's registers on sm_90) */
-	static constexpr int WDEPTH = NP == 1 ? MOE_DECODE_W4_DEPTH : 2;
-	static_assert(WN * WK * 32 == MOE_GEMM_THREADS && TN % 16 == 0, "8 warps, 16-column warp tiles");
+	/* W4A16: steps of W and scales in flight: one for 32-column warps (MOE_DECODE_W4_WIDE_DEPTH),
+	 * else three at 8 rows a pass, two at 16 (the second row's A takes the third's registers on
+	 * sm_90) */
+	static constexpr int WDEPTH = MG == 2 ? MOE_DECODE_W4_WIDE_DEPTH : NP == 1 ? MOE_DECODE_W4_DEPTH : 2;
+	static_assert(WN * WK * 32 == MOE_GEMM_THREADS && TN % (16 * MG) == 0, "8 warps, whole warp tiles");
+	static_assert(MG == 1 || (MG == 2 && QUANT == MOE_W4A16), "32-column warps for W4A16 only");
 	static_assert(QUANT == MOE_BF16 || QUANT == MOE_FP8 || QUANT == MOE_W4A16, "bf16, FP8 and W4A16 only");
 	/* 16 rows a pass for W4A16 only: its dequantized W serves both n8 operands; bf16's, measured
 	 * (H200, Kimi K2 and GLM-4.7 at 8 to 1024 tokens), was no faster than the row tiles wherever
@@ -83,9 +90,9 @@ struct shape {
  * (two buffers: tiles alternate), the valid routed ids of the current
  * window of a framework block, in order, and, for the STAGED kernels, the
  * pass's A rows (xs, K up to MOE_DECODE_W4_STAGE_K: stage_at's layout). */
-template <int TN, int NP, bool STAGED>
+template <int QUANT, int TN, int NP, bool STAGED>
 struct smem {
-	float red[2][MOE_DECODE_KWARPS(TN)][8 * NP][TN];
+	float red[2][MOE_DECODE_KWARPS(QUANT, TN, 8 * NP)][8 * NP][TN];
 	int ids[MOE_GEMM_THREADS];
 	int warp_count[MOE_GEMM_THREADS / 32];
 	uint4 xs[STAGED ? 8 * NP * MOE_DECODE_W4_STAGE_K / 8 : 1];
@@ -118,14 +125,15 @@ struct step {
 };
 
 /*
- * W4A16: one k step of a lane's two W columns g and g + 8 (16 bytes each:
- * words w[c][j]) and their scales (bf16 bits, 0 past N or K), and,
- * separately (fetched fewer steps ahead), its 64 bytes of A rows g + 8 f
- * (x[f][j]).
+ * W4A16: one k step of a lane's 2 MG W columns g + 8c of the warp's 16 MG
+ * (16 bytes each: words w[c][j]) and their scales (bf16 bits, 0 past N or
+ * K), and, separately (fetched as many or fewer steps ahead), its 64 bytes
+ * of A rows g + 8 f (x[f][j]).
  */
+template <int MG>
 struct wstep4 {
-	uint32_t w[2][4];
-	uint32_t s[2];
+	uint32_t w[2 * MG][4];
+	uint32_t s[2 * MG];
 };
 
 template <int NP>
@@ -180,8 +188,8 @@ __device__ __forceinline__ void ring(int total, F &&step)
  * row, fb.  Positions at or past EM or *num_tokens_post_padded hold none.
  * Called by the whole block; ends with a barrier.
  */
-template <int TN, int NP, bool STAGED>
-__device__ __forceinline__ int gather(const moe_gemm_args &a, smem<TN, NP, STAGED> &sm, int64_t fb, int64_t base,
+template <class SM>
+__device__ __forceinline__ int gather(const moe_gemm_args &a, SM &sm, int64_t fb, int64_t base,
 				      int w0, int rows, int ntpp, int sid0)
 {
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -227,11 +235,12 @@ __device__ __forceinline__ int gather(const moe_gemm_args &a, smem<TN, NP, STAGE
  * runs (one barrier per tile: red is double-buffered).
  */
 template <int QUANT, int TN, int NP, bool STAGED>
-__device__ void decode(const moe_gemm_args &a, smem<TN, NP, STAGED> &sm)
+__device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 {
 	using S = shape<QUANT, TN, NP>;
+	enum { MG = S::MG };   /* not a constexpr local: nvcc 13.0 crashed on one (segmentation fault) */
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-	const int wn = warp % S::WN, kg = warp / S::WN;    /* the warp's 16 columns and k slice */
+	const int wn = warp % S::WN, kg = warp / S::WN;    /* the warp's 16 MG columns and k slice */
 	static_assert(!STAGED || QUANT == MOE_W4A16, "staged kernels are W4A16's");
 
 	if (STAGED && a.K > MOE_DECODE_W4_STAGE_K)
@@ -300,12 +309,15 @@ __device__ void decode(const moe_gemm_args &a, smem<TN, NP, STAGED> &sm)
 
 	/* tile @t's k slices meet (buffer t & 1: the one before was read by every thread
 	 * before it passed the last barrier), then its epilogue */
-	auto meet = [&](const float (&acc)[NP][4], int64_t e, int r0, int nr, int t) {
+	auto meet = [&](const float (&acc)[MG][NP][4], int64_t e, int r0, int nr, int t) {
 #pragma unroll
-		for (int f = 0; f < NP; f++)
+		for (int m = 0; m < MG; m++)
 #pragma unroll
-			for (int j = 0; j < 4; j++)
-				sm.red[t & 1][kg][8 * f + 2 * q + (j & 1)][wn * 16 + g + 8 * (j >> 1)] = acc[f][j];
+			for (int f = 0; f < NP; f++)
+#pragma unroll
+				for (int j = 0; j < 4; j++)
+					sm.red[t & 1][kg][8 * f + 2 * q + (j & 1)][(wn * MG + m) * 16 + g + 8 * (j >> 1)] =
+						acc[m][f][j];
 		__syncthreads();
 		epilogue(e, r0, nr, t, t & 1);
 	};
@@ -391,8 +403,8 @@ __device__ void decode(const moe_gemm_args &a, smem<TN, NP, STAGED> &sm)
 		for (int d = 0; d < S::DEPTH; d++)
 			fetch(buf[d]);
 		for (int t = 0; t < ntl; t++) {
-			/* acc[f]: columns g, g + 8 (c0 c1, c2 c3) x rows 8 f + 2q, 8 f + 2q + 1 of the pass */
-			float acc[NP][4] = {};
+			/* acc[0][f]: columns g, g + 8 (c0 c1, c2 c3) x rows 8 f + 2q, 8 f + 2q + 1 of the pass */
+			float acc[MG][NP][4] = {};
 
 #pragma unroll 1
 			for (int i = 0; i < nst; i++) {
@@ -407,10 +419,10 @@ __device__ void decode(const moe_gemm_args &a, smem<TN, NP, STAGED> &sm)
 						for (int j = 0; j < 4; j++) {
 							const float as = __shfl_sync(0xffffffffu, buf[0].as, 8 * f + 2 * q + (j & 1));
 
-							acc[f][j] += part[f][j] * as * buf[0].bs;
+							acc[0][f][j] += part[f][j] * as * buf[0].bs;
 						}
 				} else {
-					dots(acc, buf[0]);
+					dots(acc[0], buf[0]);
 				}
 #pragma unroll
 				for (int d = 0; d + 1 < S::DEPTH; d++)
@@ -438,24 +450,24 @@ __device__ void decode(const moe_gemm_args &a, smem<TN, NP, STAGED> &sm)
 		 * inside N */
 		const unsigned char *wrow;
 		const uint16_t *srow;
-		bool wok[2];
+		int wok;   /* the lane's columns col + 8 c inside N: c < wok */
 		auto point_w = [&]() {
-			const int col = tile_n0(wt) + wn * 16 + g;
+			const int col = tile_n0(wt) + wn * 16 * MG + g;
 
-			wok[0] = col < a.N, wok[1] = col + 8 < a.N;
+			wok = col < a.N ? (a.N - col + 7) / 8 : 0;
 			wrow = wexp + (int64_t)col * a.b_stride_n;
 			srow = sexp + (int64_t)col * a.bs_stride_n;
 		};
 		point_w();
-		auto fetch_w = [&](wstep4 &s) {
+		auto fetch_w = [&](wstep4<MG> &s) {
 			if (wt >= ntl || nst == 0)
 				return;
 			const int st = kg + wi * S::WK, k = st * 128 + 32 * q;
 			const bool in = k < a.K;   /* K % 32 == 0: the lane's 32 k are all in or all out */
 
 #pragma unroll
-			for (int c = 0; c < 2; c++) {
-				const bool ok = in && wok[c];
+			for (int c = 0; c < 2 * MG; c++) {
+				const bool ok = in && c < wok;
 
 				load16(s.w[c], ok, wrow + 8 * c * a.b_stride_n + k / 2);
 				s.s[c] = ok ? __ldg(srow + 8 * c * a.bs_stride_n + (k >> gshift)) : 0u;
@@ -482,19 +494,19 @@ __device__ void decode(const moe_gemm_args &a, smem<TN, NP, STAGED> &sm)
 		};
 
 		/* d += the products of one step: W dequantized word by word, eight MMAs per n8 operand
-		 * that holds rows */
-		auto dots = [&](float (&d)[NP][4], const wstep4 &w, auto &&x_of) {
-			const __nv_bfloat162 sc[2] = { __halves2bfloat162(__ushort_as_bfloat16((unsigned short)w.s[0]),
-									  __ushort_as_bfloat16((unsigned short)w.s[0])),
-						       __halves2bfloat162(__ushort_as_bfloat16((unsigned short)w.s[1]),
-									  __ushort_as_bfloat16((unsigned short)w.s[1])) };
+		 * that holds rows and 16-column group m of the warp (d[m]) */
+		auto dots = [&](float (&d)[MG][NP][4], const wstep4<MG> &w, auto &&x_of) {
+			__nv_bfloat162 sc[2 * MG];
 
+#pragma unroll
+			for (int c = 0; c < 2 * MG; c++)
+				sc[c] = __bfloat162bfloat162(__ushort_as_bfloat16((unsigned short)w.s[c]));
 #pragma unroll
 			for (int j = 0; j < 4; j++) {
-				uint32_t wf[2][4];   /* column c's pairs (k s, k s + 4), s = 0..3, of word j */
+				uint32_t wf[2 * MG][4];   /* column c's pairs (k s, k s + 4), s = 0..3, of word j */
 
 #pragma unroll
-				for (int c = 0; c < 2; c++)
+				for (int c = 0; c < 2 * MG; c++)
 #pragma unroll
 					for (int p = 0; p < 4; p++)
 						wf[c][p] = w4_pair(w.w[c][j] >> (4 * p), sc[c]);
@@ -507,18 +519,20 @@ __device__ void decode(const moe_gemm_args &a, smem<TN, NP, STAGED> &sm)
 					const uint32_t xp[4] = { __byte_perm(xj[0], xj[2], 0x5410), __byte_perm(xj[0], xj[2], 0x7632),
 								 __byte_perm(xj[1], xj[3], 0x5410), __byte_perm(xj[1], xj[3], 0x7632) };
 #pragma unroll
-					for (int t = 0; t < 2; t++) {
-						const uint32_t af[4] = { wf[0][2 * t], wf[1][2 * t], wf[0][2 * t + 1],
-									 wf[1][2 * t + 1] };
+					for (int m = 0; m < MG; m++)
+#pragma unroll
+						for (int t = 0; t < 2; t++) {
+							const uint32_t af[4] = { wf[2 * m][2 * t], wf[2 * m + 1][2 * t],
+										 wf[2 * m][2 * t + 1], wf[2 * m + 1][2 * t + 1] };
 
-						mma_bf16(d[f], af, xp[2 * t], xp[2 * t + 1]);
-					}
+							mma_bf16(d[m][f], af, xp[2 * t], xp[2 * t + 1]);
+						}
 				}
 			}
 		};
 
 		/* step j of the sequence in wb[j % WDEPTH], its A in xb */
-		wstep4 wb[S::WDEPTH];
+		wstep4<MG> wb[S::WDEPTH];
 		xstep4<NP> xb;
 #pragma unroll
 		for (int d = 0; d < S::WDEPTH; d++)
@@ -538,7 +552,7 @@ __device__ void decode(const moe_gemm_args &a, smem<TN, NP, STAGED> &sm)
 			__syncthreads();
 		}
 		fetch_x(xb);
-		float acc[NP][4] = {};
+		float acc[MG][NP][4] = {};
 		int t = 0, i = 0;
 
 		ring<S::WDEPTH>(ntl * nst, [&](auto slot) {
@@ -563,10 +577,12 @@ __device__ void decode(const moe_gemm_args &a, smem<TN, NP, STAGED> &sm)
 				meet(acc, e, r0, nr, t++);
 				i = 0;
 #pragma unroll
-				for (int f = 0; f < NP; f++)
+				for (int m = 0; m < MG; m++)
 #pragma unroll
-					for (int j = 0; j < 4; j++)
-						acc[f][j] = 0.0f;
+					for (int f = 0; f < NP; f++)
+#pragma unroll
+						for (int j = 0; j < 4; j++)
+							acc[m][f][j] = 0.0f;
 			}
 		});
 		for (; t < ntl; t++)   /* a warp without k steps: zeros at every tile's meeting */

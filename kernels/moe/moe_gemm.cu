@@ -42,7 +42,7 @@ MOE_GEMM_KERNELS(MOE_GEMM_DEFINE)
 	extern "C" __global__ void __launch_bounds__(MOE_GEMM_THREADS, 2)                    \
 		name(const struct moe_gemm_args a)                                           \
 	{                                                                                    \
-		__shared__ moe_decode::smem<tn, (rows) / 8, staged> moe_decode_smem_;        \
+		__shared__ moe_decode::smem<quant, tn, (rows) / 8, staged> moe_decode_smem_; \
 		moe_decode::decode<quant, tn, (rows) / 8, staged>(a, moe_decode_smem_);      \
 	}
 #define MOE_DECODE_DEFINE(quant, tn, rows, name) MOE_DECODE_DEFINE_AS(quant, tn, rows, name, false)

@@ -327,26 +327,27 @@ static inline int moe_gemm_rows_cols(int quant, int tm, int32_t n, int32_t k, in
 
 /*
  * Decode kernels: moe_gemm_<quant>_d<TN>, bf16, FP8 (every scale layout) and
- * W4A16 (group_size a power of two >= 32: 32, 64 or 128), for launches
- * whose experts get a few routed rows each (decode batches), where reading
- * the touched experts' weights is the whole cost.  The same semantics (sorted
+ * W4A16 (group_size a power of two >= 32: 32, 64 or 128), for launches whose
+ * experts get a few routed rows each (decode batches), where reading the
+ * touched experts' weights is the whole cost.  The same semantics (sorted
  * and row mode) and rounding contract as above; any block_m >= 1.
  *
  * A block takes framework blocks (block_m sorted rows each) blockIdx.y,
- * blockIdx.y + gridDim.y, ... below *num_tokens_post_padded, and of each the
- * column tiles (TN columns) blockIdx.x, blockIdx.x + gridDim.x, ...  It
- * gathers a framework block's valid routed rows (up to 256 at a time) and
- * computes them 8 at a time (16 for the W4A16 kernels moe_gemm_w4a16_d<TN>_r16,
- * which take two n8 operands: moe_gemm_decode_rows): each pass streams its
- * tiles' weights once, tile after tile.  Its 8 warps split TN / 16 ways along N and the rest
- * (MOE_DECODE_KWARPS) along K: a warp multiplies 16 weight columns (the
- * mma.sync A operand) by the rows (the n8 operand), loading W and A from
+ * blockIdx.y + gridDim.y, ... below *num_tokens_post_padded, and of each
+ * the column tiles (TN columns) blockIdx.x, blockIdx.x + gridDim.x, ...  It
+ * gathers a framework block's valid routed rows (up to 256 at a time) and computes
+ * them 8 at a time (16 for the W4A16 kernels moe_gemm_w4a16_d<TN>_r16, which
+ * take two n8 operands: moe_gemm_decode_rows): each pass streams its tiles'
+ * weights once, tile after tile.  Its 8 warps split TN / MOE_DECODE_WARP_N
+ * ways along N and the rest (MOE_DECODE_KWARPS) along K: a warp multiplies
+ * 16 weight columns, or 32 (MOE_DECODE_WARP_N; two m16 fragments: W4A16),
+ * the mma.sync A operand, by the rows (the n8 operand), loading W and A from
  * global memory straight into fragments, MOE_DECODE_DEPTH k steps ahead
  * (across tiles; a k step is MOE_DECODE_STEP_K(quant) k: 128 bytes of a bf16
  * or FP8 row; W4A16: 64 bytes of W, fetched MOE_DECODE_W4_DEPTH steps ahead
- * with its scales, A one step ahead, and dequantized in registers); no
- * shared-memory staging, no barrier in the k loop.
- * The warps' k partial sums are added in shared memory in warp order
+ * with its scales (one step ahead on 32-column warps), A one step ahead, and
+ * dequantized in registers); no shared-memory staging, no barrier in the k
+ * loop.  The warps' k partial sums are added in shared memory in warp order
  * (deterministic), then the epilogue, one barrier per tile.  No workspace;
  * one launch; any grid computes the whole result.
  *
@@ -355,11 +356,36 @@ static inline int moe_gemm_rows_cols(int quant, int tm, int32_t n, int32_t k, in
  *         moe_gemm_decode_blocks(EM, block_m, num_valid), 1),
  *   no dynamic shared memory.
  */
-#define MOE_DECODE_KWARPS(tn) (MOE_GEMM_THREADS / 32 / ((tn) / 16))
+/*
+ * MOE_DECODE_WARP_N - the weight columns a warp of the decode kernel of @quant, @tn columns and
+ * @rows a pass multiplies: 32 for the W4A16 tiles of 32 and more columns, two m16 W fragments
+ * that take each dequantized A fragment (a lane's A row, 64 bytes a k step) twice, so that a
+ * warp reads half the A bytes a W byte that it reads at 16 columns: A, the same bytes for every
+ * warp and tile, came from L1, and L1 held these kernels (ncu, H200, Kimi K2's gate/up at 1024
+ * tokens, 16 rows a pass: L1/TEX 81% busy against DRAM 29%).  Measured on an H200
+ * (gpu_bench_moe_decode, INT4 at TP8, the plan's kernel against the same kernel of 16-column
+ * warps in one run): Kimi K2's gate/up at 8 to 1536 tokens 1.13 to 1.30 times as fast (512
+ * tokens: 0.44 of the floor against 0.35), GLM-4.7's at 8 to 512 tokens 1.13 to 1.27; the down
+ * GEMM's 128-column kernel of 8 rows a pass 1.11 to 1.13 times as fast as the staged one of
+ * 16-column warps at 16 and 64 tokens (1.05 at 256; another run).  16 for the rest, and for the
+ * 128-column W4A16 kernels of 16 rows a pass: 32-column warps spill there on sm_90 (unstaged),
+ * or their partial sums and staged rows pass the 48 KiB of static shared memory and SM120's two
+ * blocks a SM (staged).  A staged kernel of 32-column warps for K up to 256 (8 KiB of A rows:
+ * 43008 bytes in all) gained 0.01 of the floor at most on the staged one of 16 columns (H200,
+ * two runs: Kimi K2's down GEMM at 512, 768, 1024 and 1536 tokens 0.32, 0.23, 0.18 and 0.13
+ * against 0.31, 0.22, 0.17 and 0.12; GLM-4.7's at 256 and 512 within 0.01) and spilled 16
+ * bytes on sm_120: not kept.
+ */
+#define MOE_DECODE_WARP_N(quant, tn, rows) \
+	((quant) == MOE_W4A16 && (tn) >= 32 && !((tn) == 128 && (rows) == 16) ? 32 : 16)
+#define MOE_DECODE_KWARPS(quant, tn, rows) (MOE_GEMM_THREADS / 32 / ((tn) / MOE_DECODE_WARP_N(quant, tn, rows)))
 #define MOE_DECODE_DEPTH 2
 /* W4A16's W steps in flight: three, with the per-tile column pointers (a fourth does not fit
  * 128 registers on sm_90 with them; three measured 2-4% faster than four without them, H100) */
 #define MOE_DECODE_W4_DEPTH 3
+/* ... on 32-column warps (MOE_DECODE_WARP_N): one, which holds as many W bytes in flight as two
+ * of 16 columns (two or more spill on sm_90 with A one step ahead) */
+#define MOE_DECODE_W4_WIDE_DEPTH 1
 /* The staged W4A16 kernels' largest K (the down GEMM's 192 and 256 at TP8, 512 at TP4): their
  * shared memory holds a pass's A rows, 16 KB at 16 rows a pass */
 #define MOE_DECODE_W4_STAGE_K 512
@@ -393,25 +419,26 @@ static inline int moe_gemm_decode_has(int quant)
 }
 
 /*
- * The staged W4A16 decode kernels (moe_gemm_w4a16_d128_s, _r16_s): the same
- * as the 128-column ones of MOE_DECODE_KERNELS (same grid, the same sums in
- * the same order), but a
- * pass's A rows are copied into shared memory once, coalesced, and every
+ * The staged W4A16 decode kernel (moe_gemm_w4a16_d128_r16_s): the same as
+ * moe_gemm_w4a16_d128_r16 (same grid, the same sums in the same order), but
+ * a pass's A rows are copied into shared memory once, coalesced, and every
  * tile's warps read them there instead of through L1, where the eight warps
- * re-read them for each tile (a warp reads 4 KB of A a k step against its
- * 1 KB of W: ncu, Kimi K2 gate/up at 1024 tokens on 16 rows a pass, L1/TEX
- * 81% busy against DRAM 29%).  For K up to MOE_DECODE_W4_STAGE_K only (the
- * down GEMM; they trap on a longer K): moe_gemm_decode_kernel picks them.
- * Measured on an H200 (gpu_bench_moe_decode, INT4 down GEMM at TP8, the
- * plan's rows a pass, against the unstaged kernels in the same run): Kimi
+ * re-read them for each tile (a warp of 16 columns reads 4 KB of A a k step
+ * against its 1 KB of W: ncu, Kimi K2 gate/up at 1024 tokens on 16 rows a
+ * pass, L1/TEX 81% busy against DRAM 29%).  For K up to
+ * MOE_DECODE_W4_STAGE_K only (the down GEMM; it traps on a longer K):
+ * moe_gemm_decode_kernel picks it.  Measured on an H200 (gpu_bench_moe_decode,
+ * INT4 down GEMM at TP8, against the unstaged kernel in the same run): Kimi
  * K2 at 512, 1024 and 1536 tokens 0.30, 0.17 and 0.12 of the floor against
- * 0.25, 0.14 and 0.10; at 256, 0.37 against 0.35; GLM-4.7 at 256 and 512
- * tokens 0.16 and 0.09 against 0.15 and 0.08; from 1 to 64 tokens within
- * 0.01 of the floor either way.
+ * 0.25, 0.14 and 0.10; GLM-4.7 at 256 and 512 tokens 0.16 and 0.09 against
+ * 0.15 and 0.08.  At 8 rows a pass the 128-column kernel's 32-column warps
+ * (MOE_DECODE_WARP_N) halve A's bytes instead, and were faster than a staged
+ * 8-row kernel of 16-column warps (H200, one run: Kimi K2's down GEMM at 16,
+ * 64 and 256 tokens 0.43, 0.50 and 0.40 of the floor against 0.38, 0.45 and
+ * 0.38, GLM-4.7's at 16 and 64 tokens 0.28 and 0.31 against 0.25 and 0.28),
+ * which is therefore gone.
  */
-#define MOE_DECODE_STAGED_KERNELS(X)                    \
-	X(MOE_W4A16, 128, 8, moe_gemm_w4a16_d128_s)     \
-	X(MOE_W4A16, 128, 16, moe_gemm_w4a16_d128_r16_s)
+#define MOE_DECODE_STAGED_KERNELS(X) X(MOE_W4A16, 128, 16, moe_gemm_w4a16_d128_r16_s)
 
 /* moe_gemm_decode_steps - the k steps of a reduction of length @k. */
 static inline int64_t moe_gemm_decode_steps(int quant, int32_t k)
@@ -444,7 +471,8 @@ static inline const char *moe_gemm_decode_kernel(int quant, int tn, int rows, in
  * moe_gemm_decode_tn - the column tile TN of the decode kernel for a launch
  * of @quant with reduction length @k: the narrowest (the most blocks per
  * expert, to keep every SM streaming at one token) whose warps along K
- * still get at least 4 of the k steps each (a warp's pipeline fills); 0 if
+ * still get at least 4 of the k steps each (MOE_DECODE_KWARPS of the kernel
+ * of 8 rows a pass: a warp's pipeline fills); 0 if
  * no decode kernel computes @quant.  Pure, plain C.
  */
 static inline int moe_gemm_decode_tn(int quant, int32_t k)
@@ -455,7 +483,7 @@ static inline int moe_gemm_decode_tn(int quant, int32_t k)
 	if (!moe_gemm_decode_has(quant))
 		return 0;
 	for (tn = 16; tn < 128; tn *= 2)
-		if (steps >= 4 * MOE_DECODE_KWARPS(tn))
+		if (steps >= 4 * MOE_DECODE_KWARPS(quant, tn, 8))
 			return tn;
 	return 128;
 }
@@ -581,9 +609,9 @@ static inline int moe_gemm_decode_wanted(int quant, int32_t block_m, int32_t num
  * 128 to 3072 tokens (H200, both models, both GEMMs): past 16 rows these
  * kernels are held by L1, not by the dequantization (ncu, Kimi K2's
  * gate/up at 1024 tokens on 16 rows a pass: L1/TEX 81% busy against DRAM
- * 29%, issue slots 55%): at 16 rows a pass a warp reads 4 KB of A a k
- * step against its 1 KB of W, the same A bytes for every warp and tile,
- * so from L1.  Loading W past L1 and first out of L2 (L1::no_allocate, an
+ * 29%, issue slots 55%): at 16 rows a pass a warp of 16 columns reads 4
+ * KB of A a k step against its 1 KB of W, the same A bytes for every warp
+ * and tile, so from L1 (32-column warps halve that: MOE_DECODE_WARP_N).  Loading W past L1 and first out of L2 (L1::no_allocate, an
  * evict_first policy) moved these rows by -3% to +5% (one run), no more.
  * Pure, plain C.
  */

@@ -105,9 +105,11 @@
  * pass (flag R16, moe_gemm_w4a16_d<TN>_r16): blocks of 9 to 16 valid rows
  * (both n8 operands), of 8 or fewer (the second idle), of several passes
  * and windows, experts on another rank, grid (2, 3) and row mode.  The
- * staged W4A16 kernels (flag STG, moe_gemm_w4a16_d128_s and _r16_s, K up to
- * 512): K inside one 128-k step, ending inside one, and 512, both rows a
- * pass, several passes and windows, other ranks, grid (2, 3), row mode.
+ * kernels of 32-column warps (MOE_DECODE_WARP_N) on a longer K and on the
+ * down GEMM's short one.  The staged W4A16 kernel (flag STG,
+ * moe_gemm_w4a16_d128_r16_s, K up to 512): K inside one 128-k step, ending
+ * inside one, and 512, several passes and windows, other ranks, grid (2,
+ * 3), row mode.
  *
  * Schedule mode (SGLang's inkling grouped GEMM): its own cases after these,
  * see the section "schedule mode" below.
@@ -158,7 +160,7 @@ static const struct kernel kernels[] = { MOE_GEMM_KERNELS(KERNEL_ROW) MOE_DECODE
 #define SHALLOW (1u << 9) /* args.stages MOE_GEMM_SHALLOW_STAGES, moe_gemm_launch_smem bytes (the shallow
 			   * pipeline; a kernel without one ignores it) */
 #define R16 (1u << 10)    /* decode kernels: the one of 16 rows a pass (moe_gemm_<quant>_d<TN>_r16) */
-#define STG (1u << 11)    /* decode kernels: the staged one (MOE_DECODE_STAGED_KERNELS, ..._s) */
+#define STG (1u << 11)    /* decode kernels: the staged one (MOE_DECODE_STAGED_KERNELS, ..._r16_s) */
 
 struct tcase {
 	int quant, tm; /* the kernel */
@@ -296,19 +298,28 @@ static const struct tcase cases[] = {
 	{ W4, DEC(64), 300, 8, 9, 384, 320, 512, 0, 128, R16 | RW | BIAS | PAD | SAMPLE },
 	{ W4, DEC(16), 2, 4, 9, 72, 1024, 64, 0, 64, R16 | NAIVE | SHORT | DROP },
 	{ W4, DEC(128), 16, 8, 16, 1024, 256, 128, 0, 32, R16 | RW | BIAS | OFF },
-	/* the staged W4A16 decode kernels (a pass's A rows in shared memory, K <= 512): K
-	   inside one step (64) and ending inside one (192, 320, 448), K 512 (the most they
-	   hold), 8 and 16 rows a pass, several passes and windows, odd N, experts on another
-	   rank, short and dropped rows, grid (2, 3) and row mode */
-	{ W4, DEC(128), 7, 2, 6, 456, 192, 16, 0, 32, STG | OFF | SHORT },
-	{ W4, DEC(128), 16, 8, 16, 1024, 256, 128, 0, 32, STG | RW | BIAS },
-	{ W4, DEC(128), 33, 4, 8, 201, 512, 32, 0, 64, STG | BIAS | PAD | OFF | GRID3 },
-	{ W4, DEC(128), 300, 8, 9, 384, 320, 512, 0, 128, STG | RW | BIAS | PAD | SAMPLE },
-	{ W4, DEC(128), 3, 8, 12, 199, 448, 16, 0, 32, STG | NAIVE | RW | PAD | OFF },
+	/* the W4A16 decode kernels of 32-column warps (MOE_DECODE_WARP_N) on a longer K than
+	   above: k steps spread unevenly over the warps along K (12 steps over 8, 18 over 4),
+	   both n8 operands, a last tile of 8 valid columns (a quarter of a warp's; of the 64-column
+	   tile's two warps, the second with none) */
+	{ W4, DEC(32), 20, 8, 10, 264, 1536, 64, 0, 32, R16 | RW | BIAS | OFF },
+	{ W4, DEC(64), 6, 8, 11, 200, 2304, 16, 0, 128, RW | PAD | DROP },
+	/* ... and on the down GEMM's short K (the 128-column kernel of 8 rows a pass, which
+	   took the place of a staged one): K 192, 320, 448 and 512, a warp tile partly past N
+	   (201), several passes and windows, grid (2, 3) and row mode */
+	{ W4, DEC(128), 33, 4, 8, 201, 512, 32, 0, 64, BIAS | PAD | OFF | GRID3 },
+	{ W4, DEC(128), 300, 8, 9, 384, 320, 512, 0, 128, RW | BIAS | PAD | SAMPLE },
+	{ W4, DEC(128), 3, 8, 12, 199, 448, 16, 0, 32, NAIVE | RW | PAD | OFF },
+	/* the staged W4A16 decode kernel (16 rows a pass, A rows in shared memory, K <= 512): K
+	   inside one step (64) and ending inside one (192, 448), K 512 (the most it holds),
+	   several passes and windows, odd N, experts on another rank, short and dropped rows,
+	   grid (2, 3) and row mode */
 	{ W4, DEC(128), 33, 8, 9, 200, 64, 128, 0, 32, STG | R16 | RW | PAD },
 	{ W4, DEC(128), 7, 2, 6, 456, 192, 16, 0, 32, STG | R16 | OFF | SHORT },
 	{ W4, DEC(128), 300, 8, 9, 384, 256, 512, 0, 128, STG | R16 | RW | BIAS | PAD | SAMPLE | DROP },
 	{ W4, DEC(128), 12, 8, 12, 199, 448, 64, 0, 64, STG | R16 | RW | PAD | DROP | GRID3 },
+	{ W4, DEC(128), 33, 4, 8, 201, 512, 32, 0, 64, STG | R16 | BIAS | PAD | OFF | GRID3 },
+	{ W4, DEC(128), 3, 8, 12, 199, 448, 16, 0, 32, STG | R16 | NAIVE | RW | PAD | OFF },
 	/* FP8 block scales copied with the k tiles: the 64-row tile's column tiles in turn
 	   (grid x 2) on an N and a K that end inside a 128 group, the 128-row tile's second
 	   128 columns past N, and the 16-row tile's eight k slices on a third of a k tile */

@@ -42,8 +42,9 @@ if [ -n "$san" ]; then
 		racecheck:moe_gemm:72 synccheck:moe_gemm:66 memcheck:lightning_kv racecheck:lightning_kv \
 		memcheck:moe_gemm:s2 memcheck:moe_gemm:s5 memcheck:moe_gemm:s7 racecheck:moe_gemm:s5 \
 		racecheck:moe_gemm:s7 memcheck:moe_gemm:73 memcheck:moe_gemm:76 racecheck:moe_gemm:76 \
-		memcheck:moe_gemm:83 memcheck:moe_gemm:103 racecheck:moe_gemm:103 memcheck:moe_gemm:105 \
-		racecheck:moe_gemm:105; do
+		memcheck:moe_gemm:83 memcheck:moe_gemm:103 racecheck:moe_gemm:103 memcheck:moe_gemm:104 \
+		memcheck:moe_gemm:105 racecheck:moe_gemm:105 memcheck:moe_gemm:111 racecheck:moe_gemm:111 \
+		memcheck:moe_gemm:112; do
 		tool=${c%%:*} rest=${c#*:}
 		t=${rest%%:*} case=${rest#*:}
 		[ "$case" = "$rest" ] && case=

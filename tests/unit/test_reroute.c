@@ -762,7 +762,7 @@ static void test_moe_decisions(void **state)
 	assert_int_equal(moe_gemm_decode_tn(MOE_FP8, 2048), 32);
 	assert_int_equal(moe_gemm_decode_tn(MOE_W4A16, 7168), 16);
 	assert_int_equal(moe_gemm_decode_tn(MOE_W4A16, 256), 128);
-	assert_int_equal(moe_gemm_decode_tn(MOE_W4A16, 2048), 32);
+	assert_int_equal(moe_gemm_decode_tn(MOE_W4A16, 2048), 64);   /* 32-column warps: 8 along K on 32 columns */
 	assert_int_equal(moe_gemm_decode_tn(MOE_NVFP4, 7168), 0);
 	/* twice as wide from 64 routed rows (8 tokens of top_k 8), at most 128 */
 	assert_int_equal(moe_gemm_decode_tile(MOE_BF16, 7168, 8), 16);
@@ -814,8 +814,10 @@ static void test_moe_decisions(void **state)
 	assert_null(moe_gemm_decode_name(MOE_BF16, 16, 16));
 	/* the staged kernels: W4A16, 128 columns, K up to MOE_DECODE_W4_STAGE_K (the down GEMM) */
 	assert_string_equal(moe_gemm_decode_kernel(MOE_W4A16, 128, 16, 256), "moe_gemm_w4a16_d128_r16_s");
-	assert_string_equal(moe_gemm_decode_kernel(MOE_W4A16, 128, 8, 192), "moe_gemm_w4a16_d128_s");
-	assert_string_equal(moe_gemm_decode_kernel(MOE_W4A16, 128, 8, 512), "moe_gemm_w4a16_d128_s");
+	assert_string_equal(moe_gemm_decode_kernel(MOE_W4A16, 128, 16, 512), "moe_gemm_w4a16_d128_r16_s");
+	assert_string_equal(moe_gemm_decode_kernel(MOE_W4A16, 128, 16, 544), "moe_gemm_w4a16_d128_r16");
+	assert_string_equal(moe_gemm_decode_kernel(MOE_W4A16, 128, 8, 192), "moe_gemm_w4a16_d128");
+	assert_string_equal(moe_gemm_decode_kernel(MOE_W4A16, 128, 8, 512), "moe_gemm_w4a16_d128");
 	assert_string_equal(moe_gemm_decode_kernel(MOE_W4A16, 128, 8, 544), "moe_gemm_w4a16_d128");
 	assert_string_equal(moe_gemm_decode_kernel(MOE_W4A16, 32, 16, 256), "moe_gemm_w4a16_d32_r16");
 	assert_string_equal(moe_gemm_decode_kernel(MOE_BF16, 128, 8, 256), "moe_gemm_bf16_d128");
