@@ -532,17 +532,34 @@ static inline int moe_gemm_decode_blocks(int32_t em, int32_t block_m, int32_t nu
  * costs, the routing reads and the pipeline's fill, then come once per
  * several small tiles: the down GEMM's short K), unless that leaves fewer
  * than MOE_DECODE_MIN_BLOCKS blocks over the moe_gemm_decode_blocks() block
- * rows: at one token each tile gets its own block (every SM streaming), and
- * many short blocks keep the last wave short on any SM count.
+ * rows: at one token each tile of a long K gets its own block (every SM
+ * streaming), and many short blocks keep the last wave short on any SM
+ * count.  On a short K (moe_gemm_short_k: the down GEMM), whose tiles are
+ * one or two k steps a warp, the floor is MOE_DECODE_SHORT_MIN_BLOCKS, more
+ * blocks than the largest SM120 card has SMs (188), so that a block's warps
+ * stream the next tile while a tile's sums meet.  Measured on an H200
+ * (gpu_bench_moe_decode, the down GEMM at TP8, every quantization, 1 to 64
+ * tokens, two runs of each rule in one call, best of two): Kimi K2's at 1,
+ * 2 and 4 tokens 0.15, 0.24 and 0.33 of the floor in INT4 against 0.13,
+ * 0.17 and 0.21 with MOE_DECODE_MIN_BLOCKS, FP8 per tensor 0.24, 0.33 and
+ * 0.39 against 0.21, 0.26 and 0.33, bf16 0.39, 0.46 and 0.54 against 0.34,
+ * 0.41 and 0.50; GLM-4.7's INT4 at 4 and 8 tokens 0.21 and 0.27 against
+ * 0.14 and 0.22.  Slower: GLM-4.7's FP8 at 16 tokens, 0.37, 0.33 and 0.32
+ * against 0.41, 0.35 and 0.35 (per tensor, channel, block: 7 blocks a row,
+ * of 5 or 6 tiles, against 8 of 5); every other row within 0.01.  On a long K the lower floor was slower (per-block sweep, one run):
+ * GLM-4.7's gate/up at 8 tokens 0.31 against 0.35 (INT4), 0.57 against
+ * 0.65 (bf16).
  */
 #define MOE_DECODE_BLOCK_BYTES 131072
 #define MOE_DECODE_MIN_BLOCKS 1024
+#define MOE_DECODE_SHORT_MIN_BLOCKS 224
 static inline int moe_gemm_decode_cols(int quant, int32_t n, int32_t k, int tn, int32_t em, int32_t block_m,
 				       int32_t num_valid)
 {
 	const int64_t tiles = ((int64_t)n + tn - 1) / tn;
 	const int64_t tile_bytes = tn * MOE_DECODE_WBYTES(quant, k);
-	const int64_t cap = tiles * moe_gemm_decode_blocks(em, block_m, num_valid) / MOE_DECODE_MIN_BLOCKS;
+	const int64_t least = moe_gemm_short_k(quant, k) ? MOE_DECODE_SHORT_MIN_BLOCKS : MOE_DECODE_MIN_BLOCKS;
+	const int64_t cap = tiles * moe_gemm_decode_blocks(em, block_m, num_valid) / least;
 	int64_t per = tile_bytes > 0 ? (MOE_DECODE_BLOCK_BYTES + tile_bytes - 1) / tile_bytes : 1;
 
 	if (per > cap)

@@ -822,7 +822,13 @@ static void test_moe_decisions(void **state)
 	assert_string_equal(moe_gemm_decode_kernel(MOE_W4A16, 32, 16, 256), "moe_gemm_w4a16_d32_r16");
 	assert_string_equal(moe_gemm_decode_kernel(MOE_BF16, 128, 8, 256), "moe_gemm_bf16_d128");
 	assert_int_equal(moe_gemm_decode_cols(MOE_W4A16, 512, 7168, 16, 8 + 385 * 127, 128, 8), 32);
-	assert_int_equal(moe_gemm_decode_cols(MOE_W4A16, 7168, 256, 128, 128 + 385 * 127, 128, 128), 8);
+	/* the down GEMM's short K: at least MOE_DECODE_SHORT_MIN_BLOCKS blocks, not MOE_DECODE_MIN_BLOCKS:
+	   Kimi K2 at 16 tokens 8 tiles a block (56 tiles x 128 block rows), at 1 token 2 (56 x 8 = 448
+	   blocks would be 1 each); GLM-4.7 at 1 token 1 (40 x 8 = 320: two a block would leave 160) */
+	assert_int_equal(moe_gemm_decode_cols(MOE_W4A16, 7168, 256, 128, 128 + 385 * 127, 128, 128), 7);
+	assert_int_equal(moe_gemm_decode_cols(MOE_W4A16, 7168, 256, 128, 8 + 385 * 127, 128, 8), 28);
+	assert_int_equal(moe_gemm_decode_cols(MOE_W4A16, 5120, 192, 128, 8 + 161 * 127, 128, 8), 40);
+	assert_int_equal(moe_gemm_decode_cols(MOE_BF16, 7168, 256, 128, 16 + 385 * 127, 128, 16), 28);
 	assert_true(moe_gemm_decode_wanted(MOE_FP8, 128, 8, 8 + 385 * 127, 7168));
 	assert_true(moe_gemm_decode_wanted(MOE_BF16, 128, 8 * 8, 8 * 8 + 385 * 127, 7168));
 	assert_true(moe_gemm_decode_wanted(MOE_BF16, 128, 16 * 8, 16 * 8 + 385 * 127, 7168));
