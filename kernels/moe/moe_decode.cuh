@@ -445,9 +445,9 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 		int wt = 0, wi = 0, xt = 0, xi = 0;   /* the next W and A steps to fetch: tile, step */
 
 		/* W and scales of the warp's next step (tile wt, step kg + wi WK of K); none past the last */
-		/* the W and scale rows of the lane's column g of tile wt (its column g + 8 is 8 rows
-		 * further), formed once per tile rather than at every step; which of the two are
-		 * inside N */
+		/* the W and scale rows of the lane's first column of tile wt (its column c, c < 2 MG,
+		 * is 8 c rows further), formed once per tile rather than at every step; how many of
+		 * them are inside N */
 		const unsigned char *wrow;
 		const uint16_t *srow;
 		int wok;   /* the lane's columns col + 8 c inside N: c < wok */
