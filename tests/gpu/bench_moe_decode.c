@@ -471,8 +471,8 @@ int main(int argc, char **argv)
 		printf(" (SM120 the same: their registers)\n");
 	}
 	printf("# fractions of the floor (floor / time); old = row tiles (the plan before), new = the decode "
-	       "kernel the plan picks now (its tile: tn, its rows a pass: rp; W4A16 at K <= 512 the staged one "
-	       "of the tile, moe_gemm_decode_kernel; tn 0 = the row tile kept); d16..d128 "
+	       "kernel the plan picks now (its tile: tn, its rows a pass: rp; W4A16 of 16 rows a pass at K <= 512 the "
+	       "staged one of the tile, moe_gemm_decode_kernel; tn 0 = the row tile kept); d16..d128 "
 	       "each decode tile at 8 rows a pass; r16..r128 each at 16 rows a pass (W4A16), eq = whether the "
 	       "one of moe_gemm_decode_tile's tile wrote the same bytes as 8 rows a pass; us = microseconds\n");
 	if (green)
