@@ -68,6 +68,9 @@ struct shape {
 	/* bytes a row of a warp's staged m16 x WN sums (fp32, padded by 32 bytes: the
 	 * 8-byte fragment writes of 4 rows fall in distinct banks) */
 	static constexpr int EPITCH = WN * 4 + 32;
+	/* rows of those staged at a time: 16, or 8 where the eight warps' 16 would not fit
+	 * the free shared memory (MULTI: one stage; the packed tiles' stages are small) */
+	static constexpr int ER = 8 * 16 * EPITCH <= (MULTI ? STAGE : STAGES * STAGE) ? 16 : 8;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900
 	/* sm_90 has no FP8 mma.sync: ptxas turns each into two f16 MMAs on converted
 	 * fragments, whose registers a 64 x 64 warp tile cannot spare; FP8 at TM 128
@@ -92,7 +95,7 @@ struct shape {
 	static_assert(STAGES >= 2, "a pipeline needs two stages");
 	static_assert(GSC == 0 || (TM * KS <= 128 && KS * GCOLS <= MOE_GEMM_THREADS - 128),
 		      "threads 0-127 copy the activation scales, 128- the weight scales");
-	static_assert(KS > 1 || 8 * 16 * EPITCH <= (MULTI ? STAGE : STAGES * STAGE),
+	static_assert(KS > 1 || 8 * ER * EPITCH <= (MULTI ? STAGE : STAGES * STAGE),
 		      "the free shared memory holds every warp's staged rows");
 };
 
@@ -410,34 +413,40 @@ __device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, i
 #pragma unroll
 	for (int ni = 0; ni < S::NI; ni++)
 		ncol[ni] = n0 + wn * S::WN + ni * 8 + lane / 4;
-	const int scol[1] = { n0 + (int)threadIdx.x };               /* the column whose scales this thread stages */
 	float wsc[S::NI][4], wsc_next[S::NI][4];
 	if (S::PACKED && !S::SMEM_SCALES)
 		load_wscales<QUANT, S::NI>(a, e, ncol, kg * 64, wsc_next);
 
 	/* the block's k tiles in order: step g is k tile g % nk of its tile g / nk, issued in
-	 * order: the issue side counts its k tile (ik) and moves the loader on a tile at ik's wrap */
+	 * order: the issue side counts its k tile (ik) and moves the loader on a tile at ik's wrap;
+	 * TM 128, packed: it also loads into @sc the scales of the step it issues (column scol of
+	 * the issue side's tile), which the caller stores into the stage once that is free */
 	const int total = ntl * nk;
 	int ik = 0;
-	auto issue_next = [&](int slot) {
+	int scol[1] = { n0 + (int)threadIdx.x };   /* the column whose scales this thread stages */
+	auto issue_next = [&](int slot, float (&sc)[1][4]) {
 		ld.issue(a, base + slot * S::STAGE, ik);
 		ld.issue_scales(a, base + S::GS_OFF + slot * S::GSC, ik);
+		if (S::SMEM_SCALES)
+			load_wscales<QUANT, 1>(a, e, scol, ik * 64, sc);
 		if (++ik == nk) {
 			ik = 0;
 			ld.advance(a, tstride);
+			scol[0] += tstride;
 		}
+	};
+	auto store_scales = [&](int slot, const float (&sc)[1][4]) {
+		*(float4 *)(smem + slot * S::STAGE + S::SC_OFF + threadIdx.x * 16) =
+			make_float4(sc[0][0], sc[0][1], sc[0][2], sc[0][3]);
 	};
 
 	for (int s = 0; s < S::STAGES - 1; s++) {
 		if (s < total) {
-			issue_next(s);
-			if (S::SMEM_SCALES) {
-				float v[1][4];
+			float v[1][4];
 
-				load_wscales<QUANT, 1>(a, e, scol, s * 64, v);
-				*(float4 *)(smem + s * S::STAGE + S::SC_OFF + threadIdx.x * 16) =
-					make_float4(v[0][0], v[0][1], v[0][2], v[0][3]);
-			}
+			issue_next(s, v);
+			if (S::SMEM_SCALES)
+				store_scales(s, v);
 		}
 		cp_async_commit();
 	}
@@ -472,11 +481,12 @@ __device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, i
 		};
 
 		if (S::KS == 1) {
-			/* one m16 fragment row of the warp's tile at a time: its fp32 sums into the
-			 * warp's rows of @stage, then each lane takes 8 columns of a row, applies
-			 * the epilogue and stores them as 16 bytes (pairs where N, C's row stride
-			 * or C is not 8-element aligned) */
-			const uint32_t ep = base + stage + warp * 16 * S::EPITCH;
+			/* ER rows of an m16 fragment row of the warp's tile at a time (S::ER): their
+			 * fp32 sums into the warp's rows of @stage, then each lane takes 8 columns of
+			 * a row, applies the epilogue and stores them as 16 bytes (pairs where N, C's
+			 * row stride or C is not 8-element aligned) */
+			constexpr int ER = S::ER;
+			const uint32_t ep = base + stage + warp * ER * S::EPITCH;
 			const bool wide = a.c_stride_m % 8 == 0 && ((uintptr_t)a.c & 15) == 0;
 			constexpr int CPR = S::WN / 8;   /* 8-column chunks per row */
 
@@ -484,38 +494,41 @@ __device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, i
 #pragma unroll
 			for (int mi = 0; mi < S::MI; mi++) {
 #pragma unroll
-				for (int h = 0; h < 2; h++)
+				for (int h0 = 0; h0 < 2; h0 += ER / 8) {
 #pragma unroll
-					for (int ni = 0; ni < S::NI; ni++)
-						sts64(ep + (lane / 4 + h * 8) * S::EPITCH + (ni * 8 + (lane & 3) * 2) * 4,
-						      acc[mi][ni][h * 2], acc[mi][ni][h * 2 + 1]);
-				__syncwarp();
+					for (int h = 0; h < ER / 8; h++)
 #pragma unroll
-				for (int c = lane; c < 16 * CPR; c += 32) {
-					const int row = c / CPR, n = n0 + wn * S::WN + c % CPR * 8;
-					const int id = r.tok[wm * S::WM + mi * 16 + row];
-					if (id < 0 || n >= a.N)
-						continue;
-					const uint4 lo = lds128(ep + row * S::EPITCH + c % CPR * 32);
-					const uint4 hi = lds128(ep + row * S::EPITCH + c % CPR * 32 + 16);
-					const uint32_t x[8] = { lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w };
-					float as, w, v[8] = {};
-					row_factors(id, as, w);
+						for (int ni = 0; ni < S::NI; ni++)
+							sts64(ep + (lane / 4 + h * 8) * S::EPITCH + (ni * 8 + (lane & 3) * 2) * 4,
+							      acc[mi][ni][(h0 + h) * 2], acc[mi][ni][(h0 + h) * 2 + 1]);
+					__syncwarp();
 #pragma unroll
-					for (int j = 0; j < 8; j++)
-						if (n + j < a.N)
-							v[j] = moe_epilogue::value<QUANT>(a, __uint_as_float(x[j]), e, n + j,
-											  ts, as, w);
-					if (wide && n + 8 <= a.N)
-						*(uint4 *)((__nv_bfloat16 *)a.c + (int64_t)id * a.c_stride_m + n) =
-							make_uint4(pack_bf16(v[0], v[1]), pack_bf16(v[2], v[3]),
-								   pack_bf16(v[4], v[5]), pack_bf16(v[6], v[7]));
-					else
+					for (int c = lane; c < ER * CPR; c += 32) {
+						const int row = c / CPR, n = n0 + wn * S::WN + c % CPR * 8;
+						const int id = r.tok[wm * S::WM + mi * 16 + h0 * 8 + row];
+						if (id < 0 || n >= a.N)
+							continue;
+						const uint4 lo = lds128(ep + row * S::EPITCH + c % CPR * 32);
+						const uint4 hi = lds128(ep + row * S::EPITCH + c % CPR * 32 + 16);
+						const uint32_t x[8] = { lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w };
+						float as, w, v[8] = {};
+						row_factors(id, as, w);
 #pragma unroll
-						for (int j = 0; j < 8; j += 2)
-							moe_epilogue::store_pair(a, id, n + j, v + j);
+						for (int j = 0; j < 8; j++)
+							if (n + j < a.N)
+								v[j] = moe_epilogue::value<QUANT>(a, __uint_as_float(x[j]), e, n + j,
+												  ts, as, w);
+						if (wide && n + 8 <= a.N)
+							*(uint4 *)((__nv_bfloat16 *)a.c + (int64_t)id * a.c_stride_m + n) =
+								make_uint4(pack_bf16(v[0], v[1]), pack_bf16(v[2], v[3]),
+									   pack_bf16(v[4], v[5]), pack_bf16(v[6], v[7]));
+						else
+#pragma unroll
+							for (int j = 0; j < 8; j += 2)
+								moe_epilogue::store_pair(a, id, n + j, v + j);
+					}
+					__syncwarp();
 				}
-				__syncwarp();
 			}
 			return;
 		}
@@ -572,14 +585,11 @@ __device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, i
 
 			cp_async_wait<S::STAGES - 2>();
 			__syncthreads();
-			if (gi < total)
-				issue_next(gi % S::STAGES);
-			cp_async_commit();
-			/* TM 128, packed: the scales of the stage just issued, stored once this one is consumed */
-			const int ksc = kt + S::STAGES - 1;
+			/* TM 128, packed: nsc, the scales of the stage issued now, stored once this one is consumed */
 			float nsc[1][4] = {};
-			if (S::SMEM_SCALES && ksc < nk)
-				load_wscales<QUANT, 1>(a, e, scol, ksc * 64, nsc);
+			if (gi < total)
+				issue_next(gi % S::STAGES, nsc);
+			cp_async_commit();
 
 			const uint32_t st = base + (g % S::STAGES) * S::STAGE;
 			const int kslot = kt * S::KS + kg;                  /* k slice index over K */
@@ -590,8 +600,16 @@ __device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, i
 #pragma unroll
 					for (int ks = 0; ks < 4; ks++)
 						wsc[ni][ks] = wsc_next[ni][ks];
-				if (kt + 1 < nk)
+				if (kt + 1 < nk) {
 					load_wscales<QUANT, S::NI>(a, e, ncol, (kslot + S::KS) * 64, wsc_next);
+				} else if (S::MULTI && g + 1 < total) {
+					/* the next tile's first k slice */
+					int nn[S::NI];
+#pragma unroll
+					for (int ni = 0; ni < S::NI; ni++)
+						nn[ni] = ncol[ni] + tstride;
+					load_wscales<QUANT, S::NI>(a, e, nn, kg * 64, wsc_next);
+				}
 			}
 
 			uint32_t bw[S::NI][8];   /* packed, narrow tiles: this thread's W row slice (32 bytes) per n8 */
@@ -707,9 +725,8 @@ __device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, i
 				slice(constant<(S::MI + 1) / 2>(), constant<S::KU>(), acc, 0, 0);
 			}
 
-			if (S::SMEM_SCALES && ksc < nk)
-				*(float4 *)(smem + (ksc % S::STAGES) * S::STAGE + S::SC_OFF + threadIdx.x * 16) =
-					make_float4(nsc[0][0], nsc[0][1], nsc[0][2], nsc[0][3]);
+			if (S::SMEM_SCALES && gi < total)
+				store_scales(gi % S::STAGES, nsc);
 			if (++kt == nk && S::MULTI) {
 				/* the tile's end: its epilogue, staged in the stage just consumed (the
 				 * only one not in flight), while the next tile's first k tiles load,
@@ -717,6 +734,10 @@ __device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, i
 				finish((uint32_t)((g % S::STAGES) * S::STAGE));
 				kt = 0;
 				n0 += tstride;
+				if (S::PACKED && !S::SMEM_SCALES)
+#pragma unroll
+					for (int ni = 0; ni < S::NI; ni++)
+						ncol[ni] += tstride;
 #pragma unroll
 				for (int mi = 0; mi < S::MI; mi++)
 #pragma unroll

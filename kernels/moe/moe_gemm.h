@@ -90,10 +90,17 @@ enum moe_scale { MOE_SCALE_NONE = 0, MOE_SCALE_TENSOR, MOE_SCALE_CHANNEL, MOE_SC
  *   TM 128  256 columns; warps 2 (M) x 4 (N), each 64 x 64 (the reuse per
  *           byte of shared memory that large batches need).
  * Blocks whose rows are all padding exit at once.  The MOE_GEMM_MULTI
- * kernels (TM 64 and 128, bf16 and FP8) take column tiles bx, bx +
+ * kernels (TM 64 and 128, every quantization) take column tiles bx, bx +
  * gridDim.x, ... of their rows as one pipelined sequence of k tiles, so
  * that a short K (the down GEMM's 192 or 256) does not leave each block
- * loading, computing and storing in turn; the others take one, tile bx.
+ * loading, computing and storing in turn; the others (TM 16) take one,
+ * tile bx.  The 4-bit weights gained least: W4A16's down GEMM at TP8 on
+ * the 128-row tile ran at 0.10, 0.08 and 0.06 of the floor against 0.09,
+ * 0.07 and 0.05 on a block per tile (H200, gpu_bench_moe_decode
+ * MOE_DECODE_ROWTILES=1, Kimi K2 at 1024, 2048 and 4096 tokens; GLM-4.7
+ * up by 0.01 or less), as its warps, two a scheduler, wait on their own
+ * dequantization and MMAs more than on the loads (ncu, Kimi K2's down
+ * GEMM at 4096 tokens: 32% of issue slots used, the tensor pipe 15%).
  * Launch: block (MOE_GEMM_THREADS, 1, 1),
  *   grid (moe_gemm_rows_cols(quant, TM, N, K, num_valid), ceil(EM / TM), 1)
  *   (row mode: ceil(EM / block_m) rows of the grid; schedule mode EM / TM),
@@ -106,8 +113,8 @@ enum moe_scale { MOE_SCALE_NONE = 0, MOE_SCALE_TENSOR, MOE_SCALE_CHANNEL, MOE_SC
 #define MOE_GEMM_KSPLIT(tm) ((tm) == 16 ? 8 : 1)
 #define MOE_GEMM_KROW 128           /* bytes of A per row, k slice and warp */
 #define MOE_GEMM_PACKED(quant) ((quant) == MOE_W4A16 || (quant) == MOE_NVFP4)
-/* Kernels that take several column tiles per block (above). */
-#define MOE_GEMM_MULTI(quant, tm) (MOE_GEMM_KSPLIT(tm) == 1 && !MOE_GEMM_PACKED(quant))
+/* Kernels that take several column tiles per block (above): those whose warps do not split K. */
+#define MOE_GEMM_MULTI(quant, tm) (MOE_GEMM_KSPLIT(tm) == 1)
 
 #define MOE_GEMM_KERNELS(X)                                 \
 	X(MOE_BF16, 16, moe_gemm_bf16_m16)                  \

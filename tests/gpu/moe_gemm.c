@@ -86,9 +86,9 @@
  * row mode, and two model-like shapes (gate/up N 512 K 2048, down N 1024 K
  * 256 at 16 tokens).
  *
- * The MOE_GEMM_MULTI row tiles (bf16 and FP8 at TM 64 and 128) run on the
+ * The MOE_GEMM_MULTI row tiles (every quantization at TM 64 and 128) run on the
  * grid x of moe_gemm_rows_cols(), and, flag GRID3, on a grid x of 2 over 3
- * to 4 column tiles (a block's tiles one pipelined sequence: the next
+ * to 8 column tiles (a block's tiles one pipelined sequence: the next
  * tile's loads under the last one's epilogue; a partial last tile, K
  * ending inside a k tile, experts on another rank, row mode).  Flag SHALLOW
  * runs bf16 at TM 64 on its shallow two-stage pipeline (args.stages; K of
@@ -326,6 +326,17 @@ static const struct tcase cases[] = {
 	{ FP8, 64, 61, 8, 9, 328, 448, 64, BLOCK, 0, RW | PAD | OFF | SHORT | GRID3 },
 	{ FP8, 128, 21, 8, 7, 200, 576, 128, BLOCK, 0, BIAS | DROP },
 	{ FP8, 16, 9, 8, 9, 328, 1344, 16, BLOCK, 0, RW | PAD | OFF },
+	/* the packed row tiles at TM 64 and 128 as MOE_GEMM_MULTI tiles, grid x 2 over 3 to 8
+	   column tiles: the W scales staged with the k tile of the step issued (TM 128) or held
+	   for the next step (TM 64) across a tile's end, a partial last tile, a K of one k tile
+	   (the pipeline's first stages span tiles) to more than the stages, row mode */
+	{ W4, 128, 33, 8, 9, 1000, 192, 128, 0, 32, RW | BIAS | PAD | OFF | GRID3 },
+	{ W4, 128, 300, 8, 16, 600, 320, 128, 0, 128, RW | PAD | DROP | SAMPLE | GRID3 },
+	{ W4, 128, 7, 3, 6, 520, 64, 128, 0, 64, NAIVE | BIAS | SHORT | GRID3 },
+	{ W4, 64, 33, 4, 8, 456, 64, 64, 0, 64, RW | PAD | OFF | GRID3 },
+	{ W4, 64, 61, 8, 9, 1000, 1024, 128, 0, 32, BIAS | DROP | SHORT | GRID3 },
+	{ FP4, 128, 33, 8, 9, 1000, 256, 128, 0, 0, RW | BIAS | PAD | OFF | GRID3 },
+	{ FP4, 64, 7, 2, 5, 456, 64, 64, 0, 0, NAIVE | RW | GRID3 },
 };
 #undef BF16
 #undef FP8

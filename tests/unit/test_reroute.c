@@ -742,14 +742,15 @@ static void test_moe_decisions(void **state)
 	/* the row tiles' grid x: a block per column tile for gate/up's long K (Kimi TP8 at 4096
 	   tokens), several for the down GEMM's short K (Kimi: 4 of 28 tiles of 256 columns, 4 k
 	   tiles each; GLM FP8 at 512 tokens: 5 of 40, kept to 512 blocks over the 64 row blocks
-	   its rows fill), one again when that would leave too few blocks, and always one for the
-	   kernels that take a single tile (4-bit weights, TM 16) */
+	   its rows fill; the 4-bit weights' down GEMM alike: Kimi INT4 4 of 28, NVFP4 at TM 64 4 of
+	   56), one again when that would leave too few blocks, and always one for the kernels
+	   that take a single tile (TM 16) */
 	assert_int_equal(moe_gemm_rows_cols(MOE_BF16, 128, 512, 7168, 4096 * 8), 2);
 	assert_int_equal(moe_gemm_rows_cols(MOE_BF16, 128, 7168, 256, 4096 * 8), 7);
 	assert_int_equal(moe_gemm_rows_cols(MOE_FP8, 64, 5120, 192, 512 * 8), 8);
 	assert_int_equal(moe_gemm_rows_cols(MOE_BF16, 64, 456, 208, 33 * 8), 4);
-	assert_int_equal(moe_gemm_rows_cols(MOE_W4A16, 128, 7168, 256, 4096 * 8), 28);
-	assert_int_equal(moe_gemm_rows_cols(MOE_NVFP4, 64, 7168, 256, 4096 * 8), 56);
+	assert_int_equal(moe_gemm_rows_cols(MOE_W4A16, 128, 7168, 256, 4096 * 8), 7);
+	assert_int_equal(moe_gemm_rows_cols(MOE_NVFP4, 64, 7168, 256, 4096 * 8), 14);
 	assert_int_equal(moe_gemm_rows_cols(MOE_BF16, 16, 7168, 256, 4096 * 8), 224);
 	/* the decode kernels: Kimi K2 TP8's gate/up (K 7168) on 16-column tiles, its down
 	   (K 256) on 128; gate/up up to 4 rows an expert (Kimi's 128 tokens: 2.7) on any
