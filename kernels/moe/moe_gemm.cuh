@@ -43,7 +43,7 @@ struct shape {
 	static constexpr bool PACKED = MOE_GEMM_PACKED(QUANT);
 	static constexpr int TN = MOE_GEMM_TN(TM);
 	static constexpr int KS = MOE_GEMM_KSPLIT(TM);
-	static constexpr int WARPS_M = KS == 1 ? 2 : 1;
+	static constexpr int WARPS_M = KS == 1 && !MOE_GEMM_PAIRED(QUANT, TM) ? 2 : 1;
 	static constexpr int WARPS_N = 8 / (WARPS_M * KS);
 	static constexpr int WM = TM / WARPS_M, WN = TN / WARPS_N;
 	static constexpr int MI = WM / 16;            /* m16 fragments per warp */

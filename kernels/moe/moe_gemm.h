@@ -86,7 +86,8 @@ enum moe_scale { MOE_SCALE_NONE = 0, MOE_SCALE_TENSOR, MOE_SCALE_CHANNEL, MOE_SC
  *   TM 16   32 columns; the warps split K (MOE_GEMM_KSPLIT ways), each
  *           16 x 32 on its own k slice, so that small batches still put
  *           enough blocks on the weights;
- *   TM 64   128 columns; warps 2 (M) x 4 (N), each 32 x 32;
+ *   TM 64   128 columns; warps 2 (M) x 4 (N), each 32 x 32 (W4A16: 1 x 8,
+ *           each 64 x 16: MOE_GEMM_PAIRED);
  *   TM 128  256 columns; warps 2 (M) x 4 (N), each 64 x 64 (the reuse per
  *           byte of shared memory that large batches need).
  * Blocks whose rows are all padding exit at once.  The MOE_GEMM_MULTI
@@ -148,6 +149,24 @@ static inline const char *moe_gemm_kernel_name(int quant, int tm)
  * 256 columns (fp32, one per k16 step: 4 per 64-k slice) are staged in
  * shared memory; the narrower tiles keep theirs in registers. */
 #define MOE_GEMM_SCALE_BYTES(quant, tm) ((tm) == 128 && MOE_GEMM_PACKED(quant) ? MOE_GEMM_TN(tm) * 16 : 0)
+/*
+ * MOE_GEMM_PAIRED - the row tiles that run two blocks per SM, on SM120 too: W4A16 at TM 64,
+ * on MOE_GEMM_PAIRED_STAGES stages (43008 bytes) and warps 1 (M) x 8 (N), each 64 x 16, that
+ * dequantize each W fragment once (the 2 x 4 warps of 32 x 32 dequantize each twice), in 128
+ * registers.  One block of 8 warps held that tile by its latency: its warps, two a scheduler,
+ * waited on their own dequantization and MMAs (ncu, the 128-row tile at Kimi K2's down GEMM
+ * at 4096 tokens: 32% of issue slots used, the tensor pipe 15%).  Measured on an H200
+ * (gpu_bench_moe_decode MOE_DECODE_BM=64 MOE_DECODE_ROWTILES=1, INT4 at TP8, against the
+ * four-stage tile of 2 x 4 warps in one run): Kimi K2's gate/up at 2048, 4096 and 8192
+ * tokens 2.33 to 2.35 times as fast (3108, 5881 and 9208 us to 1335, 2515 and 3911), its
+ * down GEMM 2.20 to 2.28 (2026, 3733 and 5918 us to 890, 1655 and 2688); GLM-4.7's gate/up
+ * 2.31 to 2.36 and down 2.09 to 2.18 at 1024 to 8192 tokens.  (That run's kernel also
+ * dequantized a warp's W fragments before its A loop; without that, as here, it ran within
+ * 1% of it in another run.)  BLOCK_SIZE_M 64 is SGLang's default configuration past E
+ * tokens, where no 128-row tile fits.
+ */
+#define MOE_GEMM_PAIRED(quant, tm) ((quant) == MOE_W4A16 && (tm) == 64)
+#define MOE_GEMM_PAIRED_STAGES 3
 /* Bytes of one pipeline stage: a k tile of A and of W (and the W scales). */
 #define MOE_GEMM_STAGE_BYTES(quant, tm)                                                        \
 	((tm) * MOE_GEMM_KSPLIT(tm) * MOE_GEMM_KROW + MOE_GEMM_TN(tm) * MOE_GEMM_BPITCH(quant, tm) + \
@@ -160,8 +179,9 @@ static inline const char *moe_gemm_kernel_name(int quant, int tm)
  * bytes in flight, measured slower: bf16 at TM 128 on an H200, 270 against
  * 342 TFLOP/s.)
  */
-#define MOE_GEMM_STAGES(quant, tm) \
-	(98304 / MOE_GEMM_STAGE_BYTES(quant, tm) > 4 ? 4 : 98304 / MOE_GEMM_STAGE_BYTES(quant, tm))
+#define MOE_GEMM_STAGES(quant, tm)                                                    \
+	(MOE_GEMM_PAIRED(quant, tm)                             ? MOE_GEMM_PAIRED_STAGES : \
+	 98304 / MOE_GEMM_STAGE_BYTES(quant, tm) > 4 ? 4 : 98304 / MOE_GEMM_STAGE_BYTES(quant, tm))
 /*
  * Bytes of FP8 group scales per stage, past the stages' data: for each of a
  * k tile's KS slices (one 128-k group each), the activation scale of each of
@@ -241,13 +261,18 @@ static inline int moe_gemm_wide_waste(int32_t n)
  * the launch: moe_gemm_decode_wanted), 64 up to 64 rows, 128 beyond; but
  * 64 at any count for a kernel with a shallow pipeline on a short K (bf16's
  * down GEMM: moe_gemm_rows_stages), and for bf16 and FP8 on an N that
- * wastes the wide tiles (moe_gemm_wide_waste); and W4A16 takes 128 at any
- * count past 16's: its warps dequantize the W fragments they multiply, so
- * the 128-row tile, with twice the MMAs per dequantized fragment, ran 1.5
- * to 4 times faster than the 64-row one at every count measured (H100,
- * gpu_bench_moe_decode MOE_DECODE_ROWTILES=1, Kimi K2 and GLM-4.7 at TP8,
- * gate/up and down, 256 to 4096 tokens: 5 to 205 rows an expert; one block
- * per SM each, as on SM120).  Chosen for SM120's blocks
+ * wastes the wide tiles (moe_gemm_wide_waste).  W4A16 takes 128 past 16's
+ * but 64 (MOE_GEMM_PAIRED: two blocks per SM) up to 64 rows an expert on a
+ * short K or an N that wastes the wide tiles.  Measured on an H200
+ * (gpu_bench_moe_decode MOE_DECODE_ROWTILES=1, INT4 at TP8, BLOCK_SIZE_M
+ * 128, the plan of this rule against the 128-row tile in one run): Kimi
+ * K2's down GEMM at 2048 and 3072 tokens (43 and 64 rows an expert) 903
+ * and 1271 us against 1159 and 1373, GLM-4.7's gate/up (N 384) and down at
+ * 1024 tokens (51 rows) 331 and 260 us against 459 and 340; not Kimi's
+ * gate/up, whose long K the 128-row tile streamed faster (2048 and 3072
+ * tokens: 1279 and 1469 us against 1337 and 1911), nor past 64 rows (GLM
+ * at 2048 tokens, 102 rows: 0.07 and 0.05 of the floor against 0.06 and
+ * 0.04).  Chosen for SM120's blocks
  * per SM, as measured on an H100 and an H200 with the launches padded to
  * them (tests/gpu/bench_moe_decode.c, Kimi K2 and GLM-4.7 at TP8, 8 to 4096
  * tokens): the 16-row tile's 96 KiB keep one block per SM there, and past 4
@@ -267,9 +292,11 @@ static inline int moe_gemm_rows_tile(int quant, int32_t block_m, int32_t num_val
 	const int64_t per = moe_gemm_rows_per_expert(block_m, num_valid, em);
 	const int narrow = (MOE_GEMM_SHALLOW(quant, 64) && moe_gemm_short_k(quant, k)) ||
 			   (!MOE_GEMM_PACKED(quant) && moe_gemm_wide_waste(n));
+	const int paired = MOE_GEMM_PAIRED(quant, 64) && per <= 64 &&
+			   (moe_gemm_short_k(quant, k) || moe_gemm_wide_waste(n));
 	const int want = per <= MOE_GEMM_M16_ROWS(quant)			? 16
-			 : quant != MOE_W4A16 && (per <= 64 || narrow)	? 64
-									: 128;
+			 : (quant != MOE_W4A16 && (per <= 64 || narrow)) || paired	? 64
+											: 128;
 	static const int tiles[] = { 128, 64, 16 };   /* the kernels' row tiles, largest first */
 	unsigned i;
 

@@ -337,6 +337,10 @@ static const struct tcase cases[] = {
 	{ W4, 64, 61, 8, 9, 1000, 1024, 128, 0, 32, BIAS | DROP | SHORT | GRID3 },
 	{ FP4, 128, 33, 8, 9, 1000, 256, 128, 0, 0, RW | BIAS | PAD | OFF | GRID3 },
 	{ FP4, 64, 7, 2, 5, 456, 64, 64, 0, 0, NAIVE | RW | GRID3 },
+	/* W4A16 at TM 64 on warps of 64 x 16 (MOE_GEMM_PAIRED): whole blocks (every warp's four
+	   m16 fragments live) on a K past its three stages, and row mode */
+	{ W4, 64, 300, 8, 16, 456, 320, 64, 0, 64, RW | BIAS | PAD | OFF | SAMPLE },
+	{ W4, 64, 3, 4, 9, 200, 256, 64, 0, 128, NAIVE | RW | DROP },
 };
 #undef BF16
 #undef FP8

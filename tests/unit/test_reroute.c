@@ -674,7 +674,10 @@ static void test_moe_decisions(void **state)
 	   any count past 4 (the shallow pipeline), its FP8 one -> 128 at 4096 tokens; NVFP4 keeps
 	   16 up to 24 rows; BLOCK_SIZE_M 32 or 96 has no 32-row kernel: 16-row blocks cover it.
 	   GLM-4.7 TP8 (160 experts): its gate/up's N 384 wastes the 256-column tiles, so 64 rows
-	   at 4096 tokens (205 an expert) for bf16 and FP8, 128 for the packed 4-bit weights */
+	   at 4096 tokens (205 an expert) for bf16 and FP8, 128 for the packed 4-bit weights; W4A16
+	   64 up to 64 rows an expert on the down GEMM's short K (Kimi's at 2048 tokens, 43), 128
+	   past (4096, 85) and on a long K (Kimi's gate/up at 2048), 64 at any count past 16's
+	   under BLOCK_SIZE_M 64 */
 	static const struct {
 		int quant;
 		int32_t experts, block_m, tokens, n, k;
@@ -689,6 +692,8 @@ static void test_moe_decisions(void **state)
 		{ MOE_BF16, 384, 64, 4096, 512, 7168, 64 },    { MOE_BF16, 384, 32, 1, 512, 7168, 16 },
 		{ MOE_BF16, 160, 128, 4096, 384, 5120, 64 },   { MOE_FP8, 160, 128, 4096, 384, 5120, 64 },
 		{ MOE_W4A16, 160, 128, 4096, 384, 5120, 128 }, { MOE_FP8, 160, 128, 4096, 5120, 192, 128 },
+		{ MOE_W4A16, 384, 128, 2048, 7168, 256, 64 },  { MOE_W4A16, 384, 128, 4096, 7168, 256, 128 },
+		{ MOE_W4A16, 384, 128, 2048, 512, 7168, 128 }, { MOE_W4A16, 384, 64, 8192, 512, 7168, 64 },
 	};
 	size_t i;
 	int32_t top_k = 0, mul = 0;
@@ -774,8 +779,8 @@ static void test_moe_decisions(void **state)
 	assert_int_equal(moe_gemm_decode_tile(MOE_FP8, 256, 4096), 128);
 	assert_int_equal(moe_gemm_decode_tile(MOE_NVFP4, 7168, 4096), 0);
 	/* the whole choice: Kimi K2's INT4 gate/up at 512 tokens (10.7 rows an expert) on the
-	   decode kernel of 32 columns and 16 rows a pass, its row tile 128 (W4A16's at any count
-	   past 16's); GLM-4.7's bf16 gate/up at 4096 tokens on the shallow 64-row tile, no decode
+	   decode kernel of 32 columns and 16 rows a pass, its row tile 128 (W4A16's on a long
+	   K); GLM-4.7's bf16 gate/up at 4096 tokens on the shallow 64-row tile, no decode
 	   kernel; row mode on the 16-row tile or the narrow decode tile, 8 rows a pass */
 	{
 		struct moe_gemm_choice c = moe_gemm_choose(MOE_W4A16, 128, 4096, 4096 + 385 * 127, 512, 7168, 0);
@@ -795,7 +800,8 @@ static void test_moe_decisions(void **state)
 	}
 	/* W4A16: up to 40 rows an expert (GLM-4.7's 768 tokens: 38.4; not its 1024: 51, nor Kimi
 	   K2's 2048: 42.7), gate/up and down alike, 16 rows a pass past 8 rows an expert (Kimi
-	   K2's 512 tokens: 10.7); beyond, the 128-row tile, at 51 rows an expert too */
+	   K2's 512 tokens: 10.7); beyond, the row tiles: GLM-4.7's gate/up (N 384) at 51 rows an
+	   expert and Kimi K2's down GEMM at 42.7 on the 64-row one, Kimi's gate/up on the 128 */
 	assert_true(moe_gemm_decode_wanted(MOE_W4A16, 128, 8, 8 + 161 * 127, 5120));
 	assert_true(moe_gemm_decode_wanted(MOE_W4A16, 128, 512 * 8, 512 * 8 + 161 * 127, 5120));
 	assert_true(moe_gemm_decode_wanted(MOE_W4A16, 16, 512 * 8, 512 * 8 + 161 * 15, 192));
@@ -803,8 +809,9 @@ static void test_moe_decisions(void **state)
 	assert_false(moe_gemm_decode_wanted(MOE_W4A16, 128, 1024 * 8, 1024 * 8 + 161 * 127, 5120));
 	assert_false(moe_gemm_decode_wanted(MOE_W4A16, 128, 2048 * 8, 2048 * 8 + 385 * 127, 7168));
 	assert_false(moe_gemm_decode_wanted(MOE_W4A16, 128, 4096 * 8, 4096 * 8 + 385 * 127, 7168));
-	assert_int_equal(moe_gemm_rows_tile(MOE_W4A16, 128, 1024 * 8, 1024 * 8 + 161 * 127, 384, 5120), 128);
-	assert_int_equal(moe_gemm_rows_tile(MOE_W4A16, 128, 2048 * 8, 2048 * 8 + 385 * 127, 7168, 256), 128);
+	assert_int_equal(moe_gemm_rows_tile(MOE_W4A16, 128, 1024 * 8, 1024 * 8 + 161 * 127, 384, 5120), 64);
+	assert_int_equal(moe_gemm_rows_tile(MOE_W4A16, 128, 2048 * 8, 2048 * 8 + 385 * 127, 7168, 256), 64);
+	assert_int_equal(moe_gemm_rows_tile(MOE_W4A16, 128, 2048 * 8, 2048 * 8 + 385 * 127, 512, 7168), 128);
 	assert_int_equal(moe_gemm_rows_tile(MOE_W4A16, 64, 2048 * 8, 2048 * 8 + 385 * 63, 512, 7168), 64);
 	assert_int_equal(moe_gemm_decode_rows(MOE_W4A16, 128, 256 * 8, 256 * 8 + 385 * 127), 8);
 	assert_int_equal(moe_gemm_decode_rows(MOE_W4A16, 128, 512 * 8, 512 * 8 + 385 * 127), 16);
