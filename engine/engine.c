@@ -36,7 +36,7 @@ static void cpu_destroy(void *ctx)
 
 static void *gpu_create(const struct ref_model *m, const struct ref_opts *o, struct sm_err *err)
 {
-	return ref_gpu_new(m, o->max_seq, o->absorbed, o->verbose, &o->routes, err);
+	return ref_gpu_new(m, o->max_seq, o->chunk, o->absorbed, o->verbose, &o->routes, err);
 }
 
 static int gpu_forward(void *ctx, const int *tokens, int n, int all, float *logits, struct sm_err *err)

@@ -15,6 +15,7 @@
 
 struct ref_opts {
 	int max_seq;		/* KV cache positions */
+	int chunk;		/* gpu: prompt tokens a prefill step takes (0: REF_GPU_CHUNK) */
 	int absorbed;		/* MLA: absorbed (1) or naive (0) */
 	int threads;		/* CPU worker threads */
 	int verbose;

@@ -1179,7 +1179,7 @@ static int servable(const struct ref_config *c, int absorbed, struct sm_err *err
 	return 0;
 }
 
-struct ref_gpu *ref_gpu_new(const struct ref_model *m, int max_seq, int absorbed, int verbose,
+struct ref_gpu *ref_gpu_new(const struct ref_model *m, int max_seq, int chunk, int absorbed, int verbose,
 			    const struct ref_route_sink *routes, struct sm_err *err)
 {
 	const struct ref_config *c = &m->cfg;
@@ -1187,9 +1187,11 @@ struct ref_gpu *ref_gpu_new(const struct ref_model *m, int max_seq, int absorbed
 	float *inv;
 	int rc, l;
 
-	if (servable(c, absorbed, err) || max_seq <= 0) {
+	if (servable(c, absorbed, err) || max_seq <= 0 || chunk < 0) {
 		if (max_seq <= 0)
 			sm_err_set(err, -EINVAL, "--max-seq must be positive");
+		else if (chunk < 0)
+			sm_err_set(err, -EINVAL, "--chunk must be positive");
 		return NULL;
 	}
 	g = calloc(1, sizeof(*g));
@@ -1200,7 +1202,9 @@ struct ref_gpu *ref_gpu_new(const struct ref_model *m, int max_seq, int absorbed
 	g->m = m, g->c = c, g->max_seq = max_seq, g->verbose = verbose;
 	if (routes)
 		g->routes = *routes;
-	g->chunk = max_seq < 512 ? max_seq : 512;
+	if (!chunk)
+		chunk = REF_GPU_CHUNK;
+	g->chunk = max_seq < chunk ? max_seq : chunk;
 	g->L = calloc((size_t)c->n_layers, sizeof(*g->L));
 	inv = malloc(sizeof(float) * (size_t)(c->rotary_dim / 2 + 1));
 	rc = g->L && inv ? load_driver(&g->cu, err) : sm_err_set(err, -ENOMEM, "out of memory");

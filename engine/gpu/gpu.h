@@ -34,16 +34,22 @@
 
 struct ref_gpu;
 
+/* The prompt tokens a prefill step takes by default: a forward of more runs in steps of this many. */
+#define REF_GPU_CHUNK 512
+
 /*
  * ref_gpu_new - load the kernels and @m's weights onto GPU 0 with a KV
- * cache of @max_seq positions.  NULL with @err when there is no driver or
+ * cache of @max_seq positions, prefill running @chunk tokens a step (0:
+ * REF_GPU_CHUNK; at most @max_seq: a server's chunked prefill takes 2048 to
+ * 16384, whose MoE launches give each expert several times the rows of
+ * 512's and so run other kernels).  NULL with @err when there is no driver or
  * GPU, the kernels were not built in, a weight layout cannot be served, or
  * a stand-in's shared memory exceeds what the device offers (the message
  * says Triton would fail the same way and names the shim's reroute mode).
  * @routes (may be NULL) sees every routing decision (each costs a copy to
  * the host and a wait).
  */
-struct ref_gpu *ref_gpu_new(const struct ref_model *m, int max_seq, int absorbed, int verbose,
+struct ref_gpu *ref_gpu_new(const struct ref_model *m, int max_seq, int chunk, int absorbed, int verbose,
 			    const struct ref_route_sink *routes, struct sm_err *err);
 
 /* ref_gpu_forward - as ref_cpu_forward (cpu.h): @n tokens at the next positions, logits [n][vocab]

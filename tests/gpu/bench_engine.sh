@@ -7,6 +7,9 @@
 # `sm120 run --mode reroute --target sm120` the shim sends them to the
 # bundled SM120 kernels.  ENGINE_BENCH_DIR holds the checkpoints (written
 # once, ~14 GB and ~9 GB); ENGINE_BENCH_PROMPT the prefill length (512);
+# ENGINE_BENCH_CHUNK the prompt tokens a prefill step takes (512; `ref run
+# --chunk`: 2048 gives Kimi K2's experts 43 rows a launch, as a server's
+# chunked prefill does);
 # ENGINE_BENCH_REPEAT runs per mode (2; the faster is kept).  Prefill forms
 # the prompt's last logits row only (`ref run --last-logits`), as a server
 # does: every row's LM head and copy to the host would outweigh the layers.
@@ -14,6 +17,7 @@ set -eu
 build=${1:-build}
 dir=${ENGINE_BENCH_DIR:-${TMPDIR:-/tmp}/sm120-engine-bench}
 plen=${ENGINE_BENCH_PROMPT:-512}
+chunk=${ENGINE_BENCH_CHUNK:-512}
 repeat=${ENGINE_BENCH_REPEAT:-2}
 steps=33
 mkdir -p "$dir"
@@ -33,12 +37,12 @@ for spec in "kimi-k2 int4 2" "glm4-moe fp8 4"; do
 		while [ "$i" -lt "$repeat" ]; do
 			i=$((i + 1))
 			if [ "$mode" = plain ]; then
-				out=$("$build/sm120" ref run --backend gpu --max-seq $((plen + steps + 8)) --steps $steps \
+				out=$("$build/sm120" ref run --backend gpu --max-seq $((plen + steps + 8)) --chunk "$chunk" --steps $steps \
 					--last-logits --prompt "$prompt" "$m" 2>&1) || { echo "$out" >&2; exit 1; }
 			else
 				out=$("$build/sm120" run --mode reroute --target sm120 --model "$m" --set kv_cache_dtype=bf16 \
 					--log "$dir/$1.$mode.jsonl" -- "$build/sm120" ref run --backend gpu \
-					--max-seq $((plen + steps + 8)) --steps $steps --last-logits --prompt "$prompt" \
+					--max-seq $((plen + steps + 8)) --chunk "$chunk" --steps $steps --last-logits --prompt "$prompt" \
 					"$m" 2>&1) ||
 					{ echo "$out" >&2; exit 1; }
 			fi

@@ -9,7 +9,9 @@
 #      kernels and the stand-ins round differently, and from a near tie on,
 #      the rows follow tokens nothing is compared with);
 #   3. under `--mode enforce --target sm120`: the engine must stop with the
-#      shared-memory error Triton gives on SM120 (proof the limit is exceeded).
+#      shared-memory error Triton gives on SM120 (proof the limit is exceeded);
+# and INT4 of each family once more, prefill in steps of 3 prompt tokens
+# (--chunk 3) under reroute, every row against the CPU backend.
 # Run 1 compares every logits row with the CPU backend (--check-cpu).  The
 # GPU backend runs bf16 activations and GEMM outputs (FP8: FP8 activations,
 # w8a8) where the CPU backend is fp32, and a routing near-tie can send a
@@ -76,6 +78,17 @@ for arch in kimi-k2 glm4-moe; do
 			[ -f "$m.$f" ] && sed "s/^/    [$arch $quant $f] /" "$m.$f" | grep -v "^ *\[.*\] *$" | tail -6
 		done
 	done
+	# --chunk 3: the 12-token prompt's prefill in four steps (each step's positions, KV cache
+	# and MoE rows after the last's), every row against the cpu backend, under reroute
+	m=$tmp/$arch-int4
+	"$build/sm120" run --mode reroute --target sm120 --model "$m" --set kv_cache_dtype=bf16 -- \
+		"$build/sm120" ref run --backend gpu --steps 8 --chunk 3 --prompt 3,1,4,1,5,9,2,6,5,3,5,8 \
+		--check-cpu "$m" >"$m.chunk" 2>&1
+	check "$arch int4: --chunk 3 runs under reroute" $?
+	cmpl=$(grep "against the cpu backend" "$m.chunk")
+	echo "$cmpl" | awk '{ for (i = 1; i < NF; i++) { if ($i == "row") med = $(i + 1); if ($i == "logit") big = $(i + 1) }
+		sub(/\)/, "", big); exit !(med + 0 <= 0.02 * big) }'
+	check "$arch int4: --chunk 3 median row within 0.02 of the largest logit against the cpu backend (${cmpl#*: })" $?
 done
 rm -rf "$tmp"
 echo "engine_gpu: $passes passed, $fails failed"

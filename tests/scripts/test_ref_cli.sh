@@ -8,7 +8,7 @@
 # one message that names it.  Prints "ok - ..." / "not ok - ..." per check.
 set -u
 set -- kimi-k2 glm4-moe
-echo "1..$(($# * 3 + 43))" # plan: 3 checks per architecture, 43 on options, bad inputs and --check-cpu
+echo "1..$(($# * 3 + 45))" # plan: 3 checks per architecture, 45 on options, bad inputs and --check-cpu
 B=${SM120_BUILD:-build}
 sm120=$B/sm120
 out=$(mktemp)
@@ -65,7 +65,7 @@ describes "make-model --help describes every option and its default" --arch --qu
 	--real-dims --layers --experts --shards --seed --k25 --legacy-quant-config
 check "ref run --help" 0 "$sm120" ref run --help
 describes "run --help describes every option and its default" --backend --mla --prompt --steps \
-	--threads --max-seq --json --check-cpu --last-logits
+	--threads --max-seq --chunk --json --check-cpu --last-logits
 
 # numeric options: one parser, range-checked, no trailing garbage, no overflow
 m=$work/kimi-k2
@@ -86,6 +86,8 @@ check "run --steps 99999999999 is refused" 2 "$sm120" ref run --steps 9999999999
 expect "--steps names its range" "--steps '99999999999' is out of range: give a whole number in 1..1000000"
 check "run --steps 5x is refused" 2 "$sm120" ref run --steps 5x "$m"
 expect "--steps 5x: not a whole number" "--steps '5x' is not a whole number"
+check "run --chunk 0 is refused" 2 "$sm120" ref run --chunk 0 "$m"
+expect "--chunk names its range" "--chunk '0' is out of range: give a whole number in 1.."
 check "run --threads -1 is refused" 2 "$sm120" ref run --threads -1 "$m"
 expect "--threads names its range" "--threads '-1' is not a whole number: give a whole number in 1.."
 check "make-model --seed abc is refused" 2 "$sm120" ref make-model --arch kimi-k2 --seed abc "$work/never"

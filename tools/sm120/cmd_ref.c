@@ -5,7 +5,8 @@
  *                        [--layers N] [--experts N] [--shards N] [--seed S] [--k25]
  *                        [--legacy-quant-config] OUT
  *   sm120 ref run [--backend B] [--mla naive|absorbed] [--prompt IDS] [--steps N]
- *                 [--threads N] [--max-seq N] [--json FILE] [--check-cpu] [--last-logits] DIR
+ *                 [--threads N] [--max-seq N] [--chunk N] [--json FILE] [--check-cpu]
+ *                 [--last-logits] DIR
  *   sm120 ref info DIR
  *
  * run prints the generated tokens, a checksum of every logits row and the
@@ -34,6 +35,7 @@
 
 #include "../../engine/cpu/cpu.h"
 #include "../../engine/engine.h"
+#include "../../engine/gpu/gpu.h"
 #include "../../engine/synth/synth.h"
 #include "commands.h"
 
@@ -528,6 +530,9 @@ static void run_help(FILE *f)
 		"                      online CPUs, %d here)\n"
 		"  --max-seq N         KV cache positions, 1..%d, at least prompt + steps - 1\n"
 		"                      (default: prompt + steps)\n"
+		"  --chunk N           the gpu backend's prefill step, in prompt tokens,\n"
+		"                      1..%d (default: %d; a server's chunked prefill takes\n"
+		"                      2048 to 16384: more rows for each MoE expert a launch)\n"
 		"  --json FILE         write every logits row, the tokens and each MoE layer's\n"
 		"                      experts per position (\"routes\") to FILE (default: none)\n"
 		"  --check-cpu         also run the cpu backend and compare every logits row\n"
@@ -537,7 +542,7 @@ static void run_help(FILE *f)
 		"                      position and their copy to the host, and the checksum\n"
 		"                      covers that row and the generated ones (default: off)\n"
 		"  -h, --help          this text\n",
-		RUN_MAX_STEPS, RUN_STEPS, RUN_MAX_THREADS, online_cpus(), RUN_MAX_SEQ);
+		RUN_MAX_STEPS, RUN_STEPS, RUN_MAX_THREADS, online_cpus(), RUN_MAX_SEQ, RUN_MAX_SEQ, REF_GPU_CHUNK);
 }
 
 static int cmd_run_model(int argc, char **argv)
@@ -546,7 +551,7 @@ static int cmd_run_model(int argc, char **argv)
 		{ "backend", required_argument, NULL, 'b' }, { "mla", required_argument, NULL, 'm' },
 		{ "prompt", required_argument, NULL, 'p' }, { "steps", required_argument, NULL, 's' },
 		{ "threads", required_argument, NULL, 't' }, { "max-seq", required_argument, NULL, 'M' },
-		{ "json", required_argument, NULL, 'j' }, { "check-cpu", no_argument, NULL, 'c' },
+		{ "chunk", required_argument, NULL, 'C' }, { "json", required_argument, NULL, 'j' }, { "check-cpu", no_argument, NULL, 'c' },
 		{ "last-logits", no_argument, NULL, 'l' }, { "help", no_argument, NULL, 'h' }, { 0 },
 	};
 	static const struct exclusive excl[] = {
@@ -554,7 +559,7 @@ static int cmd_run_model(int argc, char **argv)
 		{ 'l', 'c', "--check-cpu compares every prompt row" },
 	};
 	const char *backend = "cpu", *json_path = NULL;
-	struct ref_opts o = { .max_seq = 0, .absorbed = 1, .threads = 0 };
+	struct ref_opts o = { .max_seq = 0, .chunk = 0, .absorbed = 1, .threads = 0 };
 	int prompt[RUN_MAX_PROMPT], n_prompt = RUN_NPROMPT, steps = RUN_STEPS, check = 0, last = 0;
 	unsigned char seen[256] = { 0 };
 	struct row_sink sink = { 0 };
@@ -591,6 +596,7 @@ static int cmd_run_model(int argc, char **argv)
 		case 's': bad = opt_int("run", "--steps", optarg, 1, RUN_MAX_STEPS, &steps); break;
 		case 't': bad = opt_int("run", "--threads", optarg, 1, RUN_MAX_THREADS, &o.threads); break;
 		case 'M': bad = opt_int("run", "--max-seq", optarg, 1, RUN_MAX_SEQ, &o.max_seq); break;
+		case 'C': bad = opt_int("run", "--chunk", optarg, 1, RUN_MAX_SEQ, &o.chunk); break;
 		case 'j': json_path = optarg; break;
 		case 'c': check = 1; break;
 		case 'l': last = 1; break;
