@@ -162,7 +162,12 @@ static inline const char *moe_gemm_kernel_name(int quant, int tm)
  * down GEMM 2.20 to 2.28 (2026, 3733 and 5918 us to 890, 1655 and 2688); GLM-4.7's gate/up
  * 2.31 to 2.36 and down 2.09 to 2.18 at 1024 to 8192 tokens.  (That run's kernel also
  * dequantized a warp's W fragments before its A loop; without that, as here, it ran within
- * 1% of it in another run.)  A framework block of 64 rows admits no 128-row tile, and
+ * 1% of it in another run.)  The warps matter as much as the blocks per SM: on the same three
+ * stages and two blocks per SM, warps 2 x 4 of 32 x 32 ran at 0.10, 0.09 and 0.05 of the floor
+ * against these warps' 0.14, 0.13 and 0.07 (Kimi K2's gate/up at 1024, 2048 and 4096 tokens;
+ * slower on every other row of both models, both GEMMs, 1024 to 8192 tokens, but GLM-4.7's
+ * down GEMM at 4096 and 8192, equal at 0.02 and 0.01; H200, one run, the same output bytes).
+ * A framework block of 64 rows admits no 128-row tile, and
  * BLOCK_SIZE_M 64 is common: 591 of the 1537 buckets from 1024 tokens in SGLang 0.5.9's tuned
  * configuration files.
  */
