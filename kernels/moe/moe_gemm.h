@@ -624,7 +624,7 @@ static inline int moe_gemm_decode_cols(int quant, int32_t n, int32_t k, int tn, 
  *     times from 43 (Kimi's gate/up at 2048 tokens: 0.16 of the floor
  *     against 0.21; at 64 rows 0.11 against 0.18)); and at any count
  *     where no 64-row tile divides block_m (the 16-row tile is all that is
- *     left), and up to MOE_DECODE_W4_WIDE_ROWS on a long K whose N wastes
+ *     left), and up to MOE_DECODE_W4_PAIRED_ROWS on a long K whose N wastes
  *     no wide tile (moe_gemm_wide_waste) where no 128-row one does (the
  *     64-row tile, MOE_GEMM_PAIRED).  Measured on an H200 (INT4 at TP8,
  *     the plan with these against the plan without, one run): BLOCK_SIZE_M
@@ -646,7 +646,7 @@ static inline int moe_gemm_decode_cols(int quant, int32_t n, int32_t k, int tn, 
  * tokens).  (Row mode, one routed row per block, always is.)  Pure, plain C.
  */
 #define MOE_DECODE_W4_ROWS 40
-#define MOE_DECODE_W4_WIDE_ROWS 128
+#define MOE_DECODE_W4_PAIRED_ROWS 128
 #define MOE_DECODE_SHORT_ROWS 24
 #define MOE_DECODE_SHALLOW_ROWS 8
 #define MOE_DECODE_LONG_ROWS 4
@@ -660,7 +660,7 @@ static inline int moe_gemm_decode_wanted(int quant, int32_t block_m, int32_t num
 	if (quant == MOE_W4A16)
 		return per <= MOE_DECODE_W4_ROWS || block_m % 64 ||
 		       (block_m % 128 && !moe_gemm_short_k(quant, k) && !moe_gemm_wide_waste(n) &&
-			per <= MOE_DECODE_W4_WIDE_ROWS);
+			per <= MOE_DECODE_W4_PAIRED_ROWS);
 	if (moe_gemm_short_k(quant, k))
 		return per <= (MOE_GEMM_SHALLOW(quant, 64) ? MOE_DECODE_SHALLOW_ROWS : MOE_DECODE_SHORT_ROWS);
 	return per <= MOE_DECODE_LONG_ROWS;

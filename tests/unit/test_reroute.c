@@ -741,6 +741,10 @@ static void test_moe_decisions(void **state)
 	assert_int_equal(moe_gemm_smem(MOE_FP8, 128), 2 * (49152 + 528));
 	assert_int_equal(moe_gemm_smem(MOE_BF16, 64), 4 * 24576);
 	assert_int_equal(MOE_GEMM_GSCALE_BYTES(MOE_W4A16, 128), 0);
+	/* W4A16's 64-row tile (MOE_GEMM_PAIRED): three stages of 14336 bytes, two blocks in SM120's
+	   100 KiB a SM with their 1 KiB each reserved */
+	assert_int_equal(moe_gemm_smem(MOE_W4A16, 64), 3 * 14336);
+	assert_true(2 * (moe_gemm_smem(MOE_W4A16, 64) + 1024) <= 102400);
 #define MOE_SMEM_FITS(q, t, name) assert_true(moe_gemm_smem(q, t) <= 101376);
 	MOE_GEMM_KERNELS(MOE_SMEM_FITS)
 #undef MOE_SMEM_FITS

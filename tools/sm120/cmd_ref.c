@@ -551,8 +551,9 @@ static int cmd_run_model(int argc, char **argv)
 		{ "backend", required_argument, NULL, 'b' }, { "mla", required_argument, NULL, 'm' },
 		{ "prompt", required_argument, NULL, 'p' }, { "steps", required_argument, NULL, 's' },
 		{ "threads", required_argument, NULL, 't' }, { "max-seq", required_argument, NULL, 'M' },
-		{ "chunk", required_argument, NULL, 'C' }, { "json", required_argument, NULL, 'j' }, { "check-cpu", no_argument, NULL, 'c' },
-		{ "last-logits", no_argument, NULL, 'l' }, { "help", no_argument, NULL, 'h' }, { 0 },
+		{ "chunk", required_argument, NULL, 'C' }, { "json", required_argument, NULL, 'j' },
+		{ "check-cpu", no_argument, NULL, 'c' }, { "last-logits", no_argument, NULL, 'l' },
+		{ "help", no_argument, NULL, 'h' }, { 0 },
 	};
 	static const struct exclusive excl[] = {
 		{ 'l', 'j', "--json writes every prompt row" },
