@@ -131,6 +131,12 @@ uint64_t triton_moe_smem(const struct triton_moe_tile *t)
 	v3 = wgmma(t, t->a_bytes);
 	a_ring = ring(t->num_stages, v3);
 	b_ring = ring(t->num_stages, v3 && !converted);
+	/* A loop of one k step is not pipelined: one buffer of each tile, wgmma
+	 * too (measured on fused_moe_kernel_gptq_awq, sm_90 and sm_120, K from
+	 * 64 to 2 BLOCK_SIZE_K: a K of 256 at BLOCK_SIZE_K 256, BLOCK_SIZE_M 32
+	 * and 4 stages has 147456 B, at 512 180224). */
+	if (t->k_steps == 1)
+		a_ring = b_ring = 1;
 	a_tile = (uint64_t)t->block_m * t->block_k * t->a_bytes;
 	b_tile = (uint64_t)t->block_k * t->block_n * t->b_bits / 8;
 	bytes = a_tile * (t->tma_a || async_load((uint64_t)t->block_m * t->block_k, t->a_bytes,

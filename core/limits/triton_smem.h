@@ -100,6 +100,9 @@ struct triton_moe_tile {
 					 [BN] vector (vLLM always; SGLang when BN > group_n) */
 	int no_mma_v3;                /* compiled with DISABLE_MMA_V3 on: the dot stays on
 					 mma.sync on sm_90 too (0: Triton's own choice) */
+	uint32_t k_steps;             /* the K loop's trip count, ceil(K / BLOCK_SIZE_K),
+					 where K is compiled in (fused_moe_kernel_gptq_awq
+					 declares N and K constexpr); 0: a runtime K */
 };
 
 /*

@@ -90,11 +90,18 @@ static int tile_of(enum framework fw, const char *c, int sm, struct triton_moe_t
 		return sm_err_set(why, -EINVAL, "compute_type %s is not modelled", ct);
 	}
 	if (fw == GPTQ) {
+		int64_t k;
+
 		if ((w4a16 != 0) == (w8a16 != 0))
 			return sm_err_set(why, -EINVAL, "the kernel was compiled with use_int4_w4a16 "
 					  "%lld and use_int8_w8a16 %lld: exactly one is the weight "
 					  "format", (long long)w4a16, (long long)w8a16);
 		t->b_bits = w4a16 ? 4 : 8;
+		/* N and K are constexpr here: a K of one k step compiles unpipelined */
+		if (flag(c, "K", &k) || k < 0 || k > INT32_MAX)
+			return sm_err_set(why, -EINVAL, "the compiled facts state K as no whole "
+					  "number from 0 to %d", INT32_MAX);
+		t->k_steps = (uint32_t)((k + t->block_k - 1) / t->block_k);
 		return 0;
 	}
 	if (!t->b_bits)

@@ -16,7 +16,7 @@ of triton): the framework itself is never imported.
 SM is the architecture Triton compiles for (120, 121 or 90; a stub driver answers
 it, no GPU is touched).  A CASE is one configuration, comma-separated:
 
-    DTYPE,BMxBNxBK,WARPS,STAGES[,block=NxK][,pc][,tma|tmab][,swap][,nov3]
+    DTYPE,BMxBNxBK,WARPS,STAGES[,block=NxK][,pc][,tma|tmab][,swap][,nov3][,k=K]
 
 DTYPE is bf16, float32, fp8_w8a8, int8_w8a8, int8_w8a16 (fused_moe_kernel) or
 int4_w4a16 (fused_moe_kernel_gptq_awq, group 128); block= gives 128x128-style
@@ -25,8 +25,10 @@ A and B (its _down configs' USE_TMA), tmab of B alone (USE_TMA in an
 up-projection config, SGLang main), swap the swap_ab layout the frameworks
 choose on sm_90 for fp8 with BLOCK_SIZE_M < 64 and BLOCK_SIZE_N >= 64, nov3
 a compile with DISABLE_MMA_V3=1 (no wgmma on sm_90: the dot stays on
-mma.sync, as in the benchmarks that keep Hopper to SM120's instructions).  The
-arguments are those the framework's host code passes (K 7168, N 512, top_k
+mma.sync, as in the benchmarks that keep Hopper to SM120's instructions), k=K
+the K of an int4_w4a16 case (fused_moe_kernel_gptq_awq compiles N and K in,
+and a K of one BLOCK_SIZE_K step compiles unpipelined).  The arguments are
+those the framework's host code passes (K 7168 unless k= says, N 512, top_k
 8, 256 experts, strides of 1 where the framework's are 1), so Triton
 specialises as in a serving process.  One line per case on stdout:
 
@@ -123,21 +125,24 @@ def parse_case(text):
         raise ValueError(f"case '{text}': dtype '{dtype}' is not one of {', '.join(DTYPES)}")
     bm, bn, bk = (int(x) for x in tile.split("x"))
     case = dict(dtype=dtype, bm=bm, bn=bn, bk=bk, warps=int(warps), stages=int(stages),
-                block=None, pc=False, tma=False, tmab=False, swap=False, nov3=False)
+                block=None, pc=False, tma=False, tmab=False, swap=False, nov3=False, k=None)
     for flag in parts[4:]:
         if flag.startswith("block="):
             case["block"] = tuple(int(x) for x in flag[6:].split("x"))
+        elif flag.startswith("k=") and dtype == "int4_w4a16":
+            case["k"] = int(flag[2:])
         elif flag in ("pc", "tma", "tmab", "swap", "nov3"):
             case[flag] = True
         else:
             raise ValueError(f"case '{text}': unknown flag '{flag}' "
-                             f"(block=NxK, pc, tma, tmab, swap, nov3)")
+                             f"(block=NxK, pc, tma, tmab, swap, nov3; k=K for int4_w4a16)")
     return case
 
 
 def flags_text(c):
     f = [f"block={c['block'][0]}x{c['block'][1]}"] if c["block"] else []
     f += [k for k in ("pc", "tma", "tmab", "swap", "nov3") if c[k]]
+    f += [f"k={c['k']}"] if c["k"] else []
     return ",".join(f) or "-"
 
 
@@ -201,14 +206,15 @@ def fused_moe_args(c, params):
 
 def gptq_awq_args(c, params):
     """fused_moe_kernel_gptq_awq's arguments: INT4 weights packed two to a byte
-    along K, group 128 scales, no zero points."""
+    along K, group 128 scales, no zero points; K the case's k= (compiled in)
+    or 7168."""
     T = launches.Tensor
-    bm, group = c["bm"], 128
+    bm, group, K = c["bm"], 128, c["k"] or globals()["K"]
     em = TOKENS * TOP_K + EXPERTS * (bm - 1)
     a = T((TOKENS, K), "bfloat16")
     b = T((EXPERTS, N, K // 2), "uint8")
     out = T((TOKENS, TOP_K, N), "bfloat16")
-    b_scale = T((EXPERTS, N, K // group), "bfloat16")
+    b_scale = T((EXPERTS, N, -(-K // group)), "bfloat16")
     values = dict(
         a_ptr=a, b_ptr=b, c_ptr=out, b_scale_ptr=b_scale, b_zp_ptr=None,
         topk_weights_ptr=T((TOKENS, TOP_K), "float32"),

@@ -277,8 +277,18 @@ static void test_smem_models(void **state)
 	static const char *const gptq = "num_warps=8;num_stages=4;BLOCK_SIZE_M=128;"
 					"BLOCK_SIZE_N=256;BLOCK_SIZE_K=128;compute_type=bf16;"
 					"use_int4_w4a16=1;use_int8_w8a16=0";
+	static const char *const gptq32 = "num_warps=8;num_stages=4;BLOCK_SIZE_M=32;"
+					  "BLOCK_SIZE_N=256;BLOCK_SIZE_K=256;compute_type=bf16;"
+					  "use_int4_w4a16=1;use_int8_w8a16=0";
+	static const struct {
+		const char *k;
+		int sm;
+		uint64_t want;
+	} k_steps[] = { { "256", 90, 147456 }, { "192", 120, 147456 }, { "257", 120, 180224 },
+			{ "7168", 90, 180224 }, { "x", 120, 0 } };
 	struct sm_err why;
 	char f[512];
+	size_t i;
 
 	(void)state;
 	assert_int_equal(RULE_NSMEM_MODELS, 3);
@@ -316,6 +326,15 @@ static void test_smem_models(void **state)
 			      120, &why), 49152 + 49152);
 	/* the INT4 kernel: A ring and one converted B tile; int8 weights alike */
 	assert_int_equal(smem("triton_fused_moe_gptq_awq", gptq, 120, &why), 163840);
+	/* its compiled-in K: one k step (Kimi K2's down GEMM at TP8, K 256, at
+	   BLOCK_SIZE_K 256; GLM-4.7's K 192) leaves one A buffer, two keep the ring
+	   (Triton 3.6: 147456 and 180224 B on sm_90 and sm_120) */
+	for (i = 0; i < sizeof(k_steps) / sizeof(k_steps[0]); i++) {
+		snprintf(f, sizeof(f), "%s;K=%s", gptq32, k_steps[i].k);
+		assert_int_equal(smem("triton_fused_moe_gptq_awq", f, k_steps[i].sm, &why),
+				 k_steps[i].want);
+	}
+	assert_non_null(strstr(why.msg, "state K as no whole number"));
 	assert_int_equal(smem("triton_fused_moe_gptq_awq", "num_warps=8;num_stages=4;"
 			      "BLOCK_SIZE_M=128;BLOCK_SIZE_N=256;BLOCK_SIZE_K=128;compute_type=bf16;"
 			      "use_int8_w8a16=1", 90, &why), 196608);

@@ -4,7 +4,7 @@
  * Triton 3.6 compiles of SGLang's and vLLM's kernels
  * (tests/fixtures/configs/triton_smem_measured.tsv, written by
  * tests/oracle/moe_smem.py; $SM120_SMEM_TABLE overrides the path; flag nov3:
- * compiled with DISABLE_MMA_V3=1), the
+ * compiled with DISABLE_MMA_V3=1, k=K: the INT4 kernel's compiled-in K), the
  * shim's rule tiles, the dtype table and the swap_ab choice.
  */
 #include <errno.h>
@@ -117,6 +117,7 @@ static int row_tile(char *line, struct triton_moe_tile *t, uint64_t *want, char 
 {
 	char *f[11], *save = NULL, *flag, *fsave = NULL;
 	const struct triton_moe_dtype *d;
+	unsigned k;
 	int i;
 
 	for (i = 0; i < 11; i++) {
@@ -159,6 +160,8 @@ static int row_tile(char *line, struct triton_moe_tile *t, uint64_t *want, char 
 			t->swap_ab = 1;
 		else if (strcmp(flag, "nov3") == 0)
 			t->no_mma_v3 = 1;
+		else if (sscanf(flag, "k=%u", &k) == 1 && t->block_k)
+			t->k_steps = (k + t->block_k - 1) / t->block_k;
 		else if (strcmp(flag, "pc") != 0 && strcmp(flag, "-") != 0) {
 			snprintf(why, n, "unknown flag %s", flag);
 			return -1;
