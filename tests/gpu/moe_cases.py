@@ -47,6 +47,29 @@ CONFIGS = {
 }
 
 
+# (quant, BLOCK_SIZE_M) -> a configuration with shorter framework blocks that
+# still overflows SM120, for the plan's rules that read BLOCK_SIZE_M (the
+# 64-row tile where 64 rows divide it, the decode kernels where only smaller
+# ones do).  SGLang 0.5.9's tuned files have BLOCK_SIZE_M 64 in 591 and 32
+# in 88 of their 1537 buckets from 1024 tokens.  Shared memory as Triton 3.6
+# gives fused_moe_kernel_gptq_awq (tests/oracle/moe_smem.py): 64x256x128, 4
+# stages 114688 B on sm_120 and 131072 on sm_90; 32x256x256, 4 stages 180224
+# on both, 147456 on the down GEMM, whose K (256, 192) is one k step (at
+# BLOCK_SIZE_K 128 a 32-row block fits: 90112).
+BLOCK_M_CONFIGS = {
+    ("int4", 64): _cfg(64, 256, 128, 32, 8, 4),
+    ("int4", 32): _cfg(32, 256, 256, 32, 8, 4),
+}
+
+
+def config_of(quant, block_m=None):
+    """The overflowing configuration of `quant` (CONFIGS), or its variant with
+    BLOCK_SIZE_M `block_m` (BLOCK_M_CONFIGS; KeyError where there is none)."""
+    if block_m is None or block_m == CONFIGS[quant]["BLOCK_SIZE_M"]:
+        return CONFIGS[quant]
+    return BLOCK_M_CONFIGS[(quant, block_m)]
+
+
 def kernel_name(quant):
     """The cubin entry name a launch of this quantisation has."""
     return "fused_moe_kernel_gptq_awq" if quant == "int4" else "fused_moe_kernel"

@@ -5,9 +5,12 @@
 # functions (tests/gpu/test_moe_reroute.py SIGS): SGLang 0.5.9's
 # `fused_moe_kernel` and `fused_moe_kernel_gptq_awq` (sig sglang), SGLang
 # 0.5.23's (sglang_main) and vLLM 0.33.0's `fused_moe_kernel` (vllm), at the
-# Hopper configurations that overflow SM120 (moe_cases.CONFIGS), on Kimi K2
-# and GLM-4.7 shapes at TP8, SM120 emulated on a bigger GPU.  For each model
-# and case (signature:quantisation) every batch size runs in one process,
+# Hopper configurations that overflow SM120 (moe_cases.CONFIGS; for int4 also
+# the overflowing ones of BLOCK_SIZE_M 64 and 32, moe_cases.BLOCK_M_CONFIGS,
+# whose blocks leave the plan only the smaller row tiles or the decode
+# kernels), on Kimi K2 and GLM-4.7 shapes at TP8, SM120 emulated on a bigger
+# GPU.  For each model and case (signature:quantisation[:BLOCK_SIZE_M]) every
+# batch size runs in one process,
 # plainly and under `sm120 run --mode reroute --target sm120 --set top_k=8
 # --set hidden_size=<hidden>`; the results are compared with a float64
 # reference next to the framework kernel's own error (test_moe_reroute.py
@@ -22,8 +25,9 @@
 # Environment (to keep GPU time small):
 #   MOE_BATCHES       batch sizes M          (default "1 7 64 512 4096")
 #   MOE_MODELS        models                 (default "kimi glm")
-#   MOE_CASES         signature:quantisation (default: SGLang 0.5.9 with every
-#                     quantisation (int4: the gptq/awq kernel), SGLang 0.5.23
+#   MOE_CASES         signature:quantisation[:BLOCK_SIZE_M] (default: SGLang
+#                     0.5.9 with every quantisation (int4: the gptq/awq
+#                     kernel, also at BLOCK_SIZE_M 64 and 32), SGLang 0.5.23
 #                     and vLLM with FP8 per-tensor)
 #   MOE_GRAPH_CASES   cases also run in a CUDA graph (default "sglang:fp8_tensor";
 #                     empty: none)
@@ -32,7 +36,7 @@
 py=tests/gpu/test_moe_reroute.py
 export MOE_BATCHES="${MOE_BATCHES:-1 7 64 512 4096}"
 models=${MOE_MODELS:-kimi glm}
-cases=${MOE_CASES:-sglang:fp8_tensor sglang:fp8_channel sglang:fp8_block sglang:bf16 sglang:int4 sglang_main:fp8_tensor vllm:fp8_tensor}
+cases=${MOE_CASES:-sglang:fp8_tensor sglang:fp8_channel sglang:fp8_block sglang:bf16 sglang:int4 sglang:int4:64 sglang:int4:32 sglang_main:fp8_tensor vllm:fp8_tensor}
 graph_cases=${MOE_GRAPH_CASES-sglang:fp8_tensor}
 graph_batches=${MOE_GRAPH_BATCHES:-7 512}
 
@@ -116,19 +120,23 @@ if [ ! -f "$SM120_ORACLE/sglang-0.5.23/sglang/kernels/ops/moe/fused_moe_triton_k
 	exit 0
 fi
 
-# run_case MODE MODEL SIG QUANT BATCHES - plain and under the shim, then the log check.
+# run_case MODE MODEL CASE BATCHES - plain and under the shim, then the log
+# check; CASE is signature:quantisation[:BLOCK_SIZE_M].
 run_case() {
-	mode=$1 model=$2 sig=$3 quant=$4 batches=$5
+	mode=$1 model=$2 batches=$4
+	sig=${3%%:*} quant=${3#*:} bm=
+	case $quant in *:*) bm=${quant#*:} quant=${quant%%:*} ;; esac
 	hidden=$(hidden_of "$model")
-	tag=$mode-$model-$sig-$quant
-	what="$mode $model --sig $sig --quant $quant"
+	tag=$mode-$model-$sig-$quant${bm:+-bm$bm}
+	what="$mode $model --sig $sig --quant $quant${bm:+ --block-m $bm}"
 	step "$what without the shim" "$work/$tag-plain.out" \
 		env MOE_BATCHES="$batches" python3 $py "$mode" "$work/$mode-plain-$model" \
-		--model "$model" --quant "$quant" --sig "$sig"
+		--model "$model" --quant "$quant" --sig "$sig" ${bm:+--block-m "$bm"}
 	step "$what under sm120 run --mode reroute --target sm120" "$work/$tag-shim.out" \
 		env MOE_BATCHES="$batches" "$sm120" run --mode reroute --target sm120 \
 		--set top_k=8 --set hidden_size="$hidden" --log "$work/rr-$tag.%p.jsonl" -- \
-		python3 $py "$mode" "$work/$mode-shim-$model" --model "$model" --quant "$quant" --sig "$sig"
+		python3 $py "$mode" "$work/$mode-shim-$model" --model "$model" --quant "$quant" --sig "$sig" \
+		${bm:+--block-m "$bm"}
 	if logcheck "$tag" "$sig" "$quant" "$batches"; then
 		echo "ok - $what: the log shows every $( [ "$quant" = int4 ] && echo fused_moe_kernel_gptq_awq || echo fused_moe_kernel) launch rerouted by the rule of its release, nothing refused"
 	else
@@ -138,12 +146,12 @@ run_case() {
 
 for model in $models; do
 	for c in $cases; do
-		run_case run "$model" "${c%%:*}" "${c#*:}" "$MOE_BATCHES"
+		run_case run "$model" "$c" "$MOE_BATCHES"
 	done
 	step "check run $model" "$work/check-run-$model.out" \
 		python3 $py check "$work/run-plain-$model" "$work/run-shim-$model"
 	for c in $graph_cases; do
-		run_case graph "$model" "${c%%:*}" "${c#*:}" "$graph_batches"
+		run_case graph "$model" "$c" "$graph_batches"
 	done
 	if [ -n "$graph_cases" ]; then
 		step "check graph $model" "$work/check-graph-$model.out" \

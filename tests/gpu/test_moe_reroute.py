@@ -43,9 +43,13 @@ hidden_size=<hidden>); `check` compares the two against a float64 reference.
 Run as: python3 tests/gpu/test_moe_reroute.py MODE ...
   run OUTDIR --model kimi|glm --quant fp8_tensor|fp8_channel|fp8_block|bf16|int4
       [--sig sglang|sglang_main|vllm] [--batches 1,7,64,512,4096]
+      [--block-m 32|64]
       every batch size M (default: $MOE_BATCHES, else "1 7 64 512 4096") in
-      this one process, on fixed-seed inputs; saves inputs and outputs to
-      OUTDIR/run_<sig>_<model>_<quant>_m<M>.pt (CPU tensors; weights by
+      this one process, on fixed-seed inputs, at the quantisation's
+      configuration (moe_cases.CONFIGS) or, with --block-m, its variant of
+      that BLOCK_SIZE_M (moe_cases.BLOCK_M_CONFIGS: int4); saves inputs and
+      outputs to OUTDIR/run_<sig>_<model>_<quant>_m<M>[_bm<BLOCK_SIZE_M>].pt
+      (CPU tensors; weights by
       checksum only, `check` regenerates them).  For M > 512 the rows of 512
       evenly spaced tokens are saved (the rest by checksum).  --sig defaults
       to sglang (int4: SGLang's gptq/awq kernel, sglang or sglang_main).
@@ -345,12 +349,12 @@ def dequantize_weight(w, s, quant, chunk=16):
 class MoECase:
     """One fused_experts pass at batch size M: static device inputs and outputs."""
 
-    def __init__(self, model, quant, sig, batch, weights, seed, dev="cuda"):
+    def __init__(self, model, quant, sig, batch, weights, seed, dev="cuda", block_m=None):
         assert quant in SIGS[sig][2], (sig, quant)
         self.model, self.quant, self.sig, self.batch = model, quant, sig, batch
         self.dev = dev
         self.experts, self.hidden_size, self.inter = mc.MODELS[model]
-        self.config = mc.CONFIGS[quant]
+        self.config = mc.config_of(quant, block_m)
         self.w = weights
         self.inputs = self.make_inputs(seed)
         m = batch
@@ -362,7 +366,7 @@ class MoECase:
         else:
             self.tokens = torch.arange(SAVE_TOKENS, device=dev) * m // SAVE_TOKENS
         self.rows = (self.tokens[:, None] * TOP_K + torch.arange(TOP_K, device=dev)).reshape(-1)
-        self.name = f"{sig}_{model}_{quant}_m{m}"
+        self.name = f"{sig}_{model}_{quant}_m{m}" + (f"_bm{block_m}" if block_m else "")
 
     def make_inputs(self, seed):
         """Hidden states, routing and its alignment from `seed`."""
@@ -459,25 +463,26 @@ def describe(case, kernels):
 # -----------------------------------------------------------------------------
 
 
-def run_mode(outdir, model, quant, sig, batches):
+def run_mode(outdir, model, quant, sig, batches, block_m=None):
     os.makedirs(outdir, exist_ok=True)
     weights = Weights(model, quant)
     for m in batches:
-        case = MoECase(model, quant, sig, m, weights, SEED + m)
+        case = MoECase(model, quant, sig, m, weights, SEED + m, block_m=block_m)
         kernels = case.launch()
         torch.cuda.synchronize()
         describe(case, kernels)
         case.save(outdir, "run")
         del case
-    print(f"# run ({shim_label()}): {sig} {model} {quant}, batches {batches}: saved to {outdir}")
+    print(f"# run ({shim_label()}): {sig} {model} {quant} BLOCK_SIZE_M "
+          f"{mc.config_of(quant, block_m)['BLOCK_SIZE_M']}, batches {batches}: saved to {outdir}")
 
 
-def graph_mode(outdir, model, quant, sig, batches):
+def graph_mode(outdir, model, quant, sig, batches, block_m=None):
     os.makedirs(outdir, exist_ok=True)
     who = shim_label()
     weights = Weights(model, quant)
     for m in batches:
-        case = MoECase(model, quant, sig, m, weights, SEED + m)
+        case = MoECase(model, quant, sig, m, weights, SEED + m, block_m=block_m)
         fresh = case.make_inputs(SEED_GRAPH + m)
         label = f"graph ({who}) {case.name}"
         # Warm-up outside capture: Triton compiles and loads its modules here.
@@ -662,7 +667,7 @@ def same_inputs(a, b):
 
 
 NAME_RE = re.compile(r"^(run|graph)_(?P<sig>sglang_main|sglang|vllm)_(?P<model>[a-z0-9]+)_"
-                     r"(?P<quant>\w+?)_m(?P<batch>\d+)\.pt$")
+                     r"(?P<quant>\w+?)_m(?P<batch>\d+)(_bm\d+)?\.pt$")
 
 
 def check_mode(plain_dir, shim_dir):
@@ -673,7 +678,7 @@ def check_mode(plain_dir, shim_dir):
         return
     recs = []
     for n in names:
-        # <mode>_<sig>_<model>_<quant>_m<M>.pt (MoECase.save): grouped by
+        # <mode>_<sig>_<model>_<quant>_m<M>[_bm<BLOCK_SIZE_M>].pt (MoECase.save): grouped by
         # (model, quant) so that each set of weights is regenerated once
         parts = NAME_RE.match(n)
         if not parts:
@@ -683,7 +688,8 @@ def check_mode(plain_dir, shim_dir):
     key, deq = None, None
     for model, quant, n in sorted(recs):
         a = torch.load(os.path.join(plain_dir, n), weights_only=False)
-        label = f"{a['mode']} {a['sig']} {model} {quant} M={a['batch']}"
+        label = f"{a['mode']} {a['sig']} {model} {quant} M={a['batch']}" \
+            f" BLOCK_SIZE_M {a['config']['BLOCK_SIZE_M']}"
         path = os.path.join(shim_dir, n)
         if not os.path.exists(path):
             print(f"not ok - {label}: no result under the shim ({path})")
@@ -738,6 +744,7 @@ def check_mode(plain_dir, shim_dir):
 
 USAGE = ("usage: test_moe_reroute.py run|graph OUTDIR --model kimi|glm --quant "
          f"{'|'.join(mc.QUANTS)} [--sig {'|'.join(SIGS)}] [--batches 1,7,...]\n"
+         "       [--block-m 32|64]\n"
          "       test_moe_reroute.py check PLAIN_DIR SHIM_DIR\n"
          "       test_moe_reroute.py enforce | refuse")
 
@@ -761,7 +768,7 @@ def main(argv):
         return 0
     rest = argv[2:]
     opts = {"--model": None, "--quant": None, "--sig": "sglang",
-            "--batches": os.environ.get("MOE_BATCHES") or DEFAULT_BATCHES}
+            "--batches": os.environ.get("MOE_BATCHES") or DEFAULT_BATCHES, "--block-m": None}
     for opt in list(opts):
         if opt in rest:
             i = rest.index(opt)
@@ -777,8 +784,16 @@ def main(argv):
     if quant not in SIGS[sig][2]:
         print(f"--quant {quant} is not launched with --sig {sig} (int4: SGLang only)")
         return 2
+    block_m = opts["--block-m"]
+    if block_m is not None:
+        have = sorted(bm for q, bm in mc.BLOCK_M_CONFIGS if q == quant)
+        if not block_m.isdigit() or int(block_m) not in have:
+            print(f"--block-m {block_m}: --quant {quant} has a configuration at BLOCK_SIZE_M "
+                  f"{have or 'none'} besides its own (moe_cases.BLOCK_M_CONFIGS)")
+            return 2
+        block_m = int(block_m)
     batches = parse_batches(opts["--batches"])
-    (run_mode if mode == "run" else graph_mode)(rest[0], model, quant, sig, batches)
+    (run_mode if mode == "run" else graph_mode)(rest[0], model, quant, sig, batches, block_m)
     return 0
 
 
