@@ -293,31 +293,37 @@ struct loader {
  * loaded on its own; 0 past N or K.  Nothing here reads a loaded value, so
  * the loads stay in flight until wscale turns them into floats where they
  * are used (converted here, the first read waited on each load: 8% of
- * w4a16_m128's stall samples, ncu). */
+ * w4a16_m128's stall samples, ncu).  @gshift is wscale_shift's. */
 template <int QUANT, int NC>
 __device__ __forceinline__ void load_wscales(const moe_gemm_args &a, int64_t e, const int n[NC], int k0,
-					     uint32_t sc[NC][4])
+					     int gshift, uint32_t sc[NC][4])
 {
 #pragma unroll
-	for (int ni = 0; ni < NC; ni++)
+	for (int ni = 0; ni < NC; ni++) {
+		const bool col = n[ni] < a.N;
+		const int64_t row = e * a.bs_stride_e + (int64_t)(col ? n[ni] : 0) * a.bs_stride_n;
+
 #pragma unroll
 		for (int ks = 0; ks < 4; ks++) {
-			const int k = k0 + ks * 16;
+			const int k = k0 + ks * 16, g = gshift >= 0 ? k >> gshift : k / a.group_size;
 			uint32_t v = 0;
 
-			if (n[ni] < a.N && k < a.K) {
-				if (QUANT == MOE_W4A16) {
-					const int gs = a.group_size, g = gs & (gs - 1) ? k / gs : k >> (__ffs(gs) - 1);
-
-					v = __ldg((const uint16_t *)a.b_scale + e * a.bs_stride_e +
-						  (int64_t)n[ni] * a.bs_stride_n + g);
-				} else {
-					v = __ldg((const unsigned char *)a.b_scale + e * a.bs_stride_e +
-						  (int64_t)n[ni] * a.bs_stride_n + k / 16);
-				}
-			}
+			if (col && k < a.K)
+				v = QUANT == MOE_W4A16 ? __ldg((const uint16_t *)a.b_scale + row + g)
+						       : __ldg((const unsigned char *)a.b_scale + row + g);
 			sc[ni][ks] = v;
 		}
+	}
+}
+
+/* The scale group of k is k >> wscale_shift(a): NVFP4's groups are 16 wide,
+ * W4A16's a.group_size (-1 where that is no power of two: k / group_size). */
+template <int QUANT>
+__device__ __forceinline__ int wscale_shift(const moe_gemm_args &a)
+{
+	const int gs = QUANT == MOE_W4A16 ? a.group_size : 16;
+
+	return gs & (gs - 1) ? -1 : __ffs(gs) - 1;
 }
 
 /* A scale as load_wscales stores it -> its float. */
@@ -420,8 +426,9 @@ __device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, i
 		ncol[ni] = n0 + wn * S::WN + ni * 8 + lane / 4;
 	float wsc[S::NI][4];
 	uint32_t wsc_next[S::NI][4];
+	const int gshift = wscale_shift<QUANT>(a);
 	if (S::PACKED && !S::SMEM_SCALES)
-		load_wscales<QUANT, S::NI>(a, e, ncol, kg * 64, wsc_next);
+		load_wscales<QUANT, S::NI>(a, e, ncol, kg * 64, gshift, wsc_next);
 
 	/* the block's k tiles in order: step g is k tile g % nk of its tile g / nk, issued in
 	 * order: the issue side counts its k tile (ik) and moves the loader on a tile at ik's wrap;
@@ -434,7 +441,7 @@ __device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, i
 		ld.issue(a, base + slot * S::STAGE, ik);
 		ld.issue_scales(a, base + S::GS_OFF + slot * S::GSC, ik);
 		if (S::SMEM_SCALES)
-			load_wscales<QUANT, 1>(a, e, scol, ik * 64, sc);
+			load_wscales<QUANT, 1>(a, e, scol, ik * 64, gshift, sc);
 		if (++ik == nk) {
 			ik = 0;
 			ld.advance(a, tstride);
@@ -608,14 +615,14 @@ __device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, i
 					for (int ks = 0; ks < 4; ks++)
 						wsc[ni][ks] = wscale<QUANT>(wsc_next[ni][ks]);
 				if (kt + 1 < nk) {
-					load_wscales<QUANT, S::NI>(a, e, ncol, (kslot + S::KS) * 64, wsc_next);
+					load_wscales<QUANT, S::NI>(a, e, ncol, (kslot + S::KS) * 64, gshift, wsc_next);
 				} else if (S::MULTI && g + 1 < total) {
 					/* the next tile's first k slice */
 					int nn[S::NI];
 #pragma unroll
 					for (int ni = 0; ni < S::NI; ni++)
 						nn[ni] = ncol[ni] + tstride;
-					load_wscales<QUANT, S::NI>(a, e, nn, kg * 64, wsc_next);
+					load_wscales<QUANT, S::NI>(a, e, nn, kg * 64, gshift, wsc_next);
 				}
 			}
 
