@@ -624,18 +624,16 @@ static inline int moe_gemm_decode_cols(int quant, int32_t n, int32_t k, int tn, 
  *     times from 43 (Kimi's gate/up at 2048 tokens: 0.16 of the floor
  *     against 0.21; at 64 rows 0.11 against 0.18)); and at any count
  *     where no 64-row tile divides block_m (the 16-row tile is all that is
- *     left), and up to MOE_DECODE_W4_PAIRED_ROWS on a long K whose N wastes
- *     no wide tile (moe_gemm_wide_waste) where no 128-row one does (the
- *     64-row tile, MOE_GEMM_PAIRED).  Measured on an H200 (INT4 at TP8,
- *     the plan with these against the plan without, one run): BLOCK_SIZE_M
- *     32, Kimi K2's gate/up at 2048, 3072, 4096 and 6144 tokens 3.31 to
- *     3.34 times as fast (3825 us to 1156 at 2048), GLM-4.7's at 1024 and
- *     2048 3.15 and 3.21, and the decode kernel of the down GEMM at 0.08
- *     to 0.02 of the floor against the 16-row tile's 0.01 to 0.00 (Kimi,
- *     2048 to 8192 tokens); BLOCK_SIZE_M 64, Kimi's gate/up at 2048, 3072,
- *     4096 and 6144 tokens 1.06, 1.09, 1.11 and 1.03 times as fast, not at
- *     8192 (170 rows an expert: 0.04 of the floor against the tile's
- *     0.05), nor GLM's (N 384: 0.90 times at 1024 tokens);
+ *     left).  Measured on an H200 (INT4 at TP8, the plan with this against
+ *     the plan without, one run): BLOCK_SIZE_M 32, Kimi K2's gate/up at
+ *     2048, 3072, 4096 and 6144 tokens 3.31 to 3.34 times as fast (3825 us
+ *     to 1156 at 2048), GLM-4.7's at 1024 and 2048 3.15 and 3.21, and the
+ *     decode kernel of the down GEMM at 0.08 to 0.02 of the floor against
+ *     the 16-row tile's 0.01 to 0.00 (Kimi, 2048 to 8192 tokens).  Where
+ *     only the 64-row tile fits (BLOCK_SIZE_M 64) it is taken past 40
+ *     rows: since its W scales stopped waiting on their loads (H200, one
+ *     run) it ran Kimi's gate/up at 2048 and 4096 tokens (43 and 85 rows)
+ *     in 1126 and 2094 us against the decode kernels' 1251 and 2202;
  *   on a short K (moe_gemm_short_k: the down GEMM), MOE_DECODE_SHORT_ROWS,
  *     or MOE_DECODE_SHALLOW_ROWS where the 64-row tile has a shallow
  *     pipeline (bf16), which passes the decode kernels from about 10 rows;
@@ -646,21 +644,17 @@ static inline int moe_gemm_decode_cols(int quant, int32_t n, int32_t k, int tn, 
  * tokens).  (Row mode, one routed row per block, always is.)  Pure, plain C.
  */
 #define MOE_DECODE_W4_ROWS 40
-#define MOE_DECODE_W4_PAIRED_ROWS 128
 #define MOE_DECODE_SHORT_ROWS 24
 #define MOE_DECODE_SHALLOW_ROWS 8
 #define MOE_DECODE_LONG_ROWS 4
-static inline int moe_gemm_decode_wanted(int quant, int32_t block_m, int32_t num_valid, int32_t em, int32_t n,
-					 int32_t k)
+static inline int moe_gemm_decode_wanted(int quant, int32_t block_m, int32_t num_valid, int32_t em, int32_t k)
 {
 	const int64_t per = moe_gemm_rows_per_expert(block_m, num_valid, em);
 
 	if (!moe_gemm_decode_has(quant))
 		return 0;
 	if (quant == MOE_W4A16)
-		return per <= MOE_DECODE_W4_ROWS || block_m % 64 ||
-		       (block_m % 128 && !moe_gemm_short_k(quant, k) && !moe_gemm_wide_waste(n) &&
-			per <= MOE_DECODE_W4_PAIRED_ROWS);
+		return per <= MOE_DECODE_W4_ROWS || block_m % 64;
 	if (moe_gemm_short_k(quant, k))
 		return per <= (MOE_GEMM_SHALLOW(quant, 64) ? MOE_DECODE_SHALLOW_ROWS : MOE_DECODE_SHORT_ROWS);
 	return per <= MOE_DECODE_LONG_ROWS;
@@ -723,7 +717,7 @@ static inline struct moe_gemm_choice moe_gemm_choose(int quant, int32_t block_m,
 	c.tm = naive ? 16 : moe_gemm_rows_tile(quant, block_m, num_valid, em, n, k);
 	c.stages = c.tm ? moe_gemm_rows_stages(quant, c.tm, block_m, num_valid, em, k) : 0;
 	c.tn = naive ? moe_gemm_decode_tn(quant, k)
-	       : moe_gemm_decode_wanted(quant, block_m, num_valid, em, n, k) ? moe_gemm_decode_tile(quant, k, num_valid)
+	       : moe_gemm_decode_wanted(quant, block_m, num_valid, em, k) ? moe_gemm_decode_tile(quant, k, num_valid)
 									    : 0;
 	c.rows = naive ? 8 : moe_gemm_decode_rows(quant, block_m, num_valid, em);
 	return c;

@@ -830,52 +830,55 @@ static void test_moe_decisions(void **state)
 	assert_int_equal(moe_gemm_decode_cols(MOE_W4A16, 7168, 256, 128, 8 + 385 * 127, 128, 8), 28);
 	assert_int_equal(moe_gemm_decode_cols(MOE_W4A16, 5120, 192, 128, 8 + 161 * 127, 128, 8), 40);
 	assert_int_equal(moe_gemm_decode_cols(MOE_BF16, 7168, 256, 128, 16 + 385 * 127, 128, 16), 28);
-	/* moe_gemm_decode_wanted: quant, BLOCK_SIZE_M, tokens (top_k 8), experts, N, K -> wanted.
+	/* moe_gemm_decode_wanted: quant, BLOCK_SIZE_M, tokens (top_k 8), experts, K -> wanted.
 	   bf16, FP8 and NVFP4 as said above (decode_tn); W4A16 below */
 	static const struct {
 		int quant;
-		int32_t block_m, tokens, experts, n, k;
+		int32_t block_m, tokens, experts, k;
 		int want;
 	} wanted[] = {
-		{ MOE_FP8, 128, 1, 385, 512, 7168, 1 },
-		{ MOE_BF16, 128, 8, 385, 512, 7168, 1 },
-		{ MOE_BF16, 128, 16, 385, 512, 7168, 1 },
-		{ MOE_BF16, 128, 128, 385, 512, 7168, 1 },
-		{ MOE_BF16, 128, 256, 385, 512, 7168, 0 },
-		{ MOE_BF16, 16, 1, 385, 512, 7168, 1 },
-		{ MOE_BF16, 16, 128, 385, 512, 7168, 1 },
-		{ MOE_BF16, 16, 256, 385, 512, 7168, 0 },
-		{ MOE_FP8, 128, 512, 385, 512, 7168, 0 },
-		{ MOE_FP8, 128, 512, 385, 7168, 256, 1 },
-		{ MOE_FP8, 128, 4096, 385, 7168, 256, 0 },
-		{ MOE_BF16, 128, 256, 385, 7168, 256, 1 },
-		{ MOE_BF16, 128, 512, 385, 7168, 256, 0 },
-		{ MOE_NVFP4, 128, 1, 385, 7168, 256, 0 },
+		{ MOE_FP8, 128, 1, 385, 7168, 1 },
+		{ MOE_BF16, 128, 8, 385, 7168, 1 },
+		{ MOE_BF16, 128, 16, 385, 7168, 1 },
+		{ MOE_BF16, 128, 128, 385, 7168, 1 },
+		{ MOE_BF16, 128, 256, 385, 7168, 0 },
+		{ MOE_BF16, 16, 1, 385, 7168, 1 },
+		{ MOE_BF16, 16, 128, 385, 7168, 1 },
+		{ MOE_BF16, 16, 256, 385, 7168, 0 },
+		{ MOE_FP8, 128, 512, 385, 7168, 0 },
+		{ MOE_FP8, 128, 512, 385, 256, 1 },
+		{ MOE_FP8, 128, 4096, 385, 256, 0 },
+		{ MOE_BF16, 128, 256, 385, 256, 1 },
+		{ MOE_BF16, 128, 512, 385, 256, 0 },
+		{ MOE_NVFP4, 128, 1, 385, 256, 0 },
 		/* W4A16: up to 40 rows an expert (GLM-4.7's 768 tokens: 38.4; not its 1024: 51, nor Kimi
 		   K2's 2048: 42.7), gate/up and down alike, 16 rows a pass past 8 rows an expert (Kimi
 		   K2's 512 tokens: 10.7); beyond, the row tiles: GLM-4.7's gate/up (N 384) at 51 rows an
 		   expert and Kimi K2's down GEMM at 42.7 on the 64-row one, Kimi's gate/up on the 128 */
-		{ MOE_W4A16, 128, 1, 161, 384, 5120, 1 },
-		{ MOE_W4A16, 128, 512, 161, 384, 5120, 1 },
-		{ MOE_W4A16, 16, 512, 161, 5120, 192, 1 },
-		{ MOE_W4A16, 128, 768, 161, 384, 5120, 1 },
-		{ MOE_W4A16, 128, 1024, 161, 384, 5120, 0 },
-		{ MOE_W4A16, 128, 2048, 385, 512, 7168, 0 },
-		{ MOE_W4A16, 128, 4096, 385, 512, 7168, 0 },
+		{ MOE_W4A16, 128, 1, 161, 5120, 1 },
+		{ MOE_W4A16, 128, 512, 161, 5120, 1 },
+		{ MOE_W4A16, 16, 512, 161, 192, 1 },
+		{ MOE_W4A16, 128, 768, 161, 5120, 1 },
+		{ MOE_W4A16, 128, 1024, 161, 5120, 0 },
+		{ MOE_W4A16, 128, 2048, 385, 7168, 0 },
+		{ MOE_W4A16, 128, 4096, 385, 7168, 0 },
 		/* ... at any count where no 64-row tile fits (BLOCK_SIZE_M 32: Kimi's down GEMM at 8192
-		   tokens, 170 rows an expert), and where only the 64-row one does on a long K whose N
-		   wastes no wide tile, up to 128 rows (BLOCK_SIZE_M 64: Kimi's gate/up at 4096 tokens,
-		   85; not at 8192, nor its down GEMM, nor GLM's gate/up, N 384) */
-		{ MOE_W4A16, 32, 8192, 385, 7168, 256, 1 },
-		{ MOE_W4A16, 64, 4096, 385, 512, 7168, 1 },
-		{ MOE_W4A16, 64, 8192, 385, 512, 7168, 0 },
-		{ MOE_W4A16, 64, 2048, 385, 7168, 256, 0 },
-		{ MOE_W4A16, 64, 1024, 161, 384, 5120, 0 },
+		   tokens, 170 rows an expert, and its gate/up at 4096, 85); where the 64-row one does
+		   (BLOCK_SIZE_M 64) only up to 40 rows, as at 128 (Kimi's gate/up at 1024 tokens, 21;
+		   not at 2048 or 4096, nor its down GEMM, nor GLM's gate/up, N 384) */
+		{ MOE_W4A16, 32, 8192, 385, 256, 1 },
+		{ MOE_W4A16, 32, 4096, 385, 7168, 1 },
+		{ MOE_W4A16, 64, 1024, 385, 7168, 1 },
+		{ MOE_W4A16, 64, 2048, 385, 7168, 0 },
+		{ MOE_W4A16, 64, 4096, 385, 7168, 0 },
+		{ MOE_W4A16, 64, 8192, 385, 7168, 0 },
+		{ MOE_W4A16, 64, 2048, 385, 256, 0 },
+		{ MOE_W4A16, 64, 1024, 161, 5120, 0 },
 	};
 
 	for (i = 0; i < sizeof(wanted) / sizeof(wanted[0]); i++) {   /* a failure prints 0x<row><wanted> */
 		const int32_t rows = wanted[i].tokens * 8, em = rows + wanted[i].experts * (wanted[i].block_m - 1);
-		const int got = moe_gemm_decode_wanted(wanted[i].quant, wanted[i].block_m, rows, em, wanted[i].n,
+		const int got = moe_gemm_decode_wanted(wanted[i].quant, wanted[i].block_m, rows, em,
 						       wanted[i].k) != 0;
 
 		assert_int_equal((int)i * 16 + got, (int)i * 16 + wanted[i].want);
