@@ -52,16 +52,18 @@ hidden_of() {
 	esac
 }
 
-# logcheck TAG SIG QUANT BATCHES - every fused-MoE launch in the JSON logs
-# $work/rr-TAG.*.jsonl rerouted (rerouted_to set) by the rule of SIG's
+# logcheck TAG SIG QUANT BATCHES BLOCK_M - every fused-MoE launch in the JSON
+# logs $work/rr-TAG.*.jsonl rerouted (rerouted_to set) by the rule of SIG's
 # release, with the kernel name and cubin parameter count of SIG/QUANT, at
 # exactly two per batch (gate/up and down) in a run, six in a graph run
-# (warm-up, capture and the eager launch; a replay passes no hook), and no
-# refusal anywhere.
+# (warm-up, capture and the eager launch; a replay passes no hook), to a
+# decode kernel or a row tile that divides the framework's BLOCK_M (a block
+# of the framework is whole blocks of ours), and no refusal anywhere.
 logcheck() {
 	python3 - "$work" "$@" <<'PY'
 import glob, json, sys
-work, tag, sig, quant, batches = sys.argv[1:6]
+import re
+work, tag, sig, quant, batches, block_m = sys.argv[1:7]
 # Cubin parameters of the real kernels (test_moe_reroute.py PARAMS, which its
 # run checks against the compiled kernels): SGLang 0.5.9 and 0.5.23 FP8
 # per-tensor 26, per-channel 22 (the scale strides equal to 1 dropped), block
@@ -101,10 +103,15 @@ for e in wrong[:3]:
 wrong_rule = [e for e in rr if e.get("rule") not in rules]
 for e in wrong_rule[:3]:
     print(f"# rerouted by {e.get('rule')}, expected {sorted(rules)}")
+tiles = [e for e in rr if re.search(r"_m(\d+)$", e.get("rerouted_to") or "")]
+split = [e for e in tiles if int(block_m) % int(re.search(r"_m(\d+)$", e["rerouted_to"]).group(1))]
+for e in split[:3]:
+    print(f"# rerouted to {e['rerouted_to']}, whose rows do not divide BLOCK_SIZE_M {block_m}")
 want = (6 if tag.startswith("graph") else 2) * n_batches
 if len(moe) != want:
     print(f"# {len(moe)} fused-MoE launches logged, {want} made")
 ok = len(moe) == want and len(rr) == want and not other and not refused and not wrong and not wrong_rule
+ok &= not split
 ok &= all(e.get("rerouted_to") for e in rr)
 sys.exit(0 if ok else 1)
 PY
@@ -137,7 +144,8 @@ run_case() {
 		--set top_k=8 --set hidden_size="$hidden" --log "$work/rr-$tag.%p.jsonl" -- \
 		python3 $py "$mode" "$work/$mode-shim-$model" --model "$model" --quant "$quant" --sig "$sig" \
 		${bm:+--block-m "$bm"}
-	if logcheck "$tag" "$sig" "$quant" "$batches"; then
+	# (BLOCK_SIZE_M 128 without :BM: moe_cases.CONFIGS, every quantisation)
+	if logcheck "$tag" "$sig" "$quant" "$batches" "${bm:-128}"; then
 		echo "ok - $what: the log shows every $( [ "$quant" = int4 ] && echo fused_moe_kernel_gptq_awq || echo fused_moe_kernel) launch rerouted by the rule of its release, nothing refused"
 	else
 		echo "not ok - $what: reroute events in the JSON log"
