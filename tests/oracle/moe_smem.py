@@ -209,26 +209,26 @@ def gptq_awq_args(c, params):
     along K, group 128 scales, no zero points; K the case's k= (compiled in)
     or 7168."""
     T = launches.Tensor
-    bm, group, K = c["bm"], 128, c["k"] or globals()["K"]
+    bm, group, k = c["bm"], 128, c["k"] or K
     em = TOKENS * TOP_K + EXPERTS * (bm - 1)
-    a = T((TOKENS, K), "bfloat16")
-    b = T((EXPERTS, N, K // 2), "uint8")
+    a = T((TOKENS, k), "bfloat16")
+    b = T((EXPERTS, N, k // 2), "uint8")
     out = T((TOKENS, TOP_K, N), "bfloat16")
-    b_scale = T((EXPERTS, N, -(-K // group)), "bfloat16")
+    b_scale = T((EXPERTS, N, -(-k // group)), "bfloat16")
     values = dict(
         a_ptr=a, b_ptr=b, c_ptr=out, b_scale_ptr=b_scale, b_zp_ptr=None,
         topk_weights_ptr=T((TOKENS, TOP_K), "float32"),
         sorted_token_ids_ptr=T((em,), "int32"), expert_ids_ptr=T((em // bm,), "int32"),
         num_tokens_post_padded_ptr=T((1,), "int32"),
-        N=N, K=K, EM=em, num_valid_tokens=TOKENS * TOP_K,
+        N=N, K=k, EM=em, num_valid_tokens=TOKENS * TOP_K,
         stride_am=a.stride(0), stride_ak=a.stride(1), stride_be=b.stride(0),
         stride_bk=b.stride(2), stride_bn=b.stride(1), stride_cm=out.stride(1),
         stride_cn=out.stride(2), stride_bse=b_scale.stride(0), stride_bsk=b_scale.stride(2),
         stride_bsn=b_scale.stride(1), stride_bze=0, stride_bzk=0, stride_bzn=0,
-        block_k_diviable=K % c["bk"] == 0, group_size=group,
+        block_k_diviable=k % c["bk"] == 0, group_size=group,
         BLOCK_SIZE_M=bm, BLOCK_SIZE_N=c["bn"], BLOCK_SIZE_K=c["bk"], GROUP_SIZE_M=16,
         SPLIT_K=1, MUL_ROUTED_WEIGHT=False, top_k=TOP_K, compute_type=compute(c["dtype"]), has_zp=False,
-        use_int4_w4a16=True, use_int8_w8a16=False, even_Ks=K % c["bk"] == 0,
+        use_int4_w4a16=True, use_int8_w8a16=False, even_Ks=k % c["bk"] == 0,
         filter_expert=True)
     return pick(values, params)
 
@@ -248,18 +248,23 @@ def compute(dtype):
     return tl.float32 if dtype == "float32" else tl.bfloat16
 
 
-def set_mma_v3(fn, allowed):
+def set_mma_v3(fn, allowed, _filled={}):
     """Compile @fn's next kernels with MMA v3 allowed or not (DISABLE_MMA_V3):
     Triton reads the variable at each compile and keys its file cache on it,
-    but not the JIT function's in-memory cache, which is dropped on a change."""
-    if (os.environ.get("DISABLE_MMA_V3") != "1") == allowed:
-        return
+    but not a JIT function's in-memory cache, which is dropped where it was
+    filled under the other setting.  That is per function (_filled: id ->
+    the setting): one process compiles several sources' kernels, and a
+    function whose cache is not dropped when another's setting changed hands
+    back the other variant (18 nov3 rows of the measured table read as their
+    wgmma sizes in one --check run before this)."""
     if allowed:
-        del os.environ["DISABLE_MMA_V3"]
+        os.environ.pop("DISABLE_MMA_V3", None)
     else:
         os.environ["DISABLE_MMA_V3"] = "1"
-    for kernel_cache, *_ in fn.device_caches.values():
-        kernel_cache.clear()
+    if _filled.get(id(fn), allowed) != allowed:
+        for kernel_cache, *_ in fn.device_caches.values():
+            kernel_cache.clear()
+    _filled[id(fn)] = allowed
 
 
 def measure(src, arch, c):

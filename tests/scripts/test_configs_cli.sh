@@ -13,7 +13,7 @@
 # (build/oracle-venv) of a few buckets against the shared memory the command
 # computes.  Prints "ok - ...".
 set -u
-echo 1..36 # plan: the number of checks below
+echo 1..37 # plan: the number of checks below
 B=${SM120_BUILD:-build}
 FX=tests/fixtures/configs
 SG="$FX/good/sglang/triton_3_5_1/E=161,N=384,device_name=NVIDIA_H200,dtype=fp8_w8a8,per_channel_quant=True.json"
@@ -170,4 +170,25 @@ PY
 	fi
 else
 	echo "ok - # SKIP no Triton venv ($B/oracle-venv) or SGLang wheel: live compiles not run"
+fi
+
+# moe_smem.py --check compiles several sources' kernels in one process, with
+# and without MMA v3: SGLang's tile with wgmma, then vLLM's without, then
+# SGLang's same tile without must give the mma.sync bytes, not the cached
+# wgmma kernel's (the rows are the measured table's).
+if [ -x "$py" ] && [ -n "$wheel" ]; then
+	printf '%s\n' \
+		"sglang-0.5.9	90	fused_moe_kernel	fp8_w8a8	block=128x128	128	128	128	4	2	66048" \
+		"vllm-0.33.0	90	fused_moe_kernel	fp8_w8a8	block=128x128,nov3	128	128	64	8	2	16384" \
+		"sglang-0.5.9	90	fused_moe_kernel	fp8_w8a8	block=128x128,nov3	128	128	128	4	2	33280" \
+		>"$work/mixed.tsv"
+	if SM120_ORACLE="$B/oracle" "$py" tests/oracle/moe_smem.py --check "$work/mixed.tsv" --arch 90 \
+		>"$work/mixed.out" 2>&1 && [ "$(grep -c '^ok' "$work/mixed.out")" -eq 3 ]; then
+		echo "ok - moe_smem.py --check: a source's tile compiled without MMA v3 after another source's change gives its own bytes"
+	else
+		echo "not ok - moe_smem.py --check on rows of two sources with and without MMA v3"
+		sed 's/^/#   /' "$work/mixed.out" | tail -n 5
+	fi
+else
+	echo "ok - # SKIP no Triton venv ($B/oracle-venv) or SGLang wheel: moe_smem.py --check not run"
 fi
