@@ -79,13 +79,16 @@ static int wgmma(const struct triton_moe_tile *t, uint32_t dot_bytes)
 	       cols >= 16 && t->block_k * dot_bytes >= 32;
 }
 
-/* ring - buffers of a pipelined load: num_stages, one fewer unless wgmma reads
- * them in place, never fewer than one. */
-static uint32_t ring(uint32_t stages, int in_place)
+/* ring - buffers of a pipelined load of @t: num_stages, one fewer unless
+ * wgmma reads them in place, never fewer than one; one where the K loop is
+ * one step (not pipelined, wgmma too: measured on fused_moe_kernel_gptq_awq,
+ * sm_90 and sm_120, K from 64 to 2 BLOCK_SIZE_K: a K of 256 at BLOCK_SIZE_K
+ * 256, BLOCK_SIZE_M 32 and 4 stages has 147456 B, at 512 180224). */
+static uint32_t ring(const struct triton_moe_tile *t, int in_place)
 {
-	uint32_t n = in_place ? stages : stages - (stages > 0);
+	uint32_t n = in_place ? t->num_stages : t->num_stages - (t->num_stages > 0);
 
-	return n ? n : 1;
+	return n && t->k_steps != 1 ? n : 1;
 }
 
 /*
@@ -129,14 +132,8 @@ uint64_t triton_moe_smem(const struct triton_moe_tile *t)
 	    !t->num_warps || !t->a_bytes || (gptq ? !t->b_bits : t->b_bits < 8))
 		return 0;
 	v3 = wgmma(t, t->a_bytes);
-	a_ring = ring(t->num_stages, v3);
-	b_ring = ring(t->num_stages, v3 && !converted);
-	/* A loop of one k step is not pipelined: one buffer of each tile, wgmma
-	 * too (measured on fused_moe_kernel_gptq_awq, sm_90 and sm_120, K from
-	 * 64 to 2 BLOCK_SIZE_K: a K of 256 at BLOCK_SIZE_K 256, BLOCK_SIZE_M 32
-	 * and 4 stages has 147456 B, at 512 180224). */
-	if (t->k_steps == 1)
-		a_ring = b_ring = 1;
+	a_ring = ring(t, v3);
+	b_ring = ring(t, v3 && !converted);
 	a_tile = (uint64_t)t->block_m * t->block_k * t->a_bytes;
 	b_tile = (uint64_t)t->block_k * t->block_n * t->b_bits / 8;
 	bytes = a_tile * (t->tma_a || async_load((uint64_t)t->block_m * t->block_k, t->a_bytes,
