@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../kernels/attention/extend.h"
 #include "../../kernels/moe/moe_gemm.h"
 #include "../common/numfmt.h"
 #include "ops.h"
@@ -121,7 +122,7 @@ struct ref_gpu {
 	CUmodule moe_spec[2];                       /* the stand-in copy for gate/up [0] and down [1] */
 	CUfunction op[NOPS];
 	CUfunction gemm[4][3];                      /* moe_gemm_<quant>_m{16,64,128} */
-	CUfunction moe_fn[2], extend_fn;
+	CUfunction moe_fn[2], extend_fn, gqa_extend; /* gqa_extend: attn_extend_128_bf16 of the bundle */
 	int moe_img, moe_smem, extend_ok;
 	struct glayer *L;
 	CUdeviceptr embed, final_norm, inv_freq;
@@ -610,6 +611,10 @@ static int load_modules(struct ref_gpu *g, struct sm_err *err)
 	}
 	for (i = 0; i < NOPS; i++)
 		CU(g, cuModuleGetFunction(&g->op[i], g->mod[IMG_OPS], op_names[i]), op_names[i], err);
+	CU(g, cuModuleGetFunction(&g->gqa_extend, g->mod[IMG_BUNDLE], ATTN_EXTEND_128_BF16), ATTN_EXTEND_128_BF16,
+	   err);
+	CU(g, cuFuncSetAttribute(g->gqa_extend, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, ATTN_EXTEND_SMEM_128),
+	   ATTN_EXTEND_128_BF16, err);
 	for (q = 0; q < 4; q++)
 		for (t = 0; t < 3; t++) {
 			const char *name = moe_gemm_kernel_name(q, tiles[t]);
@@ -849,6 +854,47 @@ static int bgemm(struct ref_gpu *g, CUdeviceptr A, int64_t a_b, int64_t a_m, CUd
 }
 
 /*
+ * The kernels that attend a prefill step (more than one new token) of a
+ * layer; a decode step (one token) always runs eng_attention, split over a
+ * block's warps.  One row per kernel: its enum and the name
+ * ref_gpu_prefill_attention gives.
+ */
+#define PREFILL_ATTN(X)                                                                          \
+	X(PREFILL_OPS, "eng_attention (a warp per token and head)")                              \
+	X(PREFILL_STANDIN, "_fwd_kernel (stand-in of SGLang's extend attention, Hopper tile)") \
+	X(PREFILL_BUNDLED, ATTN_EXTEND_128_BF16 " (bundled)")
+#define PREFILL_ENUM(id, name) id,
+enum prefill_attn { PREFILL_ATTN(PREFILL_ENUM) };
+
+/*
+ * prefill_attn - which kernel attends a prefill step of config @c: MLA
+ * absorbed at SGLang's extend tile's head sizes (Lq 576, Lv 512: Kimi K2)
+ * goes through the stand-in, as SGLang's launch does, so that the shim sees
+ * it; GQA with head size 128 (GLM-4.7) runs the bundled extend attention
+ * itself, an MMA kernel that fits SM120 as it is (eng_attention, a warp per
+ * token and head walking its keys one at a time, took 97% of GLM-4.7's
+ * prefill at 2048 tokens: H200, INT4, real dimensions, 611 against 16 ms);
+ * other sizes (the tiny test models) run eng_attention.  Pure.
+ */
+static enum prefill_attn prefill_attn(const struct ref_config *c)
+{
+	if (c->attn == REF_ATTN_MLA)
+		return c->kv_lora_rank == STANDIN_EXTEND_LV && c->kv_lora_rank + c->qk_rope == STANDIN_EXTEND_LQ
+			       ? PREFILL_STANDIN
+			       : PREFILL_OPS;
+	return c->head_dim == 128 ? PREFILL_BUNDLED : PREFILL_OPS;
+}
+
+const char *ref_gpu_prefill_attention(const struct ref_config *c)
+{
+#define PREFILL_NAME(id, name) [id] = name,
+	static const char *const names[] = { PREFILL_ATTN(PREFILL_NAME) };
+#undef PREFILL_NAME
+
+	return names[prefill_attn(c)];
+}
+
+/*
  * attention - eng_attention of @n queries over @hq heads (ops.cu's
  * arguments): split over a block's warps below ENG_ATTN_SPLIT_BELOW
  * (token, head) pairs, one warp per pair from it.
@@ -925,6 +971,44 @@ static int mla(struct ref_gpu *g, struct glayer *gl, int n, struct sm_err *err)
 		     n, V, kvl, nh, 0, err);
 }
 
+/*
+ * gqa_extend - the bundled extend attention (kernels/attention/extend.h) of
+ * @n tokens at g->pos, one sequence, causal: queries s.qf [n][hq][hd], keys
+ * and values the cache's slots 0 .. g->pos - 1 as the prefix (slot j at
+ * kv_indices[j] = j) and g->pos .. g->pos + n - 1 as the extend part
+ * (eng_gqa_prep wrote them there), out to s.o [n][hq][hd].  hd must be 128.
+ */
+static int gqa_extend(struct ref_gpu *g, struct glayer *gl, int n, struct sm_err *err)
+{
+	const struct ref_config *c = g->c;
+	struct scratch *s = &g->s;
+	int hkv = c->n_kv_heads, hd = c->head_dim, grp = c->n_heads / hkv;
+	int64_t qt = (int64_t)c->n_heads * hd, kt = (int64_t)hkv * hd;
+	size_t ext = 2 * (size_t)g->pos * (size_t)kt;
+	int32_t ind[4] = { 0, n, 0, g->pos };
+	struct attn_extend_args a = { 0 };
+
+	CU(g, cuMemcpyHtoD_v2(s->indptr, ind, sizeof(ind)), "indptr", err);
+	a.q = (const void *)(uintptr_t)s->qf;
+	a.k_ext = (const void *)(uintptr_t)(gl->kc + ext);
+	a.v_ext = (const void *)(uintptr_t)(gl->vc + ext);
+	a.o = (void *)(uintptr_t)s->o;
+	a.k_buf = (const void *)(uintptr_t)gl->kc;
+	a.v_buf = (const void *)(uintptr_t)gl->vc;
+	a.qo_indptr = (const void *)(uintptr_t)s->indptr;
+	a.kv_indptr = (const int32_t *)(uintptr_t)(s->indptr + 8);
+	a.kv_indices = (const int64_t *)(uintptr_t)s->kv_indices;
+	a.q_tok = a.o_tok = qt;
+	a.kx_tok = a.vx_tok = a.kb_slot = a.vb_slot = kt;
+	a.q_head = a.o_head = a.kx_head = a.vx_head = a.kb_head = a.vb_head = hd;
+	a.sm_scale = (float)c->softmax_scale;
+	a.k_scale = a.v_scale = 1.0f;
+	a.batch = 1, a.kv_group_num = grp, a.lq = a.lv = hd;
+	a.flags = ATTN_EXTEND_CAUSAL;
+	return launch(g, g->gqa_extend, ATTN_EXTEND_128_BF16, (unsigned)cdiv(n * grp, ATTN_EXTEND_ROWS_128),
+		      (unsigned)hkv, 1, ATTN_EXTEND_THREADS, ATTN_EXTEND_SMEM_128, ARGS(&a), err);
+}
+
 /* gqa - GLM attention for @n tokens: o_proj's input into s.o [n][hq * hd]. */
 static int gqa(struct ref_gpu *g, struct glayer *gl, int n, struct sm_err *err)
 {
@@ -943,6 +1027,8 @@ static int gqa(struct ref_gpu *g, struct glayer *gl, int n, struct sm_err *err)
 			      &gl->kn, &g->inv_freq, &hq, &hkv, &hd, &rot, &pos, &mul, &eps),
 			 err)))
 		return rc;
+	if (n > 1 && prefill_attn(c) == PREFILL_BUNDLED)
+		return gqa_extend(g, gl, n, err);
 	return attention(g, s->o, qt, h, s->qf, qt, h, gl->kc, kt, h, gl->vc, kt, h, n, hq, grp, hd, hd, pos, scale,
 			 err);
 }
@@ -1219,8 +1305,7 @@ struct ref_gpu *ref_gpu_new(const struct ref_model *m, int max_seq, int chunk, i
 		rc = cu_fail(g, rc, "making the context current", err);
 	if (!rc)
 		rc = load_modules(g, err);
-	if (!rc && c->attn == REF_ATTN_MLA && c->kv_lora_rank == STANDIN_EXTEND_LV &&
-	    c->kv_lora_rank + c->qk_rope == STANDIN_EXTEND_LQ) {
+	if (!rc && prefill_attn(c) == PREFILL_STANDIN) {
 		rc = hopper_kernel(g, g->mod[IMG_EXTEND], "_fwd_kernel", STANDIN_EXTEND_SMEM, &g->extend_fn, err);
 		g->extend_ok = rc == 0;
 	}

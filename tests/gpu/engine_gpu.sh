@@ -11,7 +11,9 @@
 #   3. under `--mode enforce --target sm120`: the engine must stop with the
 #      shared-memory error Triton gives on SM120 (proof the limit is exceeded);
 # and INT4 of each family once more, prefill in steps of 3 prompt tokens
-# (--chunk 3) under reroute, every row against the CPU backend.
+# (--chunk 3) under reroute, every row against the CPU backend; then one
+# layer of GLM-4.7 at real dimensions, whose head size takes the bundled
+# extend attention in prefill, against the CPU backend (about a minute).
 # Run 1 compares every logits row with the CPU backend (--check-cpu).  The
 # GPU backend runs bf16 activations and GEMM outputs (FP8: FP8 activations,
 # w8a8) where the CPU backend is fp32, and a routing near-tie can send a
@@ -89,6 +91,34 @@ for arch in kimi-k2 glm4-moe; do
 	echo "$cmpl" | awk '{ for (i = 1; i < NF; i++) { if ($i == "row") med = $(i + 1); if ($i == "logit") big = $(i + 1) }
 		sub(/\)/, "", big); exit !(med + 0 <= 0.02 * big) }'
 	check "$arch int4: --chunk 3 median row within 0.02 of the largest logit against the cpu backend (${cmpl#*: })" $?
+done
+# GLM-4.7's real head size (128; the tiny model's is 32) takes the bundled extend attention in
+# prefill (attn_extend_128_bf16, named on the backend lines): one layer of real dimensions and 8
+# experts, a 41-token prompt prefilled at once without the shim and in steps of 7 under reroute
+# (each step's keys after a prefix in the cache), every row against the cpu backend.  The bound
+# also holds the largest row: a wrong stride or mask shows in a few rows, not the median.
+m=$tmp/glm4-moe-real
+"$build/sm120" ref make-model --arch glm4-moe --quant int4 --real-dims --layers 1 --experts 8 --seed 3 "$m" \
+	>/dev/null 2>&1
+check "glm4-moe real dims, 1 layer: make-model" $?
+prompt=$(awk 'BEGIN { for (i = 0; i < 41; i++) printf "%s%d", i ? "," : "", (i * 7919 + 13) % 150000 }')
+for how in plain chunk7; do
+	if [ "$how" = plain ]; then
+		"$build/sm120" ref run --backend gpu --steps 8 --prompt "$prompt" --check-cpu "$m" >"$m.$how" 2>&1
+	else
+		"$build/sm120" run --mode reroute --target sm120 --model "$m" --set kv_cache_dtype=bf16 -- \
+			"$build/sm120" ref run --backend gpu --steps 8 --chunk 7 --prompt "$prompt" --check-cpu "$m" \
+			>"$m.$how" 2>&1
+	fi
+	check "glm4-moe real dims $how: runs" $?
+	grep -q "prefill attention: attn_extend_128_bf16" "$m.$how"
+	check "glm4-moe real dims $how: prefill on attn_extend_128_bf16" $?
+	cmpl=$(grep "against the cpu backend" "$m.$how")
+	echo "$cmpl" | awk '{ for (i = 1; i < NF; i++) { if ($i == "row") med = $(i + 1); if ($i == "logit") big = $(i + 1);
+		if ($i == "difference|") top = $(i + 1) } sub(/,/, "", top); sub(/\)/, "", big);
+		exit !(med + 0 <= 0.02 * big && top + 0 <= 0.05 * big) }'
+	check "glm4-moe real dims $how: median row within 0.02, largest within 0.05 of the largest logit against the cpu backend (${cmpl#*: })" $?
+	sed "s/^/    [glm4-moe real $how] /" "$m.$how" | tail -4
 done
 rm -rf "$tmp"
 echo "engine_gpu: $passes passed, $fails failed"
