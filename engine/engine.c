@@ -52,7 +52,7 @@ static void gpu_destroy(void *ctx)
 static const struct ref_backend backends[] = {
 	{ "cpu", "plain C, fp32, the readable reference", cpu_create, cpu_forward, cpu_destroy, NULL },
 	{ "gpu", "Driver API, bf16 like the frameworks; MoE and MLA prefill through Hopper-shaped "
-		 "stand-ins of SGLang's kernels", gpu_create, gpu_forward, gpu_destroy, ref_gpu_prefill_attention },
+		 "stand-ins of SGLang's kernels", gpu_create, gpu_forward, gpu_destroy, ref_gpu_attention },
 };
 
 #define NBACKENDS (sizeof(backends) / sizeof(backends[0]))

@@ -31,9 +31,9 @@ struct ref_backend {
 	 * position's only ([1][vocab]) */
 	int (*forward)(void *ctx, const int *tokens, int n, int all, float *logits, struct sm_err *err);
 	void (*destroy)(void *ctx);
-	/* prefill_attention - the kernel that attends a prefill step of config @c, for the
-	 * "backend:" lines (static); NULL where the backend has no kernels to name */
-	const char *(*prefill_attention)(const struct ref_config *c);
+	/* attention - the kernels that attend a prefill (@decode 0) or decode (@decode 1) step of
+	 * config @c, for the "backend:" lines (static); NULL where the backend has none to name */
+	const char *(*attention)(const struct ref_config *c, int decode);
 };
 
 /* ref_backend_find - the backend called @name, or NULL (ref_backend_list names them). */

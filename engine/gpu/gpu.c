@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../kernels/attention/decode.h"
+#include "../../kernels/attention/decode_merge.h"
 #include "../../kernels/attention/extend.h"
 #include "../../kernels/moe/moe_gemm.h"
 #include "../common/numfmt.h"
@@ -81,6 +83,20 @@ enum { OPS(OP_ENUM) NOPS };
 #define OP_NAME(n) "eng_" #n,
 static const char *const op_names[NOPS] = { OPS(OP_NAME) };
 
+/* The bundle's attention kernels the backend launches itself: X(id, name, dynamic shared memory). */
+#define BUNDLED_ATTN(X)                                                               \
+	X(BA_EXTEND_128, ATTN_EXTEND_128_BF16, ATTN_EXTEND_SMEM_128)                  \
+	X(BA_DECODE_GQA128, ATTN_DECODE_GQA128_BF16, ATTN_DECODE_GQA128_BF16_SMEM)    \
+	X(BA_DECODE_MLA, ATTN_DECODE_MLA_BF16, ATTN_DECODE_MLA_BF16_SMEM)             \
+	X(BA_MERGE, ATTN_MERGE_KERNEL, 0)
+#define BA_ENUM(id, name, smem) id,
+enum { BUNDLED_ATTN(BA_ENUM) NATTN };
+#define BA_ROW(id, name, smem) { name, smem },
+static const struct {
+	const char *name;
+	int smem;
+} bundled_attn[NATTN] = { BUNDLED_ATTN(BA_ROW) };
+
 /* ---- weights on the device ------------------------------------------------- */
 
 /* One weight as moe_gemm reads it: @experts matrices of n x k. */
@@ -105,11 +121,19 @@ struct glayer {
 	CUdeviceptr kc, vc;                         /* caches: MLA latent [slot][kvl + R]; GQA [slot][hkv][hd] */
 };
 
+/*
+ * The step's indices on the device (s.indptr, int32), written once a step
+ * by step_indices: the extend attention's qo_indptr {0, n} and kv_indptr
+ * {0, pos} (the prefix: the cache's slots before the step), the decode
+ * attention's kv_indptr {0, pos + n} and num_splits {splits}.
+ */
+enum { IX_QO, IX_KV = 2, IX_DECODE_KV = 4, IX_SPLITS = 6, IX_N = 8 };
+
 /* Scratch for one chunk of at most @chunk tokens. */
 struct scratch {
 	CUdeviceptr tok, x, hb, a, q, cq, kv, qf, olat, o, k, v, g, u, act;
 	CUdeviceptr rlogits, ids, wts, sorted, eids, ntpp, c1, act2, c2, sh;
-	CUdeviceptr aq, as, logits, iota, zeros, indptr, kv_indices;
+	CUdeviceptr aq, as, logits, iota, zeros, indptr, kv_indices, part_o, part_lse;
 };
 
 struct ref_gpu {
@@ -122,8 +146,9 @@ struct ref_gpu {
 	CUmodule moe_spec[2];                       /* the stand-in copy for gate/up [0] and down [1] */
 	CUfunction op[NOPS];
 	CUfunction gemm[4][3];                      /* moe_gemm_<quant>_m{16,64,128} */
-	CUfunction moe_fn[2], extend_fn, gqa_extend; /* gqa_extend: attn_extend_128_bf16 of the bundle */
-	int moe_img, moe_smem, extend_ok;
+	CUfunction moe_fn[2], extend_fn;
+	CUfunction attn[NATTN];                     /* the bundle's attention kernels (BUNDLED_ATTN) */
+	int moe_img, moe_smem, sms, splits;         /* splits: the decode attention's at this step */
 	struct glayer *L;
 	CUdeviceptr embed, final_norm, inv_freq;
 	struct dmat lm_head;
@@ -611,10 +636,12 @@ static int load_modules(struct ref_gpu *g, struct sm_err *err)
 	}
 	for (i = 0; i < NOPS; i++)
 		CU(g, cuModuleGetFunction(&g->op[i], g->mod[IMG_OPS], op_names[i]), op_names[i], err);
-	CU(g, cuModuleGetFunction(&g->gqa_extend, g->mod[IMG_BUNDLE], ATTN_EXTEND_128_BF16), ATTN_EXTEND_128_BF16,
-	   err);
-	CU(g, cuFuncSetAttribute(g->gqa_extend, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, ATTN_EXTEND_SMEM_128),
-	   ATTN_EXTEND_128_BF16, err);
+	for (i = 0; i < NATTN; i++) {
+		CU(g, cuModuleGetFunction(&g->attn[i], g->mod[IMG_BUNDLE], bundled_attn[i].name), bundled_attn[i].name,
+		   err);
+		CU(g, cuFuncSetAttribute(g->attn[i], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bundled_attn[i].smem),
+		   bundled_attn[i].name, err);
+	}
 	for (q = 0; q < 4; q++)
 		for (t = 0; t < 3; t++) {
 			const char *name = moe_gemm_kernel_name(q, tiles[t]);
@@ -732,8 +759,10 @@ static int alloc_scratch(struct ref_gpu *g, struct sm_err *err)
 	S(logits, 2 * C * (size_t)c->vocab);
 	S(iota, 4 * (em + 256));
 	S(zeros, 4 * (em / 16 + 1));
-	S(indptr, 16);
+	S(indptr, 4 * IX_N);
 	S(kv_indices, 8 * (size_t)g->max_seq);
+	S(part_o, 4 * nh * ATTN_MERGE_MAX_SPLITS * max3(kvl, (size_t)c->head_dim, 1));
+	S(part_lse, 4 * nh * ATTN_MERGE_MAX_SPLITS);
 #undef S
 	if (!rc) {
 		int n = (int)(em + 256);
@@ -854,44 +883,126 @@ static int bgemm(struct ref_gpu *g, CUdeviceptr A, int64_t a_b, int64_t a_m, CUd
 }
 
 /*
- * The kernels that attend a prefill step (more than one new token) of a
- * layer; a decode step (one token) always runs eng_attention, split over a
- * block's warps.  One row per kernel: its enum and the name
- * ref_gpu_prefill_attention gives.
+ * How a layer's attention runs, a row each: its enum and the name the
+ * backend lines give (ref_gpu_attention).
  */
-#define PREFILL_ATTN(X)                                                                          \
-	X(PREFILL_OPS, "eng_attention (a warp per token and head)")                              \
-	X(PREFILL_STANDIN, "_fwd_kernel (stand-in of SGLang's extend attention, Hopper tile)") \
-	X(PREFILL_BUNDLED, ATTN_EXTEND_128_BF16 " (bundled)")
-#define PREFILL_ENUM(id, name) id,
-enum prefill_attn { PREFILL_ATTN(PREFILL_ENUM) };
+#define ATTN_PATHS(X)                                                                             \
+	X(PATH_OPS, "eng_attention (ops.cu)")                                                     \
+	X(PATH_STANDIN, "_fwd_kernel (stand-in of SGLang's extend attention, Hopper tile)")      \
+	X(PATH_EXTEND_128, ATTN_EXTEND_128_BF16 " (bundled)")                                     \
+	X(PATH_DECODE_GQA128, ATTN_DECODE_GQA128_BF16 " + " ATTN_MERGE_KERNEL " (bundled, split KV)") \
+	X(PATH_DECODE_MLA, ATTN_DECODE_MLA_BF16 " + " ATTN_MERGE_KERNEL " (bundled, split KV)")
+#define PATH_ENUM(id, name) id,
+enum attn_path { ATTN_PATHS(PATH_ENUM) };
 
 /*
- * prefill_attn - which kernel attends a prefill step of config @c: MLA
- * absorbed at SGLang's extend tile's head sizes (Lq 576, Lv 512: Kimi K2)
- * goes through the stand-in, as SGLang's launch does, so that the shim sees
- * it; GQA with head size 128 (GLM-4.7) runs the bundled extend attention
- * itself, an MMA kernel that fits SM120 as it is (eng_attention, a warp per
- * token and head walking its keys one at a time, took 97% of GLM-4.7's
- * prefill at 2048 tokens: H200, INT4, real dimensions, 611 against 16 ms);
- * other sizes (the tiny test models) run eng_attention.  Pure.
+ * attn_path - how a step of @n new tokens attends in a layer of config @c.
+ * Prefill (@n > 1): MLA absorbed at SGLang's extend tile's head sizes (Lq
+ * 576, Lv 512: Kimi K2) goes through the stand-in, as SGLang's launch does,
+ * so that the shim sees it; GQA with head size 128 (GLM-4.7) runs the
+ * bundled extend attention, an MMA kernel that fits SM120 as it is
+ * (eng_attention took 97% of GLM-4.7's prefill at 2048 tokens: H200, INT4,
+ * real dimensions, 611 against 16 ms).  Decode (@n 1): the bundled split-KV
+ * decode attention at those head sizes (eng_attention, eight warps a head
+ * each walking an eighth of the keys one at a time, took 380 us a layer at
+ * 1024 tokens of context on the H200, 45% of GLM-4.7's decode step's kernel
+ * time).  Other head sizes (the tiny test models) run eng_attention.  Pure.
  */
-static enum prefill_attn prefill_attn(const struct ref_config *c)
+static enum attn_path attn_path(const struct ref_config *c, int n)
 {
-	if (c->attn == REF_ATTN_MLA)
-		return c->kv_lora_rank == STANDIN_EXTEND_LV && c->kv_lora_rank + c->qk_rope == STANDIN_EXTEND_LQ
-			       ? PREFILL_STANDIN
-			       : PREFILL_OPS;
-	return c->head_dim == 128 ? PREFILL_BUNDLED : PREFILL_OPS;
+	int mla576 = c->attn == REF_ATTN_MLA && c->kv_lora_rank == STANDIN_EXTEND_LV &&
+		     c->kv_lora_rank + c->qk_rope == STANDIN_EXTEND_LQ;
+	int gqa128 = c->attn == REF_ATTN_GQA && c->head_dim == 128;
+
+	if (n > 1)
+		return mla576 ? PATH_STANDIN : gqa128 ? PATH_EXTEND_128 : PATH_OPS;
+	return mla576 ? PATH_DECODE_MLA : gqa128 ? PATH_DECODE_GQA128 : PATH_OPS;
 }
 
-const char *ref_gpu_prefill_attention(const struct ref_config *c)
+const char *ref_gpu_attention(const struct ref_config *c, int decode)
 {
-#define PREFILL_NAME(id, name) [id] = name,
-	static const char *const names[] = { PREFILL_ATTN(PREFILL_NAME) };
-#undef PREFILL_NAME
+#define PATH_NAME(id, name) [id] = name,
+	static const char *const names[] = { ATTN_PATHS(PATH_NAME) };
+#undef PATH_NAME
 
-	return names[prefill_attn(c)];
+	return names[attn_path(c, decode ? 1 : 2)];
+}
+
+/*
+ * decode_splits - the splits of @seq keys (>= 1) for split-KV decode with
+ * about @want of them: SGLang's split length cdiv(cdiv(seq, splits), 32) *
+ * 32 (decode.h) from min(@want, ATTN_MERGE_MAX_SPLITS) splits, then only as
+ * many splits as that length needs, so that every split holds keys (stage 1
+ * does not write an empty split, and the merge reads every split it is
+ * given).  Pure.
+ */
+static int decode_splits(int seq, int want)
+{
+	int len;
+
+	want = want < 1 ? 1 : want > ATTN_MERGE_MAX_SPLITS ? ATTN_MERGE_MAX_SPLITS : want;
+	len = cdiv(cdiv(seq, want), 32) * 32;
+	return cdiv(seq, len);
+}
+
+/* decode_blocks_x - grid x of the decode attention for config @c: kv heads x blocks of 16 q heads. */
+static int decode_blocks_x(const struct ref_config *c)
+{
+	int group = c->attn == REF_ATTN_MLA ? c->n_heads : c->n_heads / c->n_kv_heads;
+
+	return c->n_heads / group * cdiv(group, ATTN_DECODE_HEADS_PER_BLOCK);
+}
+
+/* step_indices - s.indptr and g->splits for a step of @n tokens at g->pos (decode: about two
+ * blocks an SM). */
+static int step_indices(struct ref_gpu *g, int n, struct sm_err *err)
+{
+	int32_t ix[IX_N] = { 0, n, 0, g->pos, 0, g->pos + n, 0, 0 };
+
+	g->splits = ix[IX_SPLITS] = decode_splits(g->pos + n, 2 * g->sms / decode_blocks_x(g->c));
+	CU(g, cuMemcpyHtoD_v2(g->s.indptr, ix, sizeof(ix)), "the step's indices", err);
+	return 0;
+}
+
+/*
+ * decode_attention - the bundled split-KV decode attention (decode.h,
+ * SGLang's scheme, page size 1) of the one query at g->pos, its keys the
+ * cache's slots 0 .. g->pos: stage 1 kernel @ba over q [hq][dk] (head stride
+ * @q_head) and the cache @k / @v (slot stride @k_tok, kv head stride
+ * @k_head) into s.part_o / s.part_lse, then attn_decode_merge_bf16 into @o
+ * [hq][dv].
+ */
+static int decode_attention(struct ref_gpu *g, int ba, CUdeviceptr o, CUdeviceptr q, int64_t q_head, CUdeviceptr k,
+			    CUdeviceptr v, int64_t k_tok, int64_t k_head, int hq, int group, int dv, float scale,
+			    struct sm_err *err)
+{
+	struct scratch *s = &g->s;
+	struct attn_decode_args a = { 0 };
+	struct attn_merge_args mg = { 0 };
+	int splits = g->splits, rc;
+
+	a.q = (const void *)(uintptr_t)q;
+	a.k = (const void *)(uintptr_t)k;
+	a.v = (const void *)(uintptr_t)v;
+	a.out = (float *)(uintptr_t)s->part_o;
+	a.lse = (float *)(uintptr_t)s->part_lse;
+	a.kv_indptr = (const int32_t *)(uintptr_t)(s->indptr + 4 * IX_DECODE_KV);
+	a.kv_indices = (const int64_t *)(uintptr_t)s->kv_indices;
+	a.num_splits = (const int32_t *)(uintptr_t)(s->indptr + 4 * IX_SPLITS);
+	a.q_stride_b = hq * q_head, a.q_stride_h = q_head;
+	a.k_stride_page = a.k_stride_tok = a.v_stride_page = a.v_stride_tok = k_tok;
+	a.k_stride_head = a.v_stride_head = k_head;
+	a.out_stride_s = dv, a.out_stride_h = (int64_t)splits * dv, a.out_stride_b = hq * a.out_stride_h;
+	a.sm_scale = scale;
+	a.scheme = ATTN_DECODE_SGLANG, a.batch = 1, a.q_heads = hq, a.kv_group = group, a.page_size = 1;
+	if ((rc = launch(g, g->attn[ba], bundled_attn[ba].name, (unsigned)decode_blocks_x(g->c), (unsigned)splits, 1,
+			 ATTN_DECODE_THREADS, (unsigned)bundled_attn[ba].smem, ARGS(&a), err)))
+		return rc;
+	mg.partial_o = a.out, mg.partial_lse = a.lse, mg.num_splits = a.num_splits;
+	mg.out = (void *)(uintptr_t)o;
+	mg.batch = 1, mg.heads = hq, mg.max_splits = splits, mg.dv = dv;
+	return launch(g, g->attn[BA_MERGE], ATTN_MERGE_KERNEL, 1, (unsigned)hq, 1, ATTN_MERGE_THREADS, 0, ARGS(&mg),
+		      err);
 }
 
 /*
@@ -944,25 +1055,32 @@ static int mla(struct ref_gpu *g, struct glayer *gl, int n, struct sm_err *err)
 	    (rc = launch(g, g->op[OP_mla_qpe], "eng_mla_qpe", (unsigned)n, (unsigned)nh, 1, 32, 0,
 			 ARGS(&s->qf, &s->q, &ldq, &g->inv_freq, &P, &R, &kvl, &pos, &mul), err)))
 		return rc;
-	if (n > 1 && g->extend_ok) {
+	switch (attn_path(c, n)) {
+	case PATH_STANDIN: {
 		/* SGLang's extend attention over [prefix | these tokens], one sequence */
-		int32_t ind[4] = { 0, n, 0, pos };
-		CUdeviceptr qo_ind = s->indptr, kv_ind = s->indptr + 8, kext = gl->kc + 2 * (size_t)pos * W;
+		CUdeviceptr qo_ind = s->indptr + 4 * IX_QO, kv_ind = s->indptr + 4 * IX_KV;
+		CUdeviceptr kext = gl->kc + 2 * (size_t)pos * W;
 		int grp = nh, sq = nh * W, sh = W, so = nh * kvl, soh = kvl, sk = W;
 
-		CU(g, cuMemcpyHtoD_v2(s->indptr, ind, sizeof(ind)), "indptr", err);
 		rc = launch(g, g->extend_fn, "_fwd_kernel (SGLang extend, Hopper tile)", 1, (unsigned)nh,
 			    (unsigned)cdiv(n, STANDIN_EXTEND_BM), 32 * STANDIN_EXTEND_WARPS, STANDIN_EXTEND_SMEM,
 			    ARGS(&s->qf, &kext, &kext, &s->olat, &gl->kc, &gl->kc, &qo_ind, &kv_ind, &s->kv_indices,
 				 &scale, &grp, &sq, &sh, &sk, &sk, &sk, &sk, &so, &soh, &sk, &sk, &sk,
 				 &sk, &g->s.zeros, &g->s.zeros),
 			    err);
-	} else {
+		break;
+	}
+	case PATH_DECODE_MLA: /* V is the latent's first kvl channels: the cache itself */
+		rc = decode_attention(g, BA_DECODE_MLA, s->olat, s->qf, W, gl->kc, gl->kc, W, 0, nh, nh, kvl, scale,
+				      err);
+		break;
+	default: {
 		int64_t qt = (int64_t)nh * W, qh = W, kt = W, kh = 0, ot = (int64_t)nh * kvl, oh = kvl;
 		int grp = nh;
 
 		rc = attention(g, s->olat, ot, oh, s->qf, qt, qh, gl->kc, kt, kh, gl->kc, kt, kh, n, nh, grp, W, kvl,
 			       pos, scale, err);
+	}
 	}
 	if (rc)
 		return rc;
@@ -985,18 +1103,16 @@ static int gqa_extend(struct ref_gpu *g, struct glayer *gl, int n, struct sm_err
 	int hkv = c->n_kv_heads, hd = c->head_dim, grp = c->n_heads / hkv;
 	int64_t qt = (int64_t)c->n_heads * hd, kt = (int64_t)hkv * hd;
 	size_t ext = 2 * (size_t)g->pos * (size_t)kt;
-	int32_t ind[4] = { 0, n, 0, g->pos };
 	struct attn_extend_args a = { 0 };
 
-	CU(g, cuMemcpyHtoD_v2(s->indptr, ind, sizeof(ind)), "indptr", err);
 	a.q = (const void *)(uintptr_t)s->qf;
 	a.k_ext = (const void *)(uintptr_t)(gl->kc + ext);
 	a.v_ext = (const void *)(uintptr_t)(gl->vc + ext);
 	a.o = (void *)(uintptr_t)s->o;
 	a.k_buf = (const void *)(uintptr_t)gl->kc;
 	a.v_buf = (const void *)(uintptr_t)gl->vc;
-	a.qo_indptr = (const void *)(uintptr_t)s->indptr;
-	a.kv_indptr = (const int32_t *)(uintptr_t)(s->indptr + 8);
+	a.qo_indptr = (const void *)(uintptr_t)(s->indptr + 4 * IX_QO);
+	a.kv_indptr = (const int32_t *)(uintptr_t)(s->indptr + 4 * IX_KV);
 	a.kv_indices = (const int64_t *)(uintptr_t)s->kv_indices;
 	a.q_tok = a.o_tok = qt;
 	a.kx_tok = a.vx_tok = a.kb_slot = a.vb_slot = kt;
@@ -1005,7 +1121,7 @@ static int gqa_extend(struct ref_gpu *g, struct glayer *gl, int n, struct sm_err
 	a.k_scale = a.v_scale = 1.0f;
 	a.batch = 1, a.kv_group_num = grp, a.lq = a.lv = hd;
 	a.flags = ATTN_EXTEND_CAUSAL;
-	return launch(g, g->gqa_extend, ATTN_EXTEND_128_BF16, (unsigned)cdiv(n * grp, ATTN_EXTEND_ROWS_128),
+	return launch(g, g->attn[BA_EXTEND_128], ATTN_EXTEND_128_BF16, (unsigned)cdiv(n * grp, ATTN_EXTEND_ROWS_128),
 		      (unsigned)hkv, 1, ATTN_EXTEND_THREADS, ATTN_EXTEND_SMEM_128, ARGS(&a), err);
 }
 
@@ -1027,8 +1143,15 @@ static int gqa(struct ref_gpu *g, struct glayer *gl, int n, struct sm_err *err)
 			      &gl->kn, &g->inv_freq, &hq, &hkv, &hd, &rot, &pos, &mul, &eps),
 			 err)))
 		return rc;
-	if (n > 1 && prefill_attn(c) == PREFILL_BUNDLED)
+	switch (attn_path(c, n)) {
+	case PATH_EXTEND_128:
 		return gqa_extend(g, gl, n, err);
+	case PATH_DECODE_GQA128:
+		return decode_attention(g, BA_DECODE_GQA128, s->o, s->qf, hd, gl->kc, gl->vc, kt, hd, hq, grp, hd, scale,
+					err);
+	default:
+		break;
+	}
 	return attention(g, s->o, qt, h, s->qf, qt, h, gl->kc, kt, h, gl->vc, kt, h, n, hq, grp, hd, hd, pos, scale,
 			 err);
 }
@@ -1183,6 +1306,8 @@ static int forward_chunk(struct ref_gpu *g, const int *tokens, int n, int rows, 
 	CUdeviceptr pending = 0;	/* bf16 rows to add to x before the next norm */
 
 	CU(g, cuMemcpyHtoD_v2(s->tok, tokens, sizeof(int) * (size_t)n), "copying tokens", err);
+	if ((rc = step_indices(g, n, err)))
+		return rc;
 	if ((rc = launch(g, g->op[OP_embed], "eng_embed", (unsigned)n, 1, 1, 256, 0,
 			 ARGS(&s->x, &g->embed, &s->tok, &H), err)))
 		return rc;
@@ -1305,10 +1430,11 @@ struct ref_gpu *ref_gpu_new(const struct ref_model *m, int max_seq, int chunk, i
 		rc = cu_fail(g, rc, "making the context current", err);
 	if (!rc)
 		rc = load_modules(g, err);
-	if (!rc && prefill_attn(c) == PREFILL_STANDIN) {
+	if (!rc && attn_path(c, 2) == PATH_STANDIN)
 		rc = hopper_kernel(g, g->mod[IMG_EXTEND], "_fwd_kernel", STANDIN_EXTEND_SMEM, &g->extend_fn, err);
-		g->extend_ok = rc == 0;
-	}
+	if (!rc && (rc = g->cu.cuDeviceGetAttribute(&g->sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, g->dev)) !=
+			   CUDA_SUCCESS)
+		rc = cu_fail(g, rc, "reading the SM count", err);
 	if (!rc) {
 		ref_rope_freqs(c, inv);
 		rc = vec_f32(g, inv, c->rotary_dim / 2 + 1, &g->inv_freq, err);

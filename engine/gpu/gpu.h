@@ -14,7 +14,9 @@
  *     Hopper tile (106496 B);
  *   - GQA prefill with head size 128 (GLM-4.7) runs the bundled extend
  *     attention attn_extend_128_bf16 directly: it fits SM120 as it is, as
- *     SGLang's own launch at that size does;
+ *     SGLang's own launch at that size does; decode at these head sizes
+ *     (GQA 128, MLA 576 / 512) runs the bundled split-KV decode attention
+ *     and its merge;
  *   - dense GEMMs (attention projections, dense and shared MLPs, lm_head)
  *     are the bundled moe_gemm kernels run as a one-expert grouped GEMM:
  *     they already read every weight format of the engine, and no cuBLAS
@@ -60,9 +62,9 @@ struct ref_gpu *ref_gpu_new(const struct ref_model *m, int max_seq, int chunk, i
  * whole, as a one-token step's). */
 int ref_gpu_forward(struct ref_gpu *g, const int *tokens, int n, int all, float *logits, struct sm_err *err);
 
-/* ref_gpu_prefill_attention - the name of the kernel that attends a prefill step (more than one
- * new token) of config @c on this backend (a decode step runs eng_attention); static. */
-const char *ref_gpu_prefill_attention(const struct ref_config *c);
+/* ref_gpu_attention - the name of the kernels that attend a prefill step (more than one new
+ * token; @decode 0) or a decode step (@decode 1) of config @c on this backend; static. */
+const char *ref_gpu_attention(const struct ref_config *c, int decode);
 
 /* ref_gpu_free - NULL is allowed. */
 void ref_gpu_free(struct ref_gpu *g);

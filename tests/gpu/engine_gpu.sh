@@ -11,9 +11,9 @@
 #   3. under `--mode enforce --target sm120`: the engine must stop with the
 #      shared-memory error Triton gives on SM120 (proof the limit is exceeded);
 # and INT4 of each family once more, prefill in steps of 3 prompt tokens
-# (--chunk 3) under reroute, every row against the CPU backend; then one
-# layer of GLM-4.7 at real dimensions, whose head size takes the bundled
-# extend attention in prefill, against the CPU backend (about a minute).
+# (--chunk 3) under reroute, every row against the CPU backend; then two
+# layers of each family at real dimensions, whose head sizes take the
+# bundled attention kernels, against the CPU backend (a few minutes).
 # Run 1 compares every logits row with the CPU backend (--check-cpu).  The
 # GPU backend runs bf16 activations and GEMM outputs (FP8: FP8 activations,
 # w8a8) where the CPU backend is fp32, and a routing near-tie can send a
@@ -35,6 +35,19 @@ parted() {
 	awk -f tests/gpu/parted.awk "$1" "$2"
 }
 
+# against FILE MEDIAN [LARGEST] - FILE's --check-cpu line: its median row within MEDIAN times the
+# largest logit (and its largest row within LARGEST times it, if given); a file without the line
+# fails.  Prints the line's figures.
+against() {
+	cmpl=$(grep "against the cpu backend" "$1")
+	echo "${cmpl#*: }"
+	echo "$cmpl" | awk -v mb="$2" -v tb="${3:-0}" '{ for (i = 1; i < NF; i++) { if ($i == "row") med = $(i + 1);
+		if ($i == "logit") big = $(i + 1); if ($i == "difference|") top = $(i + 1) }
+		sub(/,/, "", top); sub(/\)/, "", big)
+		ok = big + 0 > 0 && med + 0 <= mb * big && (tb == 0 || top + 0 <= tb * big) }
+		END { exit !(NR == 1 && ok) }'
+}
+
 check() { # check NAME CONDITION-STATUS
 	if [ "$2" -eq 0 ]; then
 		passes=$((passes + 1))
@@ -52,11 +65,9 @@ for arch in kimi-k2 glm4-moe; do
 		run="$build/sm120 ref run --backend gpu --steps 32 --check-cpu $m"
 		$run >"$m.plain" 2>&1
 		check "$arch $quant: gpu backend runs without the shim" $?
-		cmpl=$(grep "against the cpu backend" "$m.plain")
 		bound=0.02; [ "$quant" = fp8 ] && bound=0.15
-		echo "$cmpl" | awk -v b="$bound" '{ for (i = 1; i < NF; i++) { if ($i == "row") med = $(i + 1);
-			if ($i == "logit") big = $(i + 1) } sub(/\)/, "", big); exit !(med + 0 <= b * big) }'
-		check "$arch $quant: median row within $bound of the largest logit against the cpu backend (${cmpl#*: })" $?
+		figures=$(against "$m.plain" $bound)
+		check "$arch $quant: median row within $bound of the largest logit against the cpu backend ($figures)" $?
 		"$build/sm120" run --mode reroute --target sm120 --model "$m" --set kv_cache_dtype=bf16 \
 			--log "$m.log" -- $run >"$m.rr" 2>&1
 		check "$arch $quant: gpu backend runs under reroute --target sm120" $?
@@ -87,38 +98,42 @@ for arch in kimi-k2 glm4-moe; do
 		"$build/sm120" ref run --backend gpu --steps 8 --chunk 3 --prompt 3,1,4,1,5,9,2,6,5,3,5,8 \
 		--check-cpu "$m" >"$m.chunk" 2>&1
 	check "$arch int4: --chunk 3 runs under reroute" $?
-	cmpl=$(grep "against the cpu backend" "$m.chunk")
-	echo "$cmpl" | awk '{ for (i = 1; i < NF; i++) { if ($i == "row") med = $(i + 1); if ($i == "logit") big = $(i + 1) }
-		sub(/\)/, "", big); exit !(med + 0 <= 0.02 * big) }'
-	check "$arch int4: --chunk 3 median row within 0.02 of the largest logit against the cpu backend (${cmpl#*: })" $?
+	figures=$(against "$m.chunk" 0.02)
+	check "$arch int4: --chunk 3 median row within 0.02 of the largest logit against the cpu backend ($figures)" $?
 done
-# GLM-4.7's real head size (128; the tiny model's is 32) takes the bundled extend attention in
-# prefill (attn_extend_128_bf16, named on the backend lines): one layer of real dimensions and 8
-# experts, a 41-token prompt prefilled at once without the shim and in steps of 7 under reroute
-# (each step's keys after a prefix in the cache), every row against the cpu backend.  The bound
-# also holds the largest row: a wrong stride or mask shows in a few rows, not the median.
-m=$tmp/glm4-moe-real
-"$build/sm120" ref make-model --arch glm4-moe --quant int4 --real-dims --layers 1 --experts 8 --seed 3 "$m" \
-	>/dev/null 2>&1
-check "glm4-moe real dims, 1 layer: make-model" $?
-prompt=$(awk 'BEGIN { for (i = 0; i < 41; i++) printf "%s%d", i ? "," : "", (i * 7919 + 13) % 150000 }')
-for how in plain chunk7; do
-	if [ "$how" = plain ]; then
-		"$build/sm120" ref run --backend gpu --steps 8 --prompt "$prompt" --check-cpu "$m" >"$m.$how" 2>&1
-	else
-		"$build/sm120" run --mode reroute --target sm120 --model "$m" --set kv_cache_dtype=bf16 -- \
+# The real head sizes (the tiny models' are not) take the bundled attention kernels the backend
+# lines name: GLM-4.7's GQA 128 the extend attention in prefill, both families' the split-KV
+# decode attention.  Two layers of real dimensions and 8 experts per family, every checked row
+# against the cpu backend: a 41-token prompt prefilled at once without the shim and in steps of 7
+# under reroute (each step's keys after a prefix in the cache), then a 300-token prompt and 16
+# decode steps (the decode attention over 300 to 315 keys in several splits).  The
+# bound also holds the largest row: a wrong stride, mask or split shows in a few rows, not the
+# median.
+for spec in "glm4-moe attn_extend_128_bf16 attn_decode_gqa128_bf16" "kimi-k2 _fwd_kernel attn_decode_mla_bf16"; do
+	set -- $spec
+	arch=$1
+	m=$tmp/$arch-real
+	"$build/sm120" ref make-model --arch "$arch" --quant int4 --real-dims --layers 2 --experts 8 --seed 3 "$m" \
+		>/dev/null 2>&1
+	check "$arch real dims, 2 layers: make-model" $?
+	for how in plain chunk7 long; do
+		n=41; [ "$how" = long ] && n=300
+		prompt=$(awk -v n=$n 'BEGIN { for (i = 0; i < n; i++) printf "%s%d", i ? "," : "", (i * 7919 + 13) % 150000 }')
+		case $how in
+		plain) "$build/sm120" ref run --backend gpu --steps 8 --prompt "$prompt" --check-cpu "$m" >"$m.$how" 2>&1 ;;
+		chunk7) "$build/sm120" run --mode reroute --target sm120 --model "$m" --set kv_cache_dtype=bf16 -- \
 			"$build/sm120" ref run --backend gpu --steps 8 --chunk 7 --prompt "$prompt" --check-cpu "$m" \
-			>"$m.$how" 2>&1
-	fi
-	check "glm4-moe real dims $how: runs" $?
-	grep -q "prefill attention: attn_extend_128_bf16" "$m.$how"
-	check "glm4-moe real dims $how: prefill on attn_extend_128_bf16" $?
-	cmpl=$(grep "against the cpu backend" "$m.$how")
-	echo "$cmpl" | awk '{ for (i = 1; i < NF; i++) { if ($i == "row") med = $(i + 1); if ($i == "logit") big = $(i + 1);
-		if ($i == "difference|") top = $(i + 1) } sub(/,/, "", top); sub(/\)/, "", big);
-		exit !(med + 0 <= 0.02 * big && top + 0 <= 0.05 * big) }'
-	check "glm4-moe real dims $how: median row within 0.02, largest within 0.05 of the largest logit against the cpu backend (${cmpl#*: })" $?
-	sed "s/^/    [glm4-moe real $how] /" "$m.$how" | tail -4
+			>"$m.$how" 2>&1 ;;
+		long) "$build/sm120" ref run --backend gpu --steps 16 --prompt "$prompt" --check-cpu "$m" >"$m.$how" 2>&1 ;;
+		esac
+		check "$arch real dims $how: runs" $?
+		grep -q "attention: prefill $2 .*; decode $3 " "$m.$how"
+		check "$arch real dims $how: prefill on $2, decode on $3" $?
+		figures=$(against "$m.$how" 0.02 0.05)
+		check "$arch real dims $how: median row within 0.02, largest within 0.05 of the largest logit against the cpu backend ($figures)" $?
+		sed "s/^/    [$arch real $how] /" "$m.$how" | tail -4
+	done
+	rm -rf "$m"
 done
 rm -rf "$tmp"
 echo "engine_gpu: $passes passed, $fails failed"

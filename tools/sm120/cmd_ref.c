@@ -637,8 +637,8 @@ static int cmd_run_model(int argc, char **argv)
 	printf("model: %s\n  %s\n  stored: %s\n", argv[optind], desc, m->formats);
 	printf("backend: %s (%s%s)\n", b->name, b->summary,
 	       m->cfg.attn == REF_ATTN_MLA ? (o.absorbed ? ", MLA absorbed" : ", MLA naive") : "");
-	if (b->prefill_attention)
-		printf("  prefill attention: %s\n", b->prefill_attention(&m->cfg));
+	if (b->attention)
+		printf("  attention: prefill %s; decode %s\n", b->attention(&m->cfg, 0), b->attention(&m->cfg, 1));
 	tokens = calloc((size_t)steps, sizeof(int));
 	sink.vocab = m->cfg.vocab;
 	if (check) {
