@@ -1244,8 +1244,8 @@ static int show_routes(struct ref_gpu *g, int l, int n, struct sm_err *err)
 
 /*
  * router - the router's fp32 logits of the @n tokens in s.hb into s.rlogits:
- * eng_router_rows for up to ENG_ROUTER_ROWS tokens (decode) where the
- * hidden size allows its 16-byte loads, eng_bgemm_f32 otherwise.
+ * eng_router_rows where the hidden size allows its 16-byte loads,
+ * eng_bgemm_f32 otherwise.
  */
 static int router(struct ref_gpu *g, struct glayer *gl, int n, struct sm_err *err)
 {
@@ -1253,9 +1253,10 @@ static int router(struct ref_gpu *g, struct glayer *gl, int n, struct sm_err *er
 	int E = g->c->n_routed, H = g->c->hidden;
 	int64_t ld = H, ldc = E;
 
-	if (n > ENG_ROUTER_ROWS || H % 4)
+	if (H % 4)
 		return bgemm(g, s->hb, 0, H, gl->router, 0, H, s->rlogits, 0, E, n, E, H, 1, 1, err);
-	return launch(g, g->op[OP_router_rows], "eng_router_rows", (unsigned)cdiv(E, 8), 1, 1, 256, 0,
+	return launch(g, g->op[OP_router_rows], "eng_router_rows", (unsigned)cdiv(E, 8),
+		      (unsigned)cdiv(n, ENG_ROUTER_ROWS), 1, 256, 0,
 		      ARGS(&s->hb, &ld, &gl->router, &ld, &s->rlogits, &ldc, &n, &E, &H), err);
 }
 

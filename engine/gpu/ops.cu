@@ -358,25 +358,30 @@ ENG_BGEMM(eng_bgemm_bf16, 0, 0)
 ENG_BGEMM(eng_bgemm_f32, 1, 1)
 
 /*
- * eng_router_rows - the router's logits for a few tokens: C[m][n] = sum_k
- * A[m][k] * B[n][k] for m < M (<= ENG_ROUTER_ROWS), A bf16 [M][K] (row
- * stride @a_m), B fp32 [N][K] (row stride @b_n), C fp32 [M][N] (row stride
- * @c_m), fp32 sums.  A warp per column n: lane l adds k = 4 l + 128 i + j
- * (j < 4) in order, then the lanes' sums meet by shuffles; a fixed order,
- * not eng_bgemm_f32's (the logits may differ from it in the last bits).
- * One decode token's 384 experts are 384 warps streaming the weights,
- * where eng_bgemm_f32 had six blocks walk K 32 k at a time.  K, @a_m and
- * @b_n multiples of 4, A and B 16-byte aligned (gpu.c checks K).
- * grid (ceil(N / 8)), block 256.
+ * eng_router_rows - the router's logits: C[m][n] = sum_k A[m][k] * B[n][k]
+ * for m < M, A bf16 [M][K] (row stride @a_m), B fp32 [N][K] (row stride
+ * @b_n), C fp32 [M][N] (row stride @c_m), fp32 sums.  A warp per column n
+ * and ENG_ROUTER_ROWS rows (block y: rows 8 y ..): lane l adds k = 4 l +
+ * 128 i + j (j < 4) in order, then the lanes' sums meet by shuffles; a fixed
+ * order per row, the same bits for a token whichever rows share its launch
+ * (prefill and decode), not eng_bgemm_f32's (the logits may differ from it
+ * in the last bits).  One decode token's 384 experts are 384 warps
+ * streaming the weights, where eng_bgemm_f32 had six blocks walk K 32 k at
+ * a time; a 1024-token prefill's 160 experts took eng_bgemm_f32's 48 blocks
+ * 894 us (ncu, H200, GLM-4.7 at real dimensions).  K, @a_m and @b_n
+ * multiples of 4, A and B 16-byte aligned (gpu.c checks K).
+ * grid (ceil(N / 8), ceil(M / ENG_ROUTER_ROWS)), block 256.
  */
 extern "C" __global__ void __launch_bounds__(256) eng_router_rows(const bf16 *A, int64_t a_m, const float *B,
 								    int64_t b_n, float *C, int64_t c_m, int M,
 								    int N, int K)
 {
 	const int lane = threadIdx.x & 31, n = blockIdx.x * 8 + (threadIdx.x >> 5);
+	const int64_t row0 = (int64_t)blockIdx.y * ENG_ROUTER_ROWS;
 	if (n >= N)
 		return;
 	const float4 *b = (const float4 *)(B + (int64_t)n * b_n);
+	A += row0 * a_m, C += row0 * c_m, M -= (int)row0;
 	float acc[ENG_ROUTER_ROWS] = {};
 
 #pragma unroll 4
