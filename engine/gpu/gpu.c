@@ -928,15 +928,7 @@ const char *ref_gpu_attention(const struct ref_config *c, int decode)
 	return names[attn_path(c, decode ? 1 : 2)];
 }
 
-/*
- * decode_splits - the splits of @seq keys (>= 1) for split-KV decode with
- * about @want of them: SGLang's split length cdiv(cdiv(seq, splits), 32) *
- * 32 (decode.h) from min(@want, ATTN_MERGE_MAX_SPLITS) splits, then only as
- * many splits as that length needs, so that every split holds keys (stage 1
- * does not write an empty split, and the merge reads every split it is
- * given).  Pure.
- */
-static int decode_splits(int seq, int want)
+int ref_gpu_decode_splits(int seq, int want)
 {
 	int len;
 
@@ -959,7 +951,7 @@ static int step_indices(struct ref_gpu *g, int n, struct sm_err *err)
 {
 	int32_t ix[IX_N] = { 0, n, 0, g->pos, 0, g->pos + n, 0, 0 };
 
-	g->splits = ix[IX_SPLITS] = decode_splits(g->pos + n, 2 * g->sms / decode_blocks_x(g->c));
+	g->splits = ix[IX_SPLITS] = ref_gpu_decode_splits(g->pos + n, 2 * g->sms / decode_blocks_x(g->c));
 	CU(g, cuMemcpyHtoD_v2(g->s.indptr, ix, sizeof(ix)), "the step's indices", err);
 	return 0;
 }

@@ -66,6 +66,17 @@ int ref_gpu_forward(struct ref_gpu *g, const int *tokens, int n, int all, float 
  * token; @decode 0) or a decode step (@decode 1) of config @c on this backend; static. */
 const char *ref_gpu_attention(const struct ref_config *c, int decode);
 
+/*
+ * ref_gpu_decode_splits - the splits of @seq keys (>= 1) for the split-KV
+ * decode attention with about @want of them (1 .. 64, ATTN_MERGE_MAX_SPLITS):
+ * SGLang's split length cdiv(cdiv(seq, splits), 32) * 32 (decode.h) from
+ * that many splits, then only as many splits as that length needs, so that
+ * every split holds keys under the kernel's own length for the returned
+ * count (stage 1 does not write an empty split, and the merge reads every
+ * split it is given).  Pure.
+ */
+int ref_gpu_decode_splits(int seq, int want);
+
 /* ref_gpu_free - NULL is allowed. */
 void ref_gpu_free(struct ref_gpu *g);
 

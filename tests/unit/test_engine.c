@@ -30,6 +30,7 @@
 #include "../../engine/common/numfmt.h"
 #include "../../engine/cpu/cpu.h"
 #include "../../engine/engine.h"
+#include "../../engine/gpu/gpu.h"
 #include "../../engine/model/config.h"
 #include "../../engine/model/weights.h"
 #include "../../engine/st/safetensors.h"
@@ -1025,6 +1026,79 @@ static void test_gpu_backend_refuses(void **state)
 	ref_model_free(m);
 }
 
+/*
+ * The GPU backend's attention kernels by head size, as its backend lines
+ * name them: the bundled ones at GLM-4.7's GQA 128 and Kimi K2's MLA
+ * 576/512 (prefill there the stand-in of SGLang's extend kernel, which the
+ * shim reroutes), eng_attention at any other size (the tiny models', MLA
+ * with another rope size).
+ */
+static void test_gpu_attention_kernels(void **state)
+{
+	static const struct {
+		const char *arch;
+		int head_dim, kv_lora, rope;	/* 0: the tiny model's */
+		const char *prefill, *decode;
+	} cases[] = {
+		{ "glm4-moe", 0, 0, 0, "eng_attention", "eng_attention" },
+		{ "glm4-moe", 128, 0, 0, "attn_extend_128_bf16", "attn_decode_gqa128_bf16 + attn_decode_merge_bf16" },
+		{ "glm4-moe", 64, 0, 0, "eng_attention", "eng_attention" },
+		{ "kimi-k2", 0, 0, 0, "eng_attention", "eng_attention" },
+		{ "kimi-k2", 0, 512, 64, "_fwd_kernel", "attn_decode_mla_bf16 + attn_decode_merge_bf16" },
+		{ "kimi-k2", 0, 512, 32, "eng_attention", "eng_attention" },
+		{ "kimi-k2", 0, 448, 128, "eng_attention", "eng_attention" },
+	};
+	const struct ref_backend *gpu = ref_backend_find("gpu"), *cpu = ref_backend_find("cpu");
+	size_t i;
+
+	(void)state;
+	assert_non_null(gpu->attention);
+	assert_null(cpu->attention);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct sm_err err = { "" };
+		struct ref_model *m = ref_model_load(make(cases[i].arch, "bf16", 0, 0), &err);
+		struct ref_config c;
+
+		assert_non_null(m);
+		c = m->cfg;
+		if (cases[i].head_dim)
+			c.head_dim = cases[i].head_dim;
+		if (cases[i].kv_lora)
+			c.kv_lora_rank = cases[i].kv_lora, c.qk_rope = cases[i].rope;
+		if (strncmp(gpu->attention(&c, 0), cases[i].prefill, strlen(cases[i].prefill)) ||
+		    strncmp(gpu->attention(&c, 1), cases[i].decode, strlen(cases[i].decode)))
+			fail_msg("case %zu (%s): prefill %s, decode %s", i, cases[i].arch, gpu->attention(&c, 0),
+				 gpu->attention(&c, 1));
+		ref_model_free(m);
+	}
+}
+
+/*
+ * ref_gpu_decode_splits against the decode kernel's own split length for
+ * the count it returns (decode.h: cdiv(cdiv(seq, splits), 32) * 32): every
+ * split holds keys and together they hold all of them, at most the splits
+ * asked for (clamped to 1 .. 64), and no fewer than half of what the keys
+ * allow (32 a split) where that is below the ask, so the grid still fills.
+ */
+static void test_gpu_decode_splits(void **state)
+{
+	int seq, want;
+
+	(void)state;
+	for (seq = 1; seq <= 9000; seq += seq < 300 ? 1 : 37)
+		for (want = -1; want <= 70; want++) {
+			int s = ref_gpu_decode_splits(seq, want), cap = want < 1 ? 1 : want > 64 ? 64 : want;
+			int len = ((seq + s - 1) / s + 31) / 32 * 32, fill = (seq + 31) / 32;
+
+			if (s < 1 || s > cap || (s - 1) * len >= seq || s * len < seq ||
+			    2 * s < (cap < fill ? cap : fill))
+				fail_msg("seq %d want %d: %d splits of %d keys", seq, want, s, len);
+		}
+	assert_int_equal(ref_gpu_decode_splits(1, 33), 1);
+	assert_int_equal(ref_gpu_decode_splits(1024, 33), 32);
+	assert_int_equal(ref_gpu_decode_splits(100000, 66), 64);
+}
+
 static void test_golden_kimi(void **state)
 {
 	(void)state;
@@ -1058,6 +1132,8 @@ int main(void)
 		cmocka_unit_test(test_last_logits),
 		cmocka_unit_test(test_logits_nonfinite),
 		cmocka_unit_test(test_gpu_backend_refuses),
+		cmocka_unit_test(test_gpu_attention_kernels),
+		cmocka_unit_test(test_gpu_decode_splits),
 		cmocka_unit_test(test_golden_kimi),
 		cmocka_unit_test(test_golden_glm),
 	};
