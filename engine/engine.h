@@ -18,7 +18,7 @@ struct ref_opts {
 	int chunk;		/* gpu: prompt tokens a prefill step takes (0: REF_GPU_CHUNK) */
 	int absorbed;		/* MLA: absorbed (1) or naive (0) */
 	int threads;		/* CPU worker threads */
-	int verbose;
+	int verbose;		/* progress lines on stderr (gpu: each layer's weights to the device) */
 	struct ref_route_sink routes;	/* fn NULL: none */
 };
 

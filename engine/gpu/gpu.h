@@ -52,7 +52,8 @@ struct ref_gpu;
  * a stand-in's shared memory exceeds what the device offers (the message
  * says Triton would fail the same way and names the shim's reroute mode).
  * @routes (may be NULL) sees every routing decision (each costs a copy to
- * the host and a wait).
+ * the host and a wait).  @verbose: a progress line on stderr while the
+ * layers' weights go to the device (a real checkpoint is hundreds of GB).
  */
 struct ref_gpu *ref_gpu_new(const struct ref_model *m, int max_seq, int chunk, int absorbed, int verbose,
 			    const struct ref_route_sink *routes, struct sm_err *err);

@@ -628,6 +628,7 @@ static int cmd_run_model(int argc, char **argv)
 	if (!o.max_seq)
 		o.max_seq = n_prompt + steps;
 	show_progress = isatty(2);
+	o.verbose = show_progress;
 	m = ref_model_load(argv[optind], &err);
 	if (!m) {
 		fprintf(stderr, "sm120 ref run: %s\n", err.msg);
