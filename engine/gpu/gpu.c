@@ -949,7 +949,7 @@ static int decode_blocks_x(const struct ref_config *c)
  * blocks an SM). */
 static int step_indices(struct ref_gpu *g, int n, struct sm_err *err)
 {
-	int32_t ix[IX_N] = { 0, n, 0, g->pos, 0, g->pos + n, 0, 0 };
+	int32_t ix[IX_N] = { [IX_QO + 1] = n, [IX_KV + 1] = g->pos, [IX_DECODE_KV + 1] = g->pos + n };
 
 	g->splits = ix[IX_SPLITS] = ref_gpu_decode_splits(g->pos + n, 2 * g->sms / decode_blocks_x(g->c));
 	CU(g, cuMemcpyHtoD_v2(g->s.indptr, ix, sizeof(ix)), "the step's indices", err);
