@@ -308,7 +308,11 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 	};
 
 	/* tile @t's k slices meet (buffer t & 1: the one before was read by every thread
-	 * before it passed the last barrier), then its epilogue */
+	 * before it passed the last barrier), then its epilogue.  The barrier is the
+	 * non-.aligned one: warps of fewer k steps, or none, reach it from another
+	 * unrolled copy of their k loop (ring) or after it, and __syncthreads' bar.sync
+	 * requires every thread at one instruction (compute-sanitizer synccheck:
+	 * "divergent thread(s) in block") */
 	auto meet = [&](const float (&acc)[MG][NP][4], int64_t e, int r0, int nr, int t) {
 #pragma unroll
 		for (int m = 0; m < MG; m++)
@@ -318,7 +322,7 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 				for (int j = 0; j < 4; j++)
 					sm.red[t & 1][kg][8 * f + 2 * q + (j & 1)][(wn * MG + m) * 16 + g + 8 * (j >> 1)] =
 						acc[m][f][j];
-		__syncthreads();
+		barrier_sync<1, MOE_GEMM_THREADS>();
 		epilogue(e, r0, nr, t, t & 1);
 	};
 

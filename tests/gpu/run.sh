@@ -28,8 +28,10 @@ for t in "$@"; do
 done
 # The bundled kernels under compute-sanitizer (when the toolkit has it):
 # memcheck (no out-of-bounds or misaligned access), racecheck (no
-# shared-memory hazard) and, for decode's two warp groups, synccheck (barrier
-# use) on every decode case and on one extend case of each head size.
+# shared-memory hazard) and synccheck (barrier use) on every attention decode
+# case (its two warp groups), one extend case of each head size, and MoE
+# decode cases whose warps get unequal k steps (they reach a tile's meeting
+# from different instructions).
 san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 if [ -n "$san" ]; then
 	for c in memcheck:decode_attn racecheck:decode_attn synccheck:decode_attn memcheck:extend_attn:0 \
@@ -39,7 +41,7 @@ if [ -n "$san" ]; then
 		racecheck:moe_gemm:36 racecheck:moe_gemm:38 memcheck:moe_gemm:44 memcheck:moe_gemm:45 \
 		memcheck:moe_gemm:53 racecheck:moe_gemm:44 racecheck:moe_gemm:47 memcheck:moe_gemm:59 \
 		memcheck:moe_gemm:61 memcheck:moe_gemm:72 racecheck:moe_gemm:59 racecheck:moe_gemm:66 \
-		racecheck:moe_gemm:72 synccheck:moe_gemm:66 memcheck:lightning_kv racecheck:lightning_kv \
+		racecheck:moe_gemm:72 synccheck:moe_gemm:66 synccheck:moe_gemm:70 synccheck:moe_gemm:88 synccheck:moe_gemm:91 memcheck:lightning_kv racecheck:lightning_kv \
 		memcheck:moe_gemm:s2 memcheck:moe_gemm:s5 memcheck:moe_gemm:s7 racecheck:moe_gemm:s5 \
 		racecheck:moe_gemm:s7 memcheck:moe_gemm:73 memcheck:moe_gemm:76 racecheck:moe_gemm:76 \
 		memcheck:moe_gemm:83 memcheck:moe_gemm:103 racecheck:moe_gemm:103 memcheck:moe_gemm:104 \
