@@ -401,39 +401,74 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 				}
 		};
 
-		/* buf[0] the oldest step in flight */
+		/* acc[0] += the products of step @s (BLOCK: times its scales) */
+		auto add = [&](float (&acc)[MG][NP][4], const step<NP> &s) {
+			if (BLOCK) {
+				/* one step is one 128 x 128 group: acc += (dot * a_scale) * b_scale */
+				float part[NP][4] = {};
+
+				dots(part, s);
+#pragma unroll
+				for (int f = 0; f < NP; f++)
+#pragma unroll
+					for (int j = 0; j < 4; j++) {
+						const float as = __shfl_sync(0xffffffffu, s.as, 8 * f + 2 * q + (j & 1));
+
+						acc[0][f][j] += part[f][j] * as * s.bs;
+					}
+			} else {
+				dots(acc[0], s);
+			}
+		};
+
 		step<NP> buf[S::DEPTH];
 #pragma unroll
 		for (int d = 0; d < S::DEPTH; d++)
 			fetch(buf[d]);
-		for (int t = 0; t < ntl; t++) {
-			/* acc[0][f]: columns g, g + 8 (c0 c1, c2 c3) x rows 8 f + 2q, 8 f + 2q + 1 of the pass */
+		if constexpr (QUANT != MOE_FP8) {
+			/* step j of the sequence in buf[j % DEPTH] (slots by constant: ring), refilled
+			 * with step j + DEPTH once added.  Shifting the steps down a buffer, as FP8 does
+			 * below, made the warp wait, at the register move, on the load of the step after
+			 * the one just added (ncu, H200, bf16_d32 at Kimi K2's gate/up, 16 tokens: 54% of
+			 * the stall samples).  Measured on an H200 against the shifting kernels in one
+			 * run (gpu_bench_moe_decode, bf16 at TP8, both models and GEMMs, 1 to 256 tokens,
+			 * two runs): 1.02 to 1.17 times as fast, Kimi K2's gate/up at 16 tokens 0.88 of
+			 * the floor against 0.78.  acc[0][f]: columns g, g + 8 (c0 c1, c2 c3) x rows 8 f
+			 * + 2q, 8 f + 2q + 1 of the pass */
 			float acc[MG][NP][4] = {};
+			int t = 0, i = 0;
 
-#pragma unroll 1
-			for (int i = 0; i < nst; i++) {
-				if (BLOCK) {
-					/* one step is one 128 x 128 group: acc += (dot * a_scale) * b_scale */
-					float part[NP][4] = {};
-
-					dots(part, buf[0]);
+			ring<S::DEPTH>(ntl * nst, [&](auto slot) {
+				add(acc, buf[decltype(slot)::value]);
+				fetch(buf[decltype(slot)::value]);
+				if (++i == nst) {
+					meet(acc, e, r0, nr, t++);
+					i = 0;
 #pragma unroll
 					for (int f = 0; f < NP; f++)
 #pragma unroll
-						for (int j = 0; j < 4; j++) {
-							const float as = __shfl_sync(0xffffffffu, buf[0].as, 8 * f + 2 * q + (j & 1));
-
-							acc[0][f][j] += part[f][j] * as * buf[0].bs;
-						}
-				} else {
-					dots(acc[0], buf[0]);
+						for (int j = 0; j < 4; j++)
+							acc[0][f][j] = 0.0f;
 				}
+			});
+			for (; t < ntl; t++)   /* a warp without k steps: zeros at every tile's meeting */
+				meet(acc, e, r0, nr, t);
+		} else {
+			/* FP8: buf[0] the oldest step in flight, the steps shifted down a buffer (the
+			 * ring spilled 28 to 56 bytes on sm_90, whose FP8 MMAs take converted fragments) */
+			for (int t = 0; t < ntl; t++) {
+				float acc[MG][NP][4] = {};
+
+#pragma unroll 1
+				for (int i = 0; i < nst; i++) {
+					add(acc, buf[0]);
 #pragma unroll
-				for (int d = 0; d + 1 < S::DEPTH; d++)
-					buf[d] = buf[d + 1];
-				fetch(buf[S::DEPTH - 1]);
+					for (int d = 0; d + 1 < S::DEPTH; d++)
+						buf[d] = buf[d + 1];
+					fetch(buf[S::DEPTH - 1]);
+				}
+				meet(acc, e, r0, nr, t);
 			}
-			meet(acc, e, r0, nr, t);
 		}
 	};
 
