@@ -22,8 +22,8 @@
  * MOE_DECODE_BM (the framework's BLOCK_SIZE_M, default 128: the over-limit
  * Hopper configurations the shim reroutes; 16 is a small-batch tuned one),
  * MOE_DECODE_QUANT (quantizations by name, default all: bf16, fp8_tensor,
- * fp8_channel, fp8_block, int4), MOE_DECODE_MODEL (kimi or glm, default
- * both), MOE_DECODE_HALF (gateup or down, default both), MOE_DECODE_ROWTILES=1 (a second line per
+ * fp8_channel, fp8_block, int4), MOE_DECODE_MODEL (kimi, glm, or glm_tp1:
+ * GLM-4.7 unsplit, the reference engine's shapes; default kimi and glm), MOE_DECODE_HALF (gateup or down, default both), MOE_DECODE_ROWTILES=1 (a second line per
  * case: every row tile on a block per column tile and on the plan's grid,
  * plain and padded to SM120's blocks per SM, and a kernel's shallow
  * pipeline (moe_gemm.h) where it has one: row_tiles), MOE_DECODE_SMS=S (a
@@ -42,7 +42,8 @@
  *
  * Timing: the median of 25 launches, each between two events; two untimed
  * launches first.  The weights come from DRAM, as in a forward pass: launch
- * i reads copy i % 12 of the weight tensor (12 copies; read_bw likewise 12
+ * i reads copy i % C of the weight tensor (C = 12 copies, fewer where they would
+ * pass 40 GiB, each then far more than the L2; read_bw likewise 12
  * regions when its bytes are under 256 MiB), so that more than the L2 holds
  * was read between two launches on one copy, and no flush runs between
  * launches.  MOE_DECODE_FLUSH=write: one copy and a 256 MiB memset before
@@ -72,13 +73,20 @@
 #define REPS 25
 #define FLUSH_BYTES ((size_t)256 << 20)
 #define NCOPY 12
+#define COPY_BYTES ((size_t)40 << 30)   /* the most the weight copies take */
 
 struct model {
 	const char *name;
 	int experts, hidden, inter;
+	int named;   /* run only when MOE_DECODE_MODEL names it */
 };
 
-static const struct model models[] = { { "kimi", 384, 7168, 256 }, { "glm", 160, 5120, 192 } };
+/* TP8 shapes; glm_tp1 is GLM-4.7 unsplit, as the reference engine runs it (N 3072 x K 5120) */
+static const struct model models[] = {
+	{ "kimi", 384, 7168, 256, 0 },
+	{ "glm", 160, 5120, 192, 0 },
+	{ "glm_tp1", 160, 5120, 1536, 1 },
+};
 
 struct quant {
 	const char *name;
@@ -99,6 +107,7 @@ static CUstream stream;
 static CUevent ev0, ev1;
 static CUdeviceptr flush_buf;
 static int flush_write;       /* MOE_DECODE_FLUSH=write: one copy, a memset before each launch */
+static int ncopy = NCOPY;     /* weight copies rotated over: fewer where NCOPY would pass COPY_BYTES */
 static int rowtiles;          /* MOE_DECODE_ROWTILES=1: each row tile's line (row_tiles) */
 static CUstream green;        /* MOE_DECODE_SMS: a stream of a green context of green_sms SMs, or NULL */
 static unsigned green_sms;
@@ -141,7 +150,7 @@ static int cmp_float(const void *x, const void *y)
 /*
  * timed_ms - median of REPS launches of @f (grid gx x gy, @smem dynamic
  * bytes); before launch i the device address at @slot (in the parameters)
- * is @base + ((i + 1) % NCOPY) * @stride, the untimed ones' @base
+ * is @base + ((i + 1) % ncopy) * @stride, the untimed ones' @base
  * (MOE_DECODE_FLUSH=write: @base, and a 256 MiB memset before each launch).
  */
 static double timed_ms(CUfunction f, unsigned gx, unsigned gy, unsigned threads, unsigned smem, void **params,
@@ -153,7 +162,7 @@ static double timed_ms(CUfunction f, unsigned gx, unsigned gy, unsigned threads,
 	for (int i = 0; i < 2; i++)
 		CHECK(cuLaunchKernel(f, gx, gy, 1, threads, 1, 1, smem, stream, params, NULL));
 	for (int i = 0; i < REPS; i++) {
-		const CUdeviceptr p = base + (flush_write ? 0 : (CUdeviceptr)((i + 1) % NCOPY) * stride);
+		const CUdeviceptr p = base + (flush_write ? 0 : (CUdeviceptr)((i + 1) % ncopy) * stride);
 
 		memcpy(slot, &p, sizeof(p));
 		if (flush_write)
@@ -366,6 +375,12 @@ static void row_tiles(CUmodule mod, CUmodule alt, int quant, int N, int K, int e
 	printf("\n");
 }
 
+/* model_run - whether MOE_DECODE_MODEL (@env, NULL: unset) runs model @md. */
+static int model_run(const struct model *md, const char *env)
+{
+	return env ? !strcmp(env, md->name) : !md->named;
+}
+
 int main(int argc, char **argv)
 {
 	const char *ms_env = getenv("MOE_DECODE_M"), *bm_env = getenv("MOE_DECODE_BM");
@@ -427,14 +442,19 @@ int main(int argc, char **argv)
 		bw = (double)big / (t[4] * 1e-3) / 1e9;
 	}
 
-	/* one weight buffer for every case: the largest [E, N, K] */
+	/* one weight buffer for every case: the largest [E, N, K] of the models run */
 	for (size_t m = 0; m < sizeof(models) / sizeof(models[0]); m++) {
 		size_t b = (size_t)models[m].experts * 2 * models[m].inter * models[m].hidden * 2;
 
-		wbytes = b > wbytes ? b : wbytes;
+		if (model_run(&models[m], model_env))
+			wbytes = b > wbytes ? b : wbytes;
 	}
 	wbytes = (wbytes + 4095) & ~(size_t)4095;
-	CHECK(cuMemAlloc(&wbuf, wbytes * (flush_write ? 1 : NCOPY)));
+	if (flush_write)
+		ncopy = 1;
+	else if (wbytes * NCOPY > COPY_BYTES)
+		ncopy = COPY_BYTES / wbytes > 2 ? (int)(COPY_BYTES / wbytes) : 2;
+	CHECK(cuMemAlloc(&wbuf, wbytes * (size_t)ncopy));
 	{
 		const size_t tile = (size_t)64 << 20;
 		uint8_t *h = malloc(tile);
@@ -442,7 +462,7 @@ int main(int argc, char **argv)
 		fill_bytes(h, tile);
 		for (size_t o = 0; o < wbytes; o += tile)
 			CHECK(cuMemcpyHtoD(wbuf + o, h, o + tile <= wbytes ? tile : wbytes - o));
-		for (int c = 1; c < (flush_write ? 1 : NCOPY); c++)
+		for (int c = 1; c < ncopy; c++)
 			CHECK(cuMemcpyDtoD(wbuf + (size_t)c * wbytes, wbuf, wbytes));
 		free(h);
 	}
@@ -452,7 +472,8 @@ int main(int argc, char **argv)
 
 		printf("# %s, %d SMs; streaming read %.0f GB/s (read_bw, 4 GiB); BLOCK_SIZE_M %d; %s\n", devname,
 		       sms, bw, bm, flush_write ? "a 256 MiB memset before each launch (bench_moe.py's flush)"
-					       : "launches rotate over 12 copies of the weights (no flush)");
+					       : "launches rotate over copies of the weights (no flush)");
+		printf("# weight copies: %d\n", ncopy);
 		printf("# blocks per SM here, plain/padded to SM120's (pad):");
 		for (int q = 0; q < 3; q++)
 			for (int t = 0; t < 3; t++) {
@@ -493,7 +514,7 @@ int main(int argc, char **argv)
 			for (size_t qi = 0; qi < sizeof(quants) / sizeof(quants[0]); qi++)
 				for (int bi = 0; bi < nb; bi++) {
 					if ((q_env && !strstr(q_env, quants[qi].name)) ||
-					    (model_env && strcmp(model_env, models[mi].name)) ||
+					    !model_run(&models[mi], model_env) ||
 					    (half_env && strcmp(half_env, half ? "down" : "gateup")))
 						continue;
 					const struct model *md = &models[mi];
