@@ -23,8 +23,9 @@
  * Hopper configurations the shim reroutes; 16 is a small-batch tuned one),
  * MOE_DECODE_QUANT (quantizations by name, default all: bf16, fp8_tensor,
  * fp8_channel, fp8_block, int4), MOE_DECODE_MODEL (kimi, glm, or glm_tp1:
- * GLM-4.7 unsplit, the reference engine's shapes; default kimi and glm), MOE_DECODE_HALF (gateup or down, default both), MOE_DECODE_ROWTILES=1 (a second line per
- * case: every row tile on a block per column tile and on the plan's grid,
+ * GLM-4.7 unsplit, the reference engine's shapes; default kimi and glm),
+ * MOE_DECODE_HALF (gateup or down, default both), MOE_DECODE_ROWTILES=1 (a
+ * second line per case: every row tile on a block per column tile and on the plan's grid,
  * plain and padded to SM120's blocks per SM, and a kernel's shallow
  * pipeline (moe_gemm.h) where it has one: row_tiles), MOE_DECODE_SMS=S (a
  * "green" line per case: the plan's kernel on a green context of S SMs,
@@ -42,8 +43,8 @@
  *
  * Timing: the median of 25 launches, each between two events; two untimed
  * launches first.  The weights come from DRAM, as in a forward pass: launch
- * i reads copy i % C of the weight tensor (C = 12 copies, fewer where they would
- * pass 40 GiB, each then far more than the L2; read_bw likewise 12
+ * i reads copy i % C of the weight tensor (C = 12 copies, fewer where they
+ * would pass 40 GiB, each then far more than the L2; read_bw likewise 12
  * regions when its bytes are under 256 MiB), so that more than the L2 holds
  * was read between two launches on one copy, and no flush runs between
  * launches.  MOE_DECODE_FLUSH=write: one copy and a 256 MiB memset before
