@@ -91,6 +91,14 @@ static const char *const op_names[NOPS] = { OPS(OP_NAME) };
 	X(BA_MERGE, ATTN_MERGE_KERNEL, 0)
 #define BA_ENUM(id, name, smem) id,
 enum { BUNDLED_ATTN(BA_ENUM) NATTN };
+
+/* The bundle's moe_gemm row-tile kernels (moe_gemm.h's MOE_GEMM_KERNELS), in its order. */
+#define GEMM_ROW(quant, tm, name) { quant, tm },
+static const struct {
+	int quant, tm;
+} gemm_kernels[] = { MOE_GEMM_KERNELS(GEMM_ROW) };
+#undef GEMM_ROW
+enum { NGEMM = sizeof(gemm_kernels) / sizeof(gemm_kernels[0]) };
 #define BA_ROW(id, name, smem) { name, smem },
 static const struct {
 	const char *name;
@@ -145,7 +153,7 @@ struct ref_gpu {
 	CUmodule mod[NIMAGES];
 	CUmodule moe_spec[2];                       /* the stand-in copy for gate/up [0] and down [1] */
 	CUfunction op[NOPS];
-	CUfunction gemm[4][3];                      /* moe_gemm_<quant>_m{16,64,128} */
+	CUfunction gemm[NGEMM];                     /* moe_gemm_<quant>_m<tm>, as gemm_kernels */
 	CUfunction moe_fn[2], extend_fn;
 	CUfunction attn[NATTN];                     /* the bundle's attention kernels (BUNDLED_ATTN) */
 	int moe_img, moe_smem, sms, splits;         /* splits: the decode attention's at this step */
@@ -624,8 +632,7 @@ static int put_layer(struct ref_gpu *g, int l, struct sm_err *err)
 
 static int load_modules(struct ref_gpu *g, struct sm_err *err)
 {
-	static const int tiles[3] = { 16, 64, 128 };
-	int i, q, t;
+	int i;
 
 	for (i = 0; i < NIMAGES; i++) {
 		if (!images[i].start || images[i].end <= images[i].start)
@@ -642,16 +649,27 @@ static int load_modules(struct ref_gpu *g, struct sm_err *err)
 		CU(g, cuFuncSetAttribute(g->attn[i], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bundled_attn[i].smem),
 		   bundled_attn[i].name, err);
 	}
-	for (q = 0; q < 4; q++)
-		for (t = 0; t < 3; t++) {
-			const char *name = moe_gemm_kernel_name(q, tiles[t]);
+	for (i = 0; i < NGEMM; i++) {
+		const char *name = moe_gemm_kernel_name(gemm_kernels[i].quant, gemm_kernels[i].tm);
 
-			CU(g, cuModuleGetFunction(&g->gemm[q][t], g->mod[IMG_BUNDLE], name), name, err);
-			CU(g, cuFuncSetAttribute(g->gemm[q][t], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-						 moe_gemm_smem(q, tiles[t])),
-			   name, err);
-		}
+		CU(g, cuModuleGetFunction(&g->gemm[i], g->mod[IMG_BUNDLE], name), name, err);
+		CU(g, cuFuncSetAttribute(g->gemm[i], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+					 moe_gemm_smem(gemm_kernels[i].quant, gemm_kernels[i].tm)),
+		   name, err);
+	}
 	return 0;
+}
+
+/* gemm_fn - the loaded moe_gemm_<@quant>_m<@tm>; NULL (the launch then fails, naming it) for a
+ * pair the bundle does not have. */
+static CUfunction gemm_fn(const struct ref_gpu *g, int quant, int tm)
+{
+	int i;
+
+	for (i = 0; i < NGEMM; i++)
+		if (gemm_kernels[i].quant == quant && gemm_kernels[i].tm == tm)
+			return g->gemm[i];
+	return NULL;
 }
 
 /*
@@ -845,7 +863,7 @@ static int linear(struct ref_gpu *g, const struct dmat *d, CUdeviceptr x, int ro
 {
 	struct moe_gemm_args a = { 0 };
 	const struct moe_gemm_choice c = choose(d->quant, rows, d->n, d->k, 1);
-	int tm = c.tm, ti = tm == 16 ? 0 : tm == 64 ? 1 : 2, em = cdiv(rows, tm) * tm, rc;
+	int tm = c.tm, em = cdiv(rows, tm) * tm, rc;
 
 	if ((rc = quant_act(g, d, x, rows, d->k, &a, err)))
 		return rc;
@@ -858,7 +876,7 @@ static int linear(struct ref_gpu *g, const struct dmat *d, CUdeviceptr x, int ro
 	a.a_stride_m = d->k, a.c_stride_m = ldy;
 	a.EM = em, a.num_valid = rows, a.top_k = 1, a.block_m = tm;
 	a.stages = c.stages;
-	return launch(g, g->gemm[d->quant][ti], moe_gemm_kernel_name(d->quant, tm),
+	return launch(g, gemm_fn(g, d->quant, tm), moe_gemm_kernel_name(d->quant, tm),
 		      (unsigned)moe_gemm_rows_cols(d->quant, tm, d->n, d->k, rows), (unsigned)(em / tm), 1,
 		      MOE_GEMM_THREADS, moe_gemm_launch_smem(d->quant, tm, a.stages), ARGS(&a), err);
 }
@@ -1172,7 +1190,7 @@ static int experts(struct ref_gpu *g, int half, const struct dmat *d, CUdevicept
 {
 	struct scratch *s = &g->s;
 	struct moe_gemm_args a = { 0 };
-	int rc, tm, ti;
+	int rc, tm;
 
 	if (d->quant == MOE_NVFP4) {
 		(void)rows_in;
@@ -1186,8 +1204,8 @@ static int experts(struct ref_gpu *g, int half, const struct dmat *d, CUdevicept
 		a.a_stride_m = d->k, a.c_stride_m = d->n;
 		a.EM = em, a.num_valid = numel, a.block_m = bm;
 		a.top_k = half ? 1 : g->c->top_k, a.mul_routed_weight = half;
-		tm = bm, ti = tm == 16 ? 0 : tm == 64 ? 1 : 2;
-		return launch(g, g->gemm[MOE_NVFP4][ti], moe_gemm_kernel_name(MOE_NVFP4, tm),
+		tm = bm;
+		return launch(g, gemm_fn(g, MOE_NVFP4, tm), moe_gemm_kernel_name(MOE_NVFP4, tm),
 			      (unsigned)moe_gemm_rows_cols(MOE_NVFP4, tm, d->n, d->k, numel), (unsigned)cdiv(em, tm), 1,
 			      MOE_GEMM_THREADS,
 			      moe_gemm_smem(MOE_NVFP4, tm), ARGS(&a), err);
