@@ -95,7 +95,7 @@ int adapt_sglang_inkling(const struct adapter_input *in, struct reroute_plan *pl
 		"A", "B", "C", "NumTokensPerExpert", "ExpertTokenOffs", "ExpertBlockOffs",
 		"ExpertBlockSchedule",
 	};
-	static const int tiles[] = { 128, 64, 16 };   /* moe_gemm's row tiles, largest first */
+	static const int tiles[] = { 128, 64, 16 };   /* the moe_gemm row tiles it takes, largest first (not 32: unmeasured here) */
 	struct moe_gemm_args a = { 0 };
 	struct inkling c;
 	const void *p[7];

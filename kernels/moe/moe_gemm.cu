@@ -10,12 +10,13 @@
 #include "moe_gemm.cuh"
 #include "moe_gemm.h"
 
-/* Blocks per SM the registers must allow: bf16 and FP8 at TM 16 fit in 128 registers, so
- * that Hopper (228 KiB of shared memory per SM) runs two of them per SM, and so do the
+/* Blocks per SM the registers must allow: bf16 and FP8 at TM 16 and 32 fit in 128 registers,
+ * so that Hopper (228 KiB of shared memory per SM) runs two of them per SM (TM 32's two
+ * stages: SM120 too), and so do the
  * MOE_GEMM_SHALLOW kernels, whose shallow pipeline SM120's 100 KiB hold twice, and the
  * MOE_GEMM_PAIRED ones; SM120 holds one block of the others. */
 #define MOE_GEMM_MIN_BLOCKS(quant, tm) \
-	(((tm) == 16 && !MOE_GEMM_PACKED(quant)) || MOE_GEMM_SHALLOW(quant, tm) || \
+	(((tm) <= 32 && !MOE_GEMM_PACKED(quant)) || MOE_GEMM_SHALLOW(quant, tm) || \
 			 MOE_GEMM_PAIRED(quant, tm) ? 2 : 1)
 
 /* the kernel's own pipeline, or the shallow one where it has one and args.stages asks */

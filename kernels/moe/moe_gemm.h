@@ -86,12 +86,14 @@ enum moe_scale { MOE_SCALE_NONE = 0, MOE_SCALE_TENSOR, MOE_SCALE_CHANNEL, MOE_SC
  *   TM 16   32 columns; the warps split K (MOE_GEMM_KSPLIT ways), each
  *           16 x 32 on its own k slice, so that small batches still put
  *           enough blocks on the weights;
+ *   TM 32   128 columns (bf16 and FP8); warps 2 (M) x 4 (N), each 16 x 32,
+ *           on two stages (about 41 KB: two blocks per SM on SM120 too);
  *   TM 64   128 columns; warps 2 (M) x 4 (N), each 32 x 32 (W4A16: 1 x 8,
  *           each 64 x 16: MOE_GEMM_PAIRED);
  *   TM 128  256 columns; warps 2 (M) x 4 (N), each 64 x 64 (the reuse per
  *           byte of shared memory that large batches need).
  * Blocks whose rows are all padding exit at once.  The MOE_GEMM_MULTI
- * kernels (TM 64 and 128, every quantization) take column tiles bx, bx +
+ * kernels (TM 32, 64 and 128, every quantization) take column tiles bx, bx +
  * gridDim.x, ... of their rows as one pipelined sequence of k tiles, so
  * that a short K (the down GEMM's 192 or 256) does not leave each block
  * loading, computing and storing in turn; the others (TM 16) take one,
@@ -110,7 +112,7 @@ enum moe_scale { MOE_SCALE_NONE = 0, MOE_SCALE_TENSOR, MOE_SCALE_CHANNEL, MOE_SC
  *   pipeline, below).
  */
 #define MOE_GEMM_THREADS 256
-#define MOE_GEMM_TN(tm) ((tm) == 16 ? 32 : (tm) == 64 ? 128 : 256)
+#define MOE_GEMM_TN(tm) ((tm) == 16 ? 32 : (tm) <= 64 ? 128 : 256)
 #define MOE_GEMM_KSPLIT(tm) ((tm) == 16 ? 8 : 1)
 #define MOE_GEMM_KROW 128           /* bytes of A per row, k slice and warp */
 #define MOE_GEMM_PACKED(quant) ((quant) == MOE_W4A16 || (quant) == MOE_NVFP4)
@@ -119,9 +121,11 @@ enum moe_scale { MOE_SCALE_NONE = 0, MOE_SCALE_TENSOR, MOE_SCALE_CHANNEL, MOE_SC
 
 #define MOE_GEMM_KERNELS(X)                                 \
 	X(MOE_BF16, 16, moe_gemm_bf16_m16)                  \
+	X(MOE_BF16, 32, moe_gemm_bf16_m32)                  \
 	X(MOE_BF16, 64, moe_gemm_bf16_m64)                  \
 	X(MOE_BF16, 128, moe_gemm_bf16_m128)                \
 	X(MOE_FP8, 16, moe_gemm_fp8_m16)                    \
+	X(MOE_FP8, 32, moe_gemm_fp8_m32)                    \
 	X(MOE_FP8, 64, moe_gemm_fp8_m64)                    \
 	X(MOE_FP8, 128, moe_gemm_fp8_m128)                  \
 	X(MOE_W4A16, 16, moe_gemm_w4a16_m16)                \
@@ -183,10 +187,12 @@ static inline const char *moe_gemm_kernel_name(int quant, int tm)
  * FP8 tiles at TM 128 get two: one 128-byte k tile computed while the next
  * loads.  (Four stages of 64-byte k tiles, a barrier every 64 bytes and 192
  * bytes in flight, measured slower: bf16 at TM 128 on an H200, 270 against
- * 342 TFLOP/s.)
+ * 342 TFLOP/s.)  TM 32 runs two stages, so that SM120 holds two of its
+ * blocks (moe_gemm_rows_tile).
  */
 #define MOE_GEMM_STAGES(quant, tm)                                                    \
 	(MOE_GEMM_PAIRED(quant, tm)                             ? MOE_GEMM_PAIRED_STAGES : \
+	 (tm) == 32                                             ? 2 :                        \
 	 98304 / MOE_GEMM_STAGE_BYTES(quant, tm) > 4 ? 4 : 98304 / MOE_GEMM_STAGE_BYTES(quant, tm))
 /*
  * Bytes of FP8 group scales per stage, past the stages' data: for each of a
@@ -258,16 +264,32 @@ static inline int moe_gemm_wide_waste(int32_t n)
 }
 
 /*
- * moe_gemm_rows_tile - the row tile TM (16, 64 or 128) of the
+ * moe_gemm_rows_tile - the row tile TM (16, 32, 64 or 128) of the
  * moe_gemm_<quant>_m<TM> kernel for a launch of @quant with N @n and K @k
  * (@block_m, @num_valid, @em as for moe_gemm_rows_per_expert): the largest
- * tile up to the wanted one that divides @block_m (a block of the framework
- * is then whole blocks of ours); 0 if none does.  Wanted, by rows per
+ * tile of @quant up to the wanted one that divides @block_m (a block of the
+ * framework is then whole blocks of ours); 0 if none does.  (Under
+ * BLOCK_SIZE_M 32 or 96 bf16 takes 32 rows, not 16: H200, Kimi K2 at TP8,
+ * its gate/up at 1024 tokens 0.84 of the floor against 0.62, its down GEMM
+ * at 512 tokens 0.78 against 0.11, as tiles on BLOCK_SIZE_M 128.)  Wanted, by rows per
  * expert: 16 up to MOE_GEMM_M16_ROWS (where the decode kernels do not take
  * the launch: moe_gemm_decode_wanted), 64 up to 64 rows, 128 beyond; but
  * 64 at any count for a kernel with a shallow pipeline on a short K (bf16's
  * down GEMM: moe_gemm_rows_stages), and for bf16 and FP8 on an N that
- * wastes the wide tiles (moe_gemm_wide_waste).  W4A16 takes 128 past 16's
+ * wastes the wide tiles (moe_gemm_wide_waste); FP8 takes 32 up to 32 rows
+ * an expert, where its 64-row tile's registers (161 on sm_120) leave one
+ * block per SM and the 32-row tile's two stages and 113 registers two.
+ * Measured on an H200 (gpu_bench_moe_decode MOE_DECODE_ROWTILES=1, FP8
+ * per tensor and per block at TP8, BLOCK_SIZE_M 128, one run): Kimi K2's
+ * gate/up at 256, 512 and 1024 tokens (5, 11 and 21 rows an expert) 0.75,
+ * 0.73 and 0.67 of the floor on the 32-row tile against 0.67, 0.65 and
+ * 0.53 on the 64-row one (per block: 0.74, 0.71, 0.61 against 0.53, 0.53,
+ * 0.52), GLM-4.7's at 256 and 512 (13 and 26 rows) 0.61 and 0.55 against
+ * 0.53 and 0.44, its down GEMM at 512 and 1024 0.22 and 0.14 against 0.13
+ * and 0.11; at 51 rows (GLM-4.7's gate/up, 1024 tokens) 0.33 and 0.29
+ * against 0.33 and 0.32.  bf16's 64-row tile stays ahead of a 32-row one
+ * at SM120's blocks per SM (Kimi K2's gate/up at 512 tokens 0.85 against
+ * 0.77, its down GEMM 0.62 on the shallow pipeline against 0.61).  W4A16 takes 128 past 16's
  * but 64 (MOE_GEMM_PAIRED: two blocks per SM) up to 64 rows an expert on a
  * short K or an N that wastes the wide tiles.  Measured on an H200
  * (gpu_bench_moe_decode MOE_DECODE_ROWTILES=1, INT4 at TP8, BLOCK_SIZE_M
@@ -301,13 +323,14 @@ static inline int moe_gemm_rows_tile(int quant, int32_t block_m, int32_t num_val
 	const int paired = MOE_GEMM_PAIRED(quant, 64) && per <= 64 &&
 			   (moe_gemm_short_k(quant, k) || moe_gemm_wide_waste(n));
 	const int want = per <= MOE_GEMM_M16_ROWS(quant)			? 16
+			 : quant == MOE_FP8 && per <= 32						? 32
 			 : (quant != MOE_W4A16 && (per <= 64 || narrow)) || paired	? 64
 											: 128;
-	static const int tiles[] = { 128, 64, 16 };   /* the kernels' row tiles, largest first */
+	static const int tiles[] = { 128, 64, 32, 16 };   /* the kernels' row tiles, largest first */
 	unsigned i;
 
 	for (i = 0; i < sizeof(tiles) / sizeof(tiles[0]); i++)
-		if (tiles[i] <= want && block_m % tiles[i] == 0)
+		if (tiles[i] <= want && block_m % tiles[i] == 0 && moe_gemm_kernel_name(quant, tiles[i]))
 			return tiles[i];
 	return 0;
 }
@@ -634,9 +657,14 @@ static inline int moe_gemm_decode_cols(int quant, int32_t n, int32_t k, int tn, 
  *     rows: since its W scales stopped waiting on their loads (H200, one
  *     run) it ran Kimi's gate/up at 2048 and 4096 tokens (43 and 85 rows)
  *     in 1126 and 2094 us against the decode kernels' 1251 and 2202;
- *   on a short K (moe_gemm_short_k: the down GEMM), MOE_DECODE_SHORT_ROWS,
- *     or MOE_DECODE_SHALLOW_ROWS where the 64-row tile has a shallow
- *     pipeline (bf16), which passes the decode kernels from about 10 rows;
+ *   on a short K (moe_gemm_short_k: the down GEMM), MOE_DECODE_SHORT_ROWS:
+ *     bf16's 64-row tile on its shallow pipeline passes the decode kernels
+ *     from about 10 rows, FP8's 32-row tile (moe_gemm_rows_tile) between 5
+ *     and 11 (H200, FP8 per tensor / per block at TP8, one run: Kimi K2 at
+ *     256 tokens, 5 rows an expert, 0.50 / 0.46 of the floor on the decode
+ *     kernel against 0.49 / 0.48, at 512 tokens, 11 rows, 0.34 / 0.30
+ *     against 0.44 / 0.42; GLM-4.7 at 256 tokens, 13 rows, 0.21 / 0.18
+ *     against 0.27 / 0.27);
  *   on a long K (gate/up), MOE_DECODE_LONG_ROWS: from 5 rows the 64-row
  *     tile reads the weights faster.
  * Measured on an H100 (W4A16: the first figures above) at SM120's blocks per SM
@@ -644,8 +672,7 @@ static inline int moe_gemm_decode_cols(int quant, int32_t n, int32_t k, int tn, 
  * tokens).  (Row mode, one routed row per block, always is.)  Pure, plain C.
  */
 #define MOE_DECODE_W4_ROWS 40
-#define MOE_DECODE_SHORT_ROWS 24
-#define MOE_DECODE_SHALLOW_ROWS 8
+#define MOE_DECODE_SHORT_ROWS 8
 #define MOE_DECODE_LONG_ROWS 4
 static inline int moe_gemm_decode_wanted(int quant, int32_t block_m, int32_t num_valid, int32_t em, int32_t k)
 {
@@ -656,7 +683,7 @@ static inline int moe_gemm_decode_wanted(int quant, int32_t block_m, int32_t num
 	if (quant == MOE_W4A16)
 		return per <= MOE_DECODE_W4_ROWS || block_m % 64;
 	if (moe_gemm_short_k(quant, k))
-		return per <= (MOE_GEMM_SHALLOW(quant, 64) ? MOE_DECODE_SHALLOW_ROWS : MOE_DECODE_SHORT_ROWS);
+		return per <= MOE_DECODE_SHORT_ROWS;
 	return per <= MOE_DECODE_LONG_ROWS;
 }
 

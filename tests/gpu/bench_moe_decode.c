@@ -304,8 +304,8 @@ static void variant(const char *label, CUfunction f, unsigned gx, unsigned gy, i
 }
 
 /*
- * row_tiles - MOE_DECODE_ROWTILES=1: each row tile TM (16, 64, 128) that
- * divides @bm, as floor / time, on a block per column tile ("tiles") and
+ * row_tiles - MOE_DECODE_ROWTILES=1: each row tile TM (16, 32, 64, 128)
+ * of @quant that divides @bm, as floor / time, on a block per column tile ("tiles") and
  * on the grid x the plan launches (moe_gemm_rows_cols: "cols", gx; several
  * column tiles per block for the MOE_GEMM_MULTI kernels when K is short),
  * that also padded to SM120's one block per SM ("pad"); "same" whether the
@@ -316,13 +316,13 @@ static void row_tiles(CUmodule mod, CUmodule alt, int quant, int N, int K, int e
 		      struct moe_gemm_args *a, CUdeviceptr dc, size_t cbytes, CUdeviceptr wbuf, size_t wbytes,
 		      double floor_ms)
 {
-	static const int tms[] = { 16, 64, 128 };
+	static const int tms[] = { 16, 32, 64, 128 };
 
 	printf("      rows:");
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		const int tm = tms[i];
 
-		if (bm % tm)
+		if (bm % tm || !moe_gemm_kernel_name(quant, tm))
 			continue;
 		const int smem = moe_gemm_smem(quant, tm);
 		const unsigned tiles = (unsigned)((N + MOE_GEMM_TN(tm) - 1) / MOE_GEMM_TN(tm));
@@ -469,7 +469,7 @@ int main(int argc, char **argv)
 	}
 
 	{
-		static const int row_quants[] = { MOE_BF16, MOE_FP8, MOE_W4A16 }, row_tms[] = { 16, 64, 128 };
+		static const int row_quants[] = { MOE_BF16, MOE_FP8, MOE_W4A16 }, row_tms[] = { 16, 32, 64, 128 };
 
 		printf("# %s, %d SMs; streaming read %.0f GB/s (read_bw, 4 GiB); BLOCK_SIZE_M %d; %s\n", devname,
 		       sms, bw, bm, flush_write ? "a 256 MiB memset before each launch (bench_moe.py's flush)"
@@ -477,7 +477,9 @@ int main(int argc, char **argv)
 		printf("# weight copies: %d\n", ncopy);
 		printf("# blocks per SM here, plain/padded to SM120's (pad):");
 		for (int q = 0; q < 3; q++)
-			for (int t = 0; t < 3; t++) {
+			for (int t = 0; t < 4; t++) {
+				if (!moe_gemm_kernel_name(row_quants[q], row_tms[t]))
+					continue;
 				const int smem = moe_gemm_smem(row_quants[q], row_tms[t]);
 				CUfunction f = get(mod, moe_gemm_kernel_name(row_quants[q], row_tms[t]), smem);
 				const int plain = blocks_per_sm(f, smem), pad = sm120_pad(f, smem);

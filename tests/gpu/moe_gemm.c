@@ -341,6 +341,17 @@ static const struct tcase cases[] = {
 	   m16 fragments live) on a K past its three stages, and row mode */
 	{ W4, 64, 300, 8, 16, 456, 320, 64, 0, 64, RW | BIAS | PAD | OFF | SAMPLE },
 	{ W4, 64, 3, 4, 9, 200, 256, 64, 0, 128, NAIVE | RW | DROP },
+	/* TM 32 (bf16, FP8): framework blocks of 32, 64 and 128 rows (one to four tiles each), a
+	   partial column tile, K from one k tile to past the two stages, several column tiles a
+	   block, row mode */
+	{ BF16, 32, 33, 8, 9, 200, 208, 64, 0, 0, RW | BIAS | PAD },
+	{ BF16, 32, 7, 2, 6, 456, 320, 32, 0, 0, OFF | SHORT | DROP | GRID3 },
+	{ BF16, 32, 300, 8, 16, 384, 1024, 128, 0, 0, RW | BIAS | PAD | SAMPLE },
+	{ BF16, 32, 3, 4, 9, 200, 64, 32, 0, 0, NAIVE | RW },
+	{ FP8, 32, 33, 8, 9, 200, 208, 128, BLOCK, 0, RW | PAD | OFF },
+	{ FP8, 32, 7, 3, 6, 200, 192, 32, TENSOR, 0, BIAS | SHORT | GRID3 },
+	{ FP8, 32, 33, 4, 8, 72, 48, 64, CHANNEL, 0, RW | DROP },
+	{ FP8, 32, 300, 8, 16, 456, 1024, 64, BLOCK, 0, RW | BIAS | PAD | SAMPLE },
 };
 #undef BF16
 #undef FP8

@@ -672,7 +672,11 @@ static void test_moe_decisions(void **state)
 	   experts -> 16 rows (the decode kernels take it, below); 512 tokens (10.7 rows an
 	   expert) -> 64, as at 2048 (42.7); 4096 (85) -> 128; its bf16 down GEMM (K 256) -> 64 at
 	   any count past 4 (the shallow pipeline), its FP8 one -> 128 at 4096 tokens; NVFP4 keeps
-	   16 up to 24 rows; BLOCK_SIZE_M 32 or 96 has no 32-row kernel: 16-row blocks cover it.
+	   16 up to 24 rows; BLOCK_SIZE_M 32 or 96 is covered by 32-row blocks (bf16, FP8), or
+	   16-row ones for the 4-bit weights, which have no 32-row kernel.
+	   FP8 takes 32 rows up to 32 an expert (Kimi at 512 and 1024 tokens, GLM-4.7's gate/up at
+	   512, 26, despite its N 384, and under BLOCK_SIZE_M 32 and 96), 64 from 33 (GLM-4.7's
+	   gate/up at 1024, 51), 16 under BLOCK_SIZE_M 16.
 	   GLM-4.7 TP8 (160 experts): its gate/up's N 384 wastes the 256-column tiles, so 64 rows
 	   at 4096 tokens (205 an expert) for bf16 and FP8, 128 for the packed 4-bit weights; W4A16
 	   64 up to 64 rows an expert on the down GEMM's short K (Kimi's at 2048 tokens, 43), 128
@@ -684,16 +688,21 @@ static void test_moe_decisions(void **state)
 		int tm;
 	} tiles[] = {
 		{ MOE_BF16, 384, 128, 1, 512, 7168, 16 },      { MOE_BF16, 384, 128, 512, 512, 7168, 64 },
-		{ MOE_FP8, 384, 128, 512, 512, 7168, 64 },     { MOE_BF16, 384, 128, 2048, 512, 7168, 64 },
+		{ MOE_FP8, 384, 128, 512, 512, 7168, 32 },     { MOE_BF16, 384, 128, 2048, 512, 7168, 64 },
 		{ MOE_BF16, 384, 128, 4096, 512, 7168, 128 },  { MOE_BF16, 384, 128, 4096, 7168, 256, 64 },
 		{ MOE_FP8, 384, 128, 4096, 7168, 256, 128 },   { MOE_NVFP4, 384, 128, 512, 512, 7168, 16 },
-		{ MOE_NVFP4, 384, 128, 2048, 512, 7168, 64 },  { MOE_BF16, 384, 32, 4096, 512, 7168, 16 },
-		{ MOE_BF16, 384, 96, 4096, 512, 7168, 16 },    { MOE_BF16, 384, 8, 4096, 512, 7168, 0 },
+		{ MOE_NVFP4, 384, 128, 2048, 512, 7168, 64 },  { MOE_BF16, 384, 32, 4096, 512, 7168, 32 },
+		{ MOE_BF16, 384, 96, 4096, 512, 7168, 32 },    { MOE_BF16, 384, 8, 4096, 512, 7168, 0 },
 		{ MOE_BF16, 384, 64, 4096, 512, 7168, 64 },    { MOE_BF16, 384, 32, 1, 512, 7168, 16 },
 		{ MOE_BF16, 160, 128, 4096, 384, 5120, 64 },   { MOE_FP8, 160, 128, 4096, 384, 5120, 64 },
 		{ MOE_W4A16, 160, 128, 4096, 384, 5120, 128 }, { MOE_FP8, 160, 128, 4096, 5120, 192, 128 },
 		{ MOE_W4A16, 384, 128, 2048, 7168, 256, 64 },  { MOE_W4A16, 384, 128, 4096, 7168, 256, 128 },
 		{ MOE_W4A16, 384, 128, 2048, 512, 7168, 128 }, { MOE_W4A16, 384, 64, 8192, 512, 7168, 64 },
+		{ MOE_FP8, 384, 128, 1024, 512, 7168, 32 },    { MOE_FP8, 160, 128, 512, 384, 5120, 32 },
+		{ MOE_FP8, 160, 128, 1024, 384, 5120, 64 },    { MOE_FP8, 160, 128, 512, 5120, 192, 32 },
+		{ MOE_FP8, 384, 32, 1024, 512, 7168, 32 },     { MOE_FP8, 384, 96, 1024, 512, 7168, 32 },
+		{ MOE_FP8, 384, 16, 1024, 512, 7168, 16 },     { MOE_W4A16, 384, 32, 4096, 512, 7168, 16 },
+		{ MOE_NVFP4, 384, 96, 4096, 512, 7168, 16 },
 	};
 	size_t i;
 	int32_t top_k = 0, mul = 0;
@@ -846,11 +855,12 @@ static void test_moe_decisions(void **state)
 		{ MOE_BF16, 16, 128, 385, 7168, 1 },
 		{ MOE_BF16, 16, 256, 385, 7168, 0 },
 		{ MOE_FP8, 128, 512, 385, 7168, 0 },
-		{ MOE_FP8, 128, 512, 385, 256, 1 },
+		{ MOE_FP8, 128, 512, 385, 256, 0 },   /* 10.7 rows: FP8's 32-row tile */
 		{ MOE_FP8, 128, 4096, 385, 256, 0 },
 		{ MOE_BF16, 128, 256, 385, 256, 1 },
 		{ MOE_BF16, 128, 512, 385, 256, 0 },
 		{ MOE_NVFP4, 128, 1, 385, 256, 0 },
+		{ MOE_FP8, 128, 256, 385, 256, 1 },   /* 5.3 rows */
 		/* W4A16: up to 40 rows an expert (GLM-4.7's 768 tokens: 38.4; not its 1024: 51, nor Kimi
 		   K2's 2048: 42.7), gate/up and down alike, 16 rows a pass past 8 rows an expert (Kimi
 		   K2's 512 tokens: 10.7); beyond, the row tiles: GLM-4.7's gate/up (N 384) at 51 rows an
@@ -1351,7 +1361,7 @@ static void test_generic_moe(void **state)
 	/* ... the architecture not told: 163840 B is the formula's on sm_90 */
 	moe_cfg_launch(&f, "sglang-moe-2026-03", &issue, 0, 0);
 	expect_plan(&f, "sglang-moe-2026-03", NULL, &plan);
-	assert_string_equal(plan.kernel, moe_gemm_kernel_name(MOE_FP8, 64));
+	assert_string_equal(plan.kernel, moe_gemm_kernel_name(MOE_FP8, 32));   /* 6 rows an expert */
 	/* ... without the facts (no hook): only the exact tiles */
 	f.l.compiled = NULL;
 	fake_expect_refusal(&f, "rule sglang-moe-2026-03 reroutes fused_moe_kernel only at the "
@@ -1384,13 +1394,13 @@ static void test_generic_moe(void **state)
 	assert_int_equal(a.scale, MOE_SCALE_BLOCK);
 	expect_plan(&f, "sglang-moe-main", "sglang-moe-2026-03", &plan);
 	assert_string_equal(plan.kernel, moe_gemm_kernel_name(MOE_FP8, 16));
-	/* BLOCK_SIZE_M 256: moe_gemm's blocks tile it (64 rows here: 6 rows per expert) */
+	/* BLOCK_SIZE_M 256: moe_gemm's blocks tile it (32 rows here: 6 rows per expert) */
 	moe_cfg_launch(&f, "sglang-moe-2026-03", &m256, 0, 1);
 	assert_int_equal(f.l.dynamic_smem, 131072);
 	a = moe_plan_args(&f, "sglang-moe-2026-03", NULL);
 	assert_int_equal(a.block_m, 256);
 	expect_plan(&f, "sglang-moe-2026-03", NULL, &plan);
-	assert_int_equal(plan.grid[1], (2400 + 385 * 255 + 63) / 64);
+	assert_int_equal(plan.grid[1], (2400 + 385 * 255 + 31) / 32);
 	/* ... 4096 tokens: 128-row blocks, two to a framework block */
 	moe_cfg_launch(&f, "sglang-moe-2026-03", &m256, 0, 1);
 	set(&f, "num_valid_tokens", 4096 * 8), set(&f, "EM", 4096 * 8 + 385 * 255);
