@@ -13,8 +13,8 @@
  *   TM     rows of sorted_ids per block; with it TN columns, the warp grid
  *          WARPS_M x WARPS_N and KS, the number of warps that split one k
  *          tile (their partial sums are added in shared memory at the end).
- * Each warp owns a WM x WN tile of the output (16 x 32, 32 x 32 or 64 x 64
- * for TM 16, 64 and 128; W4A16 at TM 64: 64 x 16, moe_gemm.h's
+ * Each warp owns a WM x WN tile of the output (16 x 32, 16 x 32, 32 x 32 or
+ * 64 x 64 for TM 16, 32, 64 and 128; W4A16 at TM 64: 64 x 16, moe_gemm.h's
  * MOE_GEMM_PAIRED) and a 128-byte slice of every k tile (64 k of bf16,
  * 128 k of FP8).  FP8 128 x 128 block scales are applied per slice, which is
  * one 128-k group, as Triton does (acc += dot * a_scale * b_scale), the

@@ -1,6 +1,7 @@
 /*
  * moe_gemm.c - the MoE grouped-GEMM kernels (kernels/moe/moe_gemm.h: bf16,
- * FP8 w8a8, W4A16 and NVFP4, each with 16-, 64- and 128-row tiles) on a real
+ * FP8 w8a8, W4A16 and NVFP4, each with 16-, 64- and 128-row tiles, bf16 and
+ * FP8 also with 32-row ones) on a real
  * GPU against a double-precision CPU reference, through the Driver API only.
  * Kernels come from the fatbin embedded in the shim, or from the cubin or
  * fatbin named by argv[1] (standalone use: nvcc -cubin moe_gemm.cu).
