@@ -91,14 +91,6 @@ static const char *const op_names[NOPS] = { OPS(OP_NAME) };
 	X(BA_MERGE, ATTN_MERGE_KERNEL, 0)
 #define BA_ENUM(id, name, smem) id,
 enum { BUNDLED_ATTN(BA_ENUM) NATTN };
-
-/* The bundle's moe_gemm row-tile kernels (moe_gemm.h's MOE_GEMM_KERNELS), in its order. */
-#define GEMM_ROW(quant, tm, name) { quant, tm },
-static const struct {
-	int quant, tm;
-} gemm_kernels[] = { MOE_GEMM_KERNELS(GEMM_ROW) };
-#undef GEMM_ROW
-enum { NGEMM = sizeof(gemm_kernels) / sizeof(gemm_kernels[0]) };
 #define BA_ROW(id, name, smem) { name, smem },
 static const struct {
 	const char *name;
@@ -153,7 +145,7 @@ struct ref_gpu {
 	CUmodule mod[NIMAGES];
 	CUmodule moe_spec[2];                       /* the stand-in copy for gate/up [0] and down [1] */
 	CUfunction op[NOPS];
-	CUfunction gemm[NGEMM];                     /* moe_gemm_<quant>_m<tm>, as gemm_kernels */
+	CUfunction gemm[MOE_GEMM_NKERNELS];         /* moe_gemm_<quant>_m<tm>, as moe_gemm_kernels */
 	CUfunction moe_fn[2], extend_fn;
 	CUfunction attn[NATTN];                     /* the bundle's attention kernels (BUNDLED_ATTN) */
 	int moe_img, moe_smem, sms, splits;         /* splits: the decode attention's at this step */
@@ -649,12 +641,12 @@ static int load_modules(struct ref_gpu *g, struct sm_err *err)
 		CU(g, cuFuncSetAttribute(g->attn[i], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bundled_attn[i].smem),
 		   bundled_attn[i].name, err);
 	}
-	for (i = 0; i < NGEMM; i++) {
-		const char *name = moe_gemm_kernel_name(gemm_kernels[i].quant, gemm_kernels[i].tm);
+	for (i = 0; i < MOE_GEMM_NKERNELS; i++) {
+		const char *name = moe_gemm_kernels[i].name;
 
 		CU(g, cuModuleGetFunction(&g->gemm[i], g->mod[IMG_BUNDLE], name), name, err);
 		CU(g, cuFuncSetAttribute(g->gemm[i], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-					 moe_gemm_smem(gemm_kernels[i].quant, gemm_kernels[i].tm)),
+					 moe_gemm_smem(moe_gemm_kernels[i].quant, moe_gemm_kernels[i].tm)),
 		   name, err);
 	}
 	return 0;
@@ -664,12 +656,9 @@ static int load_modules(struct ref_gpu *g, struct sm_err *err)
  * pair the bundle does not have. */
 static CUfunction gemm_fn(const struct ref_gpu *g, int quant, int tm)
 {
-	int i;
+	const int i = moe_gemm_kernel_index(quant, tm);
 
-	for (i = 0; i < NGEMM; i++)
-		if (gemm_kernels[i].quant == quant && gemm_kernels[i].tm == tm)
-			return g->gemm[i];
-	return NULL;
+	return i < 0 ? NULL : g->gemm[i];
 }
 
 /*

@@ -135,13 +135,34 @@ enum moe_scale { MOE_SCALE_NONE = 0, MOE_SCALE_TENSOR, MOE_SCALE_CHANNEL, MOE_SC
 	X(MOE_NVFP4, 64, moe_gemm_nvfp4_m64)                \
 	X(MOE_NVFP4, 128, moe_gemm_nvfp4_m128)
 
+/* The row-tile kernels as a table, in MOE_GEMM_KERNELS' order (each format's tiles
+ * ascending): format, tile, entry name. */
+struct moe_gemm_kernel {
+	int quant, tm;
+	const char *name;
+};
+#define MOE_GEMM_KERNEL_ROW(q, t, n) { q, t, #n },
+static const struct moe_gemm_kernel moe_gemm_kernels[] = { MOE_GEMM_KERNELS(MOE_GEMM_KERNEL_ROW) };
+#undef MOE_GEMM_KERNEL_ROW
+enum { MOE_GEMM_NKERNELS = sizeof(moe_gemm_kernels) / sizeof(moe_gemm_kernels[0]) };
+
+/* moe_gemm_kernel_index - the row of moe_gemm_kernels for @quant at tile @tm, or -1. */
+static inline int moe_gemm_kernel_index(int quant, int tm)
+{
+	int i;
+
+	for (i = 0; i < MOE_GEMM_NKERNELS; i++)
+		if (moe_gemm_kernels[i].quant == quant && moe_gemm_kernels[i].tm == tm)
+			return i;
+	return -1;
+}
+
 /* moe_gemm_kernel_name - "moe_gemm_<quant>_m<tm>", or NULL for another pair. */
 static inline const char *moe_gemm_kernel_name(int quant, int tm)
 {
-#define MOE_GEMM_NAME_OF(q, t, name) if (quant == (q) && tm == (t)) return #name;
-	MOE_GEMM_KERNELS(MOE_GEMM_NAME_OF)
-#undef MOE_GEMM_NAME_OF
-	return 0;
+	const int i = moe_gemm_kernel_index(quant, tm);
+
+	return i < 0 ? 0 : moe_gemm_kernels[i].name;
 }
 
 /* Bytes of W per output column, k slice and warp: 128 for bf16 (64 k) and FP8 (128 k), 32 packed. */
@@ -326,12 +347,12 @@ static inline int moe_gemm_rows_tile(int quant, int32_t block_m, int32_t num_val
 			 : quant == MOE_FP8 && per <= 32						? 32
 			 : (quant != MOE_W4A16 && (per <= 64 || narrow)) || paired	? 64
 											: 128;
-	static const int tiles[] = { 128, 64, 32, 16 };   /* the kernels' row tiles, largest first */
-	unsigned i;
+	int i;
 
-	for (i = 0; i < sizeof(tiles) / sizeof(tiles[0]); i++)
-		if (tiles[i] <= want && block_m % tiles[i] == 0 && moe_gemm_kernel_name(quant, tiles[i]))
-			return tiles[i];
+	for (i = MOE_GEMM_NKERNELS - 1; i >= 0; i--)   /* the format's tiles, largest first */
+		if (moe_gemm_kernels[i].quant == quant && moe_gemm_kernels[i].tm <= want &&
+		    block_m % moe_gemm_kernels[i].tm == 0)
+			return moe_gemm_kernels[i].tm;
 	return 0;
 }
 

@@ -316,13 +316,11 @@ static void row_tiles(CUmodule mod, CUmodule alt, int quant, int N, int K, int e
 		      struct moe_gemm_args *a, CUdeviceptr dc, size_t cbytes, CUdeviceptr wbuf, size_t wbytes,
 		      double floor_ms)
 {
-	static const int tms[] = { 16, 32, 64, 128 };
-
 	printf("      rows:");
-	for (int i = 0; i < 4; i++) {
-		const int tm = tms[i];
+	for (int i = 0; i < MOE_GEMM_NKERNELS; i++) {
+		const int tm = moe_gemm_kernels[i].tm;
 
-		if (bm % tm || !moe_gemm_kernel_name(quant, tm))
+		if (moe_gemm_kernels[i].quant != quant || bm % tm)
 			continue;
 		const int smem = moe_gemm_smem(quant, tm);
 		const unsigned tiles = (unsigned)((N + MOE_GEMM_TN(tm) - 1) / MOE_GEMM_TN(tm));
@@ -469,24 +467,19 @@ int main(int argc, char **argv)
 	}
 
 	{
-		static const int row_quants[] = { MOE_BF16, MOE_FP8, MOE_W4A16 }, row_tms[] = { 16, 32, 64, 128 };
-
 		printf("# %s, %d SMs; streaming read %.0f GB/s (read_bw, 4 GiB); BLOCK_SIZE_M %d; %s\n", devname,
 		       sms, bw, bm, flush_write ? "a 256 MiB memset before each launch (bench_moe.py's flush)"
 					       : "launches rotate over copies of the weights (no flush)");
 		printf("# weight copies: %d\n", ncopy);
 		printf("# blocks per SM here, plain/padded to SM120's (pad):");
-		for (int q = 0; q < 3; q++)
-			for (int t = 0; t < 4; t++) {
-				if (!moe_gemm_kernel_name(row_quants[q], row_tms[t]))
-					continue;
-				const int smem = moe_gemm_smem(row_quants[q], row_tms[t]);
-				CUfunction f = get(mod, moe_gemm_kernel_name(row_quants[q], row_tms[t]), smem);
-				const int plain = blocks_per_sm(f, smem), pad = sm120_pad(f, smem);
+		for (int i = 0; i < MOE_GEMM_NKERNELS; i++) {
+			const struct moe_gemm_kernel *k = &moe_gemm_kernels[i];
+			const int smem = moe_gemm_smem(k->quant, k->tm);
+			CUfunction f = get(mod, k->name, smem);
+			const int plain = blocks_per_sm(f, smem), pad = sm120_pad(f, smem);
 
-				printf(" %s %d/%d", moe_gemm_kernel_name(row_quants[q], row_tms[t]), plain,
-				       blocks_per_sm(f, pad));
-			}
+			printf(" %s %d/%d", k->name, plain, blocks_per_sm(f, pad));
+		}
 		printf("\n# blocks per SM of the decode kernels here:");
 #define DECODE_OCC(quant, tn, rows, name) printf(" %s %d", #name, blocks_per_sm(get(mod, #name, 0), 0));
 		MOE_DECODE_KERNELS(DECODE_OCC)

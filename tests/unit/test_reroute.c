@@ -724,6 +724,22 @@ static void test_moe_decisions(void **state)
 				 tiles[i].tm);
 	}
 	assert_int_equal(moe_gemm_rows_tile(MOE_BF16, 8, 8, 8, 512, 7168), 0);
+	/* the kernel table: every row found at its own index, named as the X-macro names it, each
+	   format's tiles ascending (moe_gemm_rows_tile walks them down); pairs without a kernel */
+	for (i = 0; i < MOE_GEMM_NKERNELS; i++) {
+		char name[64];
+
+		assert_int_equal(moe_gemm_kernel_index(moe_gemm_kernels[i].quant, moe_gemm_kernels[i].tm), (int)i);
+		snprintf(name, sizeof(name), "moe_gemm_%s_m%d",
+			 (const char *[]){ "bf16", "fp8", "w4a16", "nvfp4" }[moe_gemm_kernels[i].quant],
+			 moe_gemm_kernels[i].tm);
+		assert_string_equal(moe_gemm_kernels[i].name, name);
+		if (i > 0 && moe_gemm_kernels[i - 1].quant == moe_gemm_kernels[i].quant)
+			assert_true(moe_gemm_kernels[i - 1].tm < moe_gemm_kernels[i].tm);
+	}
+	assert_int_equal(moe_gemm_kernel_index(MOE_W4A16, 32), -1);
+	assert_null(moe_gemm_kernel_name(MOE_NVFP4, 32));
+	assert_int_equal(moe_gemm_kernel_index(MOE_BF16, 48), -1);
 	assert_true(moe_gemm_wide_waste(384));
 	assert_true(moe_gemm_wide_waste(100));
 	assert_false(moe_gemm_wide_waste(512));
