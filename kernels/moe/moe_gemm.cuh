@@ -172,8 +172,14 @@ __device__ void write_zeros(const moe_gemm_args &a, const rows<TM> &r, int n0)
  * Per-thread copy plan for one stage: which 16-byte chunks of A and W this
  * thread moves: one chunk column, rows A_STEP (B_STEP) apart.  Rows and
  * sources are fixed for a column tile's K loop (advance moves W's on to the
- * next tile); only the k offset moves.  Kept small (addresses are formed at
- * each issue), for the registers.
+ * next tile); only the k offset moves.  The chunks' source addresses are
+ * formed once, at init (a chunk that copies nothing keeps an address it
+ * never reads: cp_async16 of 0 bytes), so that an issue adds the k offset
+ * and tests it: formed at each issue, with the row gathers' 64-bit products,
+ * they were 45% of moe_gemm_bf16_m64's executed instructions (ncu, H200,
+ * GLM-4.7's gate/up at 4096 tokens).  FP8 at TM 128 on sm_90 (shape::NARROW,
+ * the emulation build, at its 255 registers) keeps each A chunk's row and
+ * forms the addresses at each issue: the kept ones spilled there.
  */
 template <int QUANT, int TM>
 struct loader {
@@ -187,9 +193,14 @@ struct loader {
 			      B_STEP * S::BCH == MOE_GEMM_THREADS && B_PER * B_STEP == S::TN,
 		      "every thread copies one chunk column");
 
-	int a_row[A_PER];            /* activation row of each A chunk, -1 for padding rows */
+	static constexpr bool KEEP = !S::NARROW;     /* the sources kept (else formed at each issue) */
+	const unsigned char *a_src[KEEP ? A_PER : 1];  /* each A chunk's source at k 0 (padding: never read) */
+	int a_row[KEEP ? 1 : A_PER];     /* else each A chunk's activation row */
+	unsigned a_live;             /* bit i: A chunk i's row is a routed row */
+	int a_left, b_left;          /* bytes of an A (W) row from this thread's chunk column on */
 	int b_n;                     /* output column of the first W chunk */
-	const unsigned char *b_src;  /* its W row */
+	const unsigned char *b_src;  /* its source at k 0 */
+	int64_t b_step;              /* bytes between the sources of consecutive W chunks */
 	/* FP8 block scales (block: the launch has them), one per thread: thread t < TM * KS
 	 * copies the activation scale of row t % TM and slice t / TM, from s_src (its
 	 * activation row's scales, NULL for padding); thread 128 + j, j < KS * GCOLS, the weight
@@ -201,15 +212,25 @@ struct loader {
 	__device__ __forceinline__ void init(const moe_gemm_args &a, const rows<TM> &r, int64_t e, int n0)
 	{
 		const int64_t esz = S::PACKED ? 1 : S::ESZ;
+		const int a_ch = threadIdx.x % S::ACH, b_ch = threadIdx.x % S::BCH;
 
+		a_live = 0;
 #pragma unroll
 		for (int i = 0; i < A_PER; i++) {
-			int id = r.tok[threadIdx.x / S::ACH + i * A_STEP];
+			const int id = r.tok[threadIdx.x / S::ACH + i * A_STEP];
 
-			a_row[i] = id < 0 ? -1 : id / a.top_k;
+			if (KEEP)
+				a_src[KEEP ? i : 0] = (const unsigned char *)a.a + a_ch * 16 +
+						      (id < 0 ? 0 : (int64_t)(id / a.top_k) * a.a_stride_m * S::ESZ);
+			else
+				a_row[KEEP ? 0 : i] = id < 0 ? -1 : id / a.top_k;
+			a_live |= (id >= 0 ? 1u : 0u) << i;
 		}
+		a_left = a.K * S::ESZ - a_ch * 16;
+		b_left = (S::PACKED ? a.K / 2 : a.K * S::ESZ) - b_ch * 16;
 		b_n = n0 + threadIdx.x / S::BCH;
-		b_src = (const unsigned char *)a.b + (e * a.b_stride_e + (int64_t)b_n * a.b_stride_n) * esz;
+		b_src = (const unsigned char *)a.b + (e * a.b_stride_e + (int64_t)b_n * a.b_stride_n) * esz + b_ch * 16;
+		b_step = (int64_t)B_STEP * a.b_stride_n * esz;
 		block = QUANT == MOE_FP8 && a.scale == MOE_SCALE_BLOCK;
 		s_src = 0;
 		s_col = 0;
@@ -260,29 +281,32 @@ struct loader {
 	 * (zeros past N and K, and for padding) */
 	__device__ __forceinline__ void issue(const moe_gemm_args &a, uint32_t stage, int kt)
 	{
-		const int a_row_bytes = a.K * S::ESZ;
-		const int b_row_bytes = S::PACKED ? a.K / 2 : a.K * S::ESZ;
 		const int a_ch = threadIdx.x % S::ACH, b_ch = threadIdx.x % S::BCH;
-		const int a_kb = kt * S::KS * MOE_GEMM_KROW + a_ch * 16;
-		const int b_kb = kt * S::KS * S::BROW + b_ch * 16;
-		const int64_t b_step = (int64_t)B_STEP * a.b_stride_n * (S::PACKED ? 1 : S::ESZ);
+		const int a_kb = kt * S::KS * MOE_GEMM_KROW, b_kb = kt * S::KS * S::BROW;
+		const int al = KEEP ? a_left : a.K * S::ESZ - a_ch * 16;
+		const int bl = KEEP ? b_left : (S::PACKED ? a.K / 2 : a.K * S::ESZ) - b_ch * 16;
+		const int64_t bs = KEEP ? b_step : (int64_t)B_STEP * a.b_stride_n * (S::PACKED ? 1 : S::ESZ);
 
 #pragma unroll
 		for (int i = 0; i < A_PER; i++) {
 			const int row = threadIdx.x / S::ACH + i * A_STEP;
-			const bool ok = a_row[i] >= 0 && a_kb < a_row_bytes;
-			const unsigned char *src = (const unsigned char *)a.a + (int64_t)a_row[i] * a.a_stride_m * S::ESZ;
+			const bool ok = (KEEP ? (a_live >> i & 1u) : a_row[KEEP ? 0 : i] >= 0) && a_kb < al;
+			const unsigned char *src =
+				KEEP ? a_src[KEEP ? i : 0] + a_kb
+				: ok ? (const unsigned char *)a.a + a_ch * 16 + a_kb +
+					       (int64_t)a_row[KEEP ? 0 : i] * a.a_stride_m * S::ESZ
+				     : (const unsigned char *)a.a;
 
-			cp_async16(stage + swz(row, a_ch, S::ACH), ok ? src + a_kb : a.a, ok ? 16 : 0);
+			cp_async16(stage + swz(row, a_ch, S::ACH), src, ok ? 16 : 0);
 		}
 #pragma unroll
 		for (int i = 0; i < B_PER; i++) {
+			const bool ok = b_n + i * B_STEP < a.N && b_kb < bl;
 			const int row = threadIdx.x / S::BCH + i * B_STEP;
-			const bool ok = b_n + i * B_STEP < a.N && b_kb < b_row_bytes;
 			const uint32_t dst = S::A_BYTES + (S::PACKED ? (uint32_t)(row * S::BPITCH + b_ch * 16)
 								     : swz(row, b_ch, S::BCH));
 
-			cp_async16(stage + dst, ok ? b_src + i * b_step + b_kb : a.b, ok ? 16 : 0);
+			cp_async16(stage + dst, KEEP || ok ? b_src + i * bs + b_kb : (const unsigned char *)a.b, ok ? 16 : 0);
 		}
 	}
 };
