@@ -208,12 +208,13 @@ static inline const char *moe_gemm_kernel_name(int quant, int tm)
  * FP8 tiles at TM 128 get two: one 128-byte k tile computed while the next
  * loads.  (Four stages of 64-byte k tiles, a barrier every 64 bytes and 192
  * bytes in flight, measured slower: bf16 at TM 128 on an H200, 270 against
- * 342 TFLOP/s.)  TM 32 runs two stages, so that SM120 holds two of its
- * blocks (moe_gemm_rows_tile).
+ * 342 TFLOP/s.)  FP8 at TM 32 runs two stages, so that SM120 holds two of
+ * its blocks (moe_gemm_rows_tile); bf16 at TM 32 four (80 KiB, one block
+ * on SM120), and two on its shallow pipeline (MOE_GEMM_SHALLOW).
  */
 #define MOE_GEMM_STAGES(quant, tm)                                                    \
 	(MOE_GEMM_PAIRED(quant, tm)                             ? MOE_GEMM_PAIRED_STAGES : \
-	 (tm) == 32                                             ? 2 :                        \
+	 (tm) == 32 && (quant) == MOE_FP8                       ? 2 :                        \
 	 98304 / MOE_GEMM_STAGE_BYTES(quant, tm) > 4 ? 4 : 98304 / MOE_GEMM_STAGE_BYTES(quant, tm))
 /*
  * Bytes of FP8 group scales per stage, past the stages' data: for each of a
@@ -233,14 +234,15 @@ static inline const char *moe_gemm_kernel_name(int quant, int tm)
 #define moe_gemm_smem(quant, tm) MOE_GEMM_PIPE_BYTES(quant, tm, MOE_GEMM_STAGES(quant, tm))
 
 /*
- * The shallow pipeline: a MOE_GEMM_SHALLOW kernel (bf16 at TM 64, whose
- * registers allow two blocks per SM) runs two stages instead of
+ * The shallow pipeline: a MOE_GEMM_SHALLOW kernel (bf16 at TM 64 and 32,
+ * whose registers allow two blocks per SM) runs two stages instead of
  * MOE_GEMM_STAGES when args.stages is 2, in moe_gemm_launch_smem bytes
- * (48 KiB): SM120's 100 KiB per SM then hold two of its blocks instead of
- * one, so one block's loads, barriers and epilogue overlap the other's
- * MMAs.  The same sums, bit for bit; only the depth of the pipeline differs.
+ * (48 and 40 KiB): SM120's 100 KiB per SM then hold two of its blocks
+ * instead of one, so one block's loads, barriers and epilogue overlap the
+ * other's MMAs.  The same sums, bit for bit; only the depth of the
+ * pipeline differs.
  */
-#define MOE_GEMM_SHALLOW(quant, tm) ((quant) == MOE_BF16 && (tm) == 64)
+#define MOE_GEMM_SHALLOW(quant, tm) ((quant) == MOE_BF16 && ((tm) == 64 || (tm) == 32))
 #define MOE_GEMM_SHALLOW_STAGES 2
 
 /* moe_gemm_launch_smem - the dynamic shared memory of a launch of moe_gemm_<quant>_m<tm>
@@ -308,9 +310,19 @@ static inline int moe_gemm_wide_waste(int32_t n)
  * 0.52), GLM-4.7's at 256 and 512 (13 and 26 rows) 0.61 and 0.55 against
  * 0.53 and 0.44, its down GEMM at 512 and 1024 0.22 and 0.14 against 0.13
  * and 0.11; at 51 rows (GLM-4.7's gate/up, 1024 tokens) 0.33 and 0.29
- * against 0.33 and 0.32.  bf16's 64-row tile stays ahead of a 32-row one
- * at SM120's blocks per SM (Kimi K2's gate/up at 512 tokens 0.85 against
- * 0.77, its down GEMM 0.62 on the shallow pipeline against 0.61).  W4A16 takes 128 past 16's
+ * against 0.33 and 0.32.  bf16 takes 32 up to 32 rows an expert on a long
+ * K (gate/up), its four stages holding as many W bytes in flight as the
+ * 64-row tile's four for half the A rows.  Measured on an H200 at SM120's
+ * blocks per SM (gpu_bench_moe_decode MOE_DECODE_ROWTILES=1, bf16 at TP8,
+ * BLOCK_SIZE_M 128, padded, two runs): Kimi K2's gate/up at 256, 512 and
+ * 1024 tokens (5, 11 and 21 rows) 0.88, 0.86 and 0.83 of the floor
+ * against the 64-row tile's 0.85, 0.84 and 0.81, GLM-4.7's at 256 and
+ * 512 (13 and 26 rows) 0.78 and 0.73 against 0.75 and 0.71, but at 51
+ * rows (1024 tokens) 0.45 against 0.64; on two stages the 32-row tile had
+ * run 0.77 at Kimi K2's 512 tokens.  bf16's down GEMM keeps the 64-row
+ * tile's shallow pipeline (Kimi K2 at 256 and 512 tokens 0.66 and 0.63;
+ * the 32-row tile 0.66 and 0.62 on two stages, 0.59 and 0.54 on four).
+ * W4A16 takes 128 past 16's
  * but 64 (MOE_GEMM_PAIRED: two blocks per SM) up to 64 rows an expert on a
  * short K or an N that wastes the wide tiles.  Measured on an H200
  * (gpu_bench_moe_decode MOE_DECODE_ROWTILES=1, INT4 at TP8, BLOCK_SIZE_M
@@ -344,7 +356,7 @@ static inline int moe_gemm_rows_tile(int quant, int32_t block_m, int32_t num_val
 	const int paired = MOE_GEMM_PAIRED(quant, 64) && per <= 64 &&
 			   (moe_gemm_short_k(quant, k) || moe_gemm_wide_waste(n));
 	const int want = per <= MOE_GEMM_M16_ROWS(quant)			? 16
-			 : quant == MOE_FP8 && per <= 32						? 32
+			 : per <= 32 && (quant == MOE_FP8 || (quant == MOE_BF16 && !moe_gemm_short_k(quant, k))) ? 32
 			 : (quant != MOE_W4A16 && (per <= 64 || narrow)) || paired	? 64
 											: 128;
 	int i;

@@ -92,9 +92,9 @@
  * to 8 column tiles (a block's tiles one pipelined sequence: the next
  * tile's loads under the last one's epilogue; a partial last tile, K
  * ending inside a k tile, experts on another rank, row mode).  Flag SHALLOW
- * runs bf16 at TM 64 on its shallow two-stage pipeline (args.stages; K of
- * 16, 192, 208 and 1024, so from one k tile to more than the stages), and
- * FP8 at TM 64, which has none, with args.stages set (ignored).
+ * runs bf16 at TM 64 and 32 on their shallow two-stage pipelines (args.stages;
+ * K of 16, 192, 208 and 1024, so from one k tile to more than the stages),
+ * and FP8 at TM 64, which has none, with args.stages set (ignored).
  *
  * The W4A16 decode kernels (the last two blocks of cases[]): groups of 32, 64 and
  * 128; K ending inside their 128-k step (64, 192, 320, 448: lanes past K),
@@ -343,8 +343,8 @@ static const struct tcase cases[] = {
 	{ W4, 64, 300, 8, 16, 456, 320, 64, 0, 64, RW | BIAS | PAD | OFF | SAMPLE },
 	{ W4, 64, 3, 4, 9, 200, 256, 64, 0, 128, NAIVE | RW | DROP },
 	/* TM 32 (bf16, FP8): framework blocks of 32, 64 and 128 rows (one to four tiles each), a
-	   partial column tile, K from one k tile to past the two stages, several column tiles a
-	   block, row mode */
+	   partial column tile, K from one k tile to past the stages (bf16 four, FP8 two), several
+	   column tiles a block, row mode */
 	{ BF16, 32, 33, 8, 9, 200, 208, 64, 0, 0, RW | BIAS | PAD },
 	{ BF16, 32, 7, 2, 6, 456, 320, 32, 0, 0, OFF | SHORT | DROP | GRID3 },
 	{ BF16, 32, 300, 8, 16, 384, 1024, 128, 0, 0, RW | BIAS | PAD | SAMPLE },
@@ -353,6 +353,10 @@ static const struct tcase cases[] = {
 	{ FP8, 32, 7, 3, 6, 200, 192, 32, TENSOR, 0, BIAS | SHORT | GRID3 },
 	{ FP8, 32, 33, 4, 8, 72, 48, 64, CHANNEL, 0, RW | DROP },
 	{ FP8, 32, 300, 8, 16, 456, 1024, 64, BLOCK, 0, RW | BIAS | PAD | SAMPLE },
+	/* bf16 at TM 32 on its shallow two-stage pipeline: the down GEMM's short K over several
+	   column tiles a block, and a K past the stages */
+	{ BF16, 32, 33, 8, 9, 456, 192, 64, 0, 0, RW | BIAS | PAD | OFF | GRID3 | SHALLOW },
+	{ BF16, 32, 61, 8, 9, 200, 1024, 32, 0, 0, SHORT | DROP | SHALLOW },
 };
 #undef BF16
 #undef FP8

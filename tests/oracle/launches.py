@@ -520,7 +520,7 @@ CASES = {
     "sglang-0.5.9-moe-kimi-tp8-gateup-bf16-m512": (
         with_(sglang_moe, config=tuned(128, 256, 64, 32, 8, 4)),
         ("0.5.9", "bf16", 512, 384, 8, 512, 7168),
-        {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_bf16_m64")}),
+        {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_bf16_m32")}),
     # --- what the compiled facts change (rules/AUDIT.md F1-F3): each case from
     # here on decides otherwise without them (FACTS_DECIDE) ---
     # F1: GLM-4.7 with SGLang's fused shared expert compiles top_k 9; with the

@@ -593,12 +593,14 @@ static void test_fused_moe(void **state)
 	expect_plan(&f, "vllm-moe-main", NULL, &plan);
 	assert_string_equal(plan.kernel, moe_gemm_decode_name(MOE_FP8, 32, 8));
 	assert_int_equal(plan.grid[0], moe_gemm_decode_cols(MOE_FP8, 512, 7168, 32, 64 + 385 * 127, 128, 64));
-	/* bf16 (128 x 256 x 64 has the FP8 tile's size): no scale pointers */
+	/* bf16 (128 x 256 x 64 has the FP8 tile's size): no scale pointers; 6.25 rows an expert on
+	   the gate/up's long K: the 32-row tile, its four stages */
 	kimi_moe(&f, "sglang-moe-2026-03");
 	drop(&f, "a_scale_ptr"), drop(&f, "b_scale_ptr");
 	expect_plan(&f, "sglang-moe-2026-03", "sglang-moe-main", &plan);
-	assert_string_equal(plan.kernel, moe_gemm_kernel_name(MOE_BF16, 64));
-	assert_int_equal(plan.dynamic_smem, moe_gemm_smem(MOE_BF16, 64));
+	assert_string_equal(plan.kernel, moe_gemm_kernel_name(MOE_BF16, 32));
+	assert_int_equal(plan.dynamic_smem, moe_gemm_smem(MOE_BF16, 32));
+	assert_int_equal(plan.dynamic_smem, 81920);
 	/* ... its down GEMM (K 256) at 4096 tokens: the 64-row tile on its shallow pipeline */
 	kimi_moe(&f, "sglang-moe-2026-03");
 	drop(&f, "a_scale_ptr"), drop(&f, "b_scale_ptr");
@@ -670,7 +672,8 @@ static void test_moe_decisions(void **state)
 {
 	/* Kimi K2 TP8 (384 experts, top_k 8): gate/up (K 7168) at one token, 8 rows over 384
 	   experts -> 16 rows (the decode kernels take it, below); 512 tokens (10.7 rows an
-	   expert) -> 64, as at 2048 (42.7); 4096 (85) -> 128; its bf16 down GEMM (K 256) -> 64 at
+	   expert) -> 32 for bf16 on the gate/up's long K (as GLM-4.7's at 512, 26), 64 at 2048
+	   (42.7) and GLM-4.7's 1024 (51); 4096 (85) -> 128; its bf16 down GEMM (K 256) -> 64 at
 	   any count past 4 (the shallow pipeline), its FP8 one -> 128 at 4096 tokens; NVFP4 keeps
 	   16 up to 24 rows; BLOCK_SIZE_M 32 or 96 is covered by 32-row blocks (bf16, FP8), or
 	   16-row ones for the 4-bit weights, which have no 32-row kernel.
@@ -687,7 +690,9 @@ static void test_moe_decisions(void **state)
 		int32_t experts, block_m, tokens, n, k;
 		int tm;
 	} tiles[] = {
-		{ MOE_BF16, 384, 128, 1, 512, 7168, 16 },      { MOE_BF16, 384, 128, 512, 512, 7168, 64 },
+		{ MOE_BF16, 384, 128, 1, 512, 7168, 16 },      { MOE_BF16, 384, 128, 512, 512, 7168, 32 },
+		{ MOE_BF16, 160, 128, 512, 384, 5120, 32 },    { MOE_BF16, 160, 128, 1024, 384, 5120, 64 },
+		{ MOE_BF16, 384, 128, 512, 7168, 256, 64 },
 		{ MOE_FP8, 384, 128, 512, 512, 7168, 32 },     { MOE_BF16, 384, 128, 2048, 512, 7168, 64 },
 		{ MOE_BF16, 384, 128, 4096, 512, 7168, 128 },  { MOE_BF16, 384, 128, 4096, 7168, 256, 64 },
 		{ MOE_FP8, 384, 128, 4096, 7168, 256, 128 },   { MOE_NVFP4, 384, 128, 512, 512, 7168, 16 },
@@ -756,6 +761,12 @@ static void test_moe_decisions(void **state)
 	assert_int_equal(moe_gemm_rows_stages(MOE_FP8, 64, 128, 4096, 4096 + 385 * 127, 256), 0);
 	assert_int_equal(moe_gemm_rows_stages(MOE_FP8, 64, 128, 32768, 32768 + 161 * 127, 5120), 0);
 	assert_int_equal(moe_gemm_launch_smem(MOE_BF16, 64, MOE_GEMM_SHALLOW_STAGES), 49152);
+	/* ... and at TM 32 (80 KiB on four stages, 40 on two) */
+	assert_int_equal(moe_gemm_rows_stages(MOE_BF16, 32, 128, 512, 512 + 385 * 127, 256), MOE_GEMM_SHALLOW_STAGES);
+	assert_int_equal(moe_gemm_rows_stages(MOE_BF16, 32, 128, 512, 512 + 385 * 127, 7168), 0);
+	assert_int_equal(moe_gemm_launch_smem(MOE_BF16, 32, MOE_GEMM_SHALLOW_STAGES), 40960);
+	assert_int_equal(moe_gemm_launch_smem(MOE_BF16, 32, 0), 81920);
+	assert_int_equal(moe_gemm_launch_smem(MOE_FP8, 32, MOE_GEMM_SHALLOW_STAGES), moe_gemm_smem(MOE_FP8, 32));
 	assert_int_equal(moe_gemm_launch_smem(MOE_BF16, 64, 0), moe_gemm_smem(MOE_BF16, 64));
 	assert_int_equal(moe_gemm_launch_smem(MOE_FP8, 64, MOE_GEMM_SHALLOW_STAGES), moe_gemm_smem(MOE_FP8, 64));
 	/* the FP8 tiles' group scales past their stages (each stage: KS slices of TM activation
@@ -1431,7 +1442,7 @@ static void test_generic_moe(void **state)
 	assert_int_equal(a.scale, MOE_SCALE_BLOCK);
 	moe_cfg_launch(&f, "vllm-moe-main", &bf16, 0, 1);
 	expect_plan(&f, "vllm-moe-main", NULL, &plan);
-	assert_string_equal(plan.kernel, moe_gemm_kernel_name(MOE_BF16, 64));
+	assert_string_equal(plan.kernel, moe_gemm_kernel_name(MOE_BF16, 32));
 	/* ... its tensor-descriptor path: the formula does not model it */
 	refact(&f, "USE_TD=0", "USE_TD=1");
 	fake_expect_refusal(&f, "USE_TD 1, VLLM_TRITON_USE_TD) is not modelled");
