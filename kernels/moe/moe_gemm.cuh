@@ -179,7 +179,7 @@ __device__ void write_zeros(const moe_gemm_args &a, const rows<TM> &r, int n0)
  * they were 45% of moe_gemm_bf16_m64's executed instructions (ncu, H200,
  * GLM-4.7's gate/up at 4096 tokens).  FP8 at TM 128 on sm_90 (shape::NARROW,
  * the emulation build, at its 255 registers) keeps each A chunk's row and
- * forms the addresses at each issue: the kept ones spilled there.
+ * forms the addresses at each issue, as before: the kept ones spilled there.
  */
 template <int QUANT, int TM>
 struct loader {
@@ -194,12 +194,12 @@ struct loader {
 		      "every thread copies one chunk column");
 
 	static constexpr bool KEEP = !S::NARROW;     /* the sources kept (else formed at each issue) */
-	const unsigned char *a_src[KEEP ? A_PER : 1];  /* each A chunk's source at k 0 (padding: never read) */
-	int a_row[KEEP ? 1 : A_PER];     /* else each A chunk's activation row */
+	const unsigned char *a_src[A_PER];  /* each A chunk's source at k 0 (padding: never read) */
+	int a_row[A_PER];            /* else each A chunk's activation row, -1 for padding */
 	unsigned a_live;             /* bit i: A chunk i's row is a routed row */
 	int a_left, b_left;          /* bytes of an A (W) row from this thread's chunk column on */
 	int b_n;                     /* output column of the first W chunk */
-	const unsigned char *b_src;  /* its source at k 0 */
+	const unsigned char *b_src;  /* its source at k 0 (else its row's) */
 	int64_t b_step;              /* bytes between the sources of consecutive W chunks */
 	/* FP8 block scales (block: the launch has them), one per thread: thread t < TM * KS
 	 * copies the activation scale of row t % TM and slice t / TM, from s_src (its
@@ -212,25 +212,35 @@ struct loader {
 	__device__ __forceinline__ void init(const moe_gemm_args &a, const rows<TM> &r, int64_t e, int n0)
 	{
 		const int64_t esz = S::PACKED ? 1 : S::ESZ;
-		const int a_ch = threadIdx.x % S::ACH, b_ch = threadIdx.x % S::BCH;
 
-		a_live = 0;
+		if constexpr (KEEP) {
+			const int a_ch = threadIdx.x % S::ACH, b_ch = threadIdx.x % S::BCH;
+
+			a_live = 0;
 #pragma unroll
-		for (int i = 0; i < A_PER; i++) {
-			const int id = r.tok[threadIdx.x / S::ACH + i * A_STEP];
+			for (int i = 0; i < A_PER; i++) {
+				const int id = r.tok[threadIdx.x / S::ACH + i * A_STEP];
 
-			if (KEEP)
-				a_src[KEEP ? i : 0] = (const unsigned char *)a.a + a_ch * 16 +
-						      (id < 0 ? 0 : (int64_t)(id / a.top_k) * a.a_stride_m * S::ESZ);
-			else
-				a_row[KEEP ? 0 : i] = id < 0 ? -1 : id / a.top_k;
-			a_live |= (id >= 0 ? 1u : 0u) << i;
+				a_src[i] = (const unsigned char *)a.a + a_ch * 16 +
+					   (id < 0 ? 0 : (int64_t)(id / a.top_k) * a.a_stride_m * S::ESZ);
+				a_live |= (id >= 0 ? 1u : 0u) << i;
+			}
+			a_left = a.K * S::ESZ - a_ch * 16;
+			b_left = (S::PACKED ? a.K / 2 : a.K * S::ESZ) - b_ch * 16;
+			b_n = n0 + threadIdx.x / S::BCH;
+			b_src = (const unsigned char *)a.b + (e * a.b_stride_e + (int64_t)b_n * a.b_stride_n) * esz +
+				b_ch * 16;
+			b_step = (int64_t)B_STEP * a.b_stride_n * esz;
+		} else {
+#pragma unroll
+			for (int i = 0; i < A_PER; i++) {
+				const int id = r.tok[threadIdx.x / S::ACH + i * A_STEP];
+
+				a_row[i] = id < 0 ? -1 : id / a.top_k;
+			}
+			b_n = n0 + threadIdx.x / S::BCH;
+			b_src = (const unsigned char *)a.b + (e * a.b_stride_e + (int64_t)b_n * a.b_stride_n) * esz;
 		}
-		a_left = a.K * S::ESZ - a_ch * 16;
-		b_left = (S::PACKED ? a.K / 2 : a.K * S::ESZ) - b_ch * 16;
-		b_n = n0 + threadIdx.x / S::BCH;
-		b_src = (const unsigned char *)a.b + (e * a.b_stride_e + (int64_t)b_n * a.b_stride_n) * esz + b_ch * 16;
-		b_step = (int64_t)B_STEP * a.b_stride_n * esz;
 		block = QUANT == MOE_FP8 && a.scale == MOE_SCALE_BLOCK;
 		s_src = 0;
 		s_col = 0;
@@ -282,32 +292,54 @@ struct loader {
 	__device__ __forceinline__ void issue(const moe_gemm_args &a, uint32_t stage, int kt)
 	{
 		const int a_ch = threadIdx.x % S::ACH, b_ch = threadIdx.x % S::BCH;
-		const int a_kb = kt * S::KS * MOE_GEMM_KROW, b_kb = kt * S::KS * S::BROW;
-		const int al = KEEP ? a_left : a.K * S::ESZ - a_ch * 16;
-		const int bl = KEEP ? b_left : (S::PACKED ? a.K / 2 : a.K * S::ESZ) - b_ch * 16;
-		const int64_t bs = KEEP ? b_step : (int64_t)B_STEP * a.b_stride_n * (S::PACKED ? 1 : S::ESZ);
+
+		if constexpr (KEEP) {
+			const int a_kb = kt * S::KS * MOE_GEMM_KROW, b_kb = kt * S::KS * S::BROW;
 
 #pragma unroll
-		for (int i = 0; i < A_PER; i++) {
-			const int row = threadIdx.x / S::ACH + i * A_STEP;
-			const bool ok = (KEEP ? (a_live >> i & 1u) : a_row[KEEP ? 0 : i] >= 0) && a_kb < al;
-			const unsigned char *src =
-				KEEP ? a_src[KEEP ? i : 0] + a_kb
-				: ok ? (const unsigned char *)a.a + a_ch * 16 + a_kb +
-					       (int64_t)a_row[KEEP ? 0 : i] * a.a_stride_m * S::ESZ
-				     : (const unsigned char *)a.a;
+			for (int i = 0; i < A_PER; i++) {
+				const int row = threadIdx.x / S::ACH + i * A_STEP;
+				const bool ok = (a_live >> i & 1u) && a_kb < a_left;
 
-			cp_async16(stage + swz(row, a_ch, S::ACH), src, ok ? 16 : 0);
-		}
+				cp_async16(stage + swz(row, a_ch, S::ACH), a_src[i] + a_kb, ok ? 16 : 0);
+			}
 #pragma unroll
-		for (int i = 0; i < B_PER; i++) {
-			const bool ok = b_n + i * B_STEP < a.N && b_kb < bl;
-			const int row = threadIdx.x / S::BCH + i * B_STEP;
-			const uint32_t dst = S::A_BYTES + (S::PACKED ? (uint32_t)(row * S::BPITCH + b_ch * 16)
-								     : swz(row, b_ch, S::BCH));
+			for (int i = 0; i < B_PER; i++) {
+				const bool ok = b_n + i * B_STEP < a.N && b_kb < b_left;
 
-			cp_async16(stage + dst, KEEP || ok ? b_src + i * bs + b_kb : (const unsigned char *)a.b, ok ? 16 : 0);
+				cp_async16(stage + b_dst(i, b_ch), b_src + i * b_step + b_kb, ok ? 16 : 0);
+			}
+		} else {
+			const int a_row_bytes = a.K * S::ESZ;
+			const int b_row_bytes = S::PACKED ? a.K / 2 : a.K * S::ESZ;
+			const int a_kb = kt * S::KS * MOE_GEMM_KROW + a_ch * 16;
+			const int b_kb = kt * S::KS * S::BROW + b_ch * 16;
+			const int64_t step = (int64_t)B_STEP * a.b_stride_n * (S::PACKED ? 1 : S::ESZ);
+
+#pragma unroll
+			for (int i = 0; i < A_PER; i++) {
+				const int row = threadIdx.x / S::ACH + i * A_STEP;
+				const bool ok = a_row[i] >= 0 && a_kb < a_row_bytes;
+				const unsigned char *src =
+					(const unsigned char *)a.a + (int64_t)a_row[i] * a.a_stride_m * S::ESZ;
+
+				cp_async16(stage + swz(row, a_ch, S::ACH), ok ? src + a_kb : a.a, ok ? 16 : 0);
+			}
+#pragma unroll
+			for (int i = 0; i < B_PER; i++) {
+				const bool ok = b_n + i * B_STEP < a.N && b_kb < b_row_bytes;
+
+				cp_async16(stage + b_dst(i, b_ch), ok ? b_src + i * step + b_kb : a.b, ok ? 16 : 0);
+			}
 		}
+	}
+
+	/* the stage offset of this thread's W chunk @i (column @ch) */
+	static __device__ __forceinline__ uint32_t b_dst(int i, int ch)
+	{
+		const int row = threadIdx.x / S::BCH + i * B_STEP;
+
+		return S::A_BYTES + (S::PACKED ? (uint32_t)(row * S::BPITCH + ch * 16) : swz(row, ch, S::BCH));
 	}
 };
 
