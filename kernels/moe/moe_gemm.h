@@ -317,9 +317,14 @@ static inline int moe_gemm_wide_waste(int32_t n)
  * BLOCK_SIZE_M 128, padded, two runs): Kimi K2's gate/up at 256, 512 and
  * 1024 tokens (5, 11 and 21 rows) 0.88, 0.86 and 0.83 of the floor
  * against the 64-row tile's 0.85, 0.84 and 0.81, GLM-4.7's at 256 and
- * 512 (13 and 26 rows) 0.78 and 0.73 against 0.75 and 0.71, but at 51
+ * 512 (13 and 26 rows) 0.77 and 0.72 against 0.76 and 0.71, but at 51
  * rows (1024 tokens) 0.45 against 0.64; on two stages the 32-row tile had
- * run 0.77 at Kimi K2's 512 tokens.  bf16's down GEMM keeps the 64-row
+ * run 0.77 at Kimi K2's 512 tokens.  Past 20 rows the margin is within
+ * 0.02 either way (three runs on another H200: GLM-4.7's 512 tokens 0.72
+ * against 0.73, its TP1 shapes, N 3072, 0.80-0.81 against 0.81-0.82), and
+ * one H200 ran GLM-4.7's 26 rows 8% slower on the 32-row tile (0.65
+ * against 0.71, two runs): a bound near 20 rows is the fallback if that
+ * recurs.  bf16's down GEMM keeps the 64-row
  * tile's shallow pipeline (Kimi K2 at 256 and 512 tokens 0.66 and 0.63;
  * the 32-row tile 0.66 and 0.62 on two stages, 0.59 and 0.54 on four).
  * W4A16 takes 128 past 16's
