@@ -11,8 +11,8 @@
 #include "moe_gemm.h"
 
 /* Blocks per SM the registers must allow: bf16 and FP8 at TM 16 and 32 fit in 128 registers,
- * so that Hopper (228 KiB of shared memory per SM) runs two of them per SM (TM 32's two
- * stages: SM120 too), and so do the
+ * so that Hopper (228 KiB of shared memory per SM) runs two of them per SM (FP8's two-stage
+ * TM 32 and bf16's shallow one: SM120 too), and so do the
  * MOE_GEMM_SHALLOW kernels, whose shallow pipeline SM120's 100 KiB hold twice, and the
  * MOE_GEMM_PAIRED ones; SM120 holds one block of the others. */
 #define MOE_GEMM_MIN_BLOCKS(quant, tm) \

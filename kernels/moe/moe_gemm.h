@@ -86,8 +86,9 @@ enum moe_scale { MOE_SCALE_NONE = 0, MOE_SCALE_TENSOR, MOE_SCALE_CHANNEL, MOE_SC
  *   TM 16   32 columns; the warps split K (MOE_GEMM_KSPLIT ways), each
  *           16 x 32 on its own k slice, so that small batches still put
  *           enough blocks on the weights;
- *   TM 32   128 columns (bf16 and FP8); warps 2 (M) x 4 (N), each 16 x 32,
- *           on two stages (about 41 KB: two blocks per SM on SM120 too);
+ *   TM 32   128 columns (bf16 and FP8); warps 2 (M) x 4 (N), each 16 x 32;
+ *           FP8 on two stages (about 41 KB: two blocks per SM on SM120
+ *           too), bf16 on four (80 KiB) or its shallow two (40 KiB);
  *   TM 64   128 columns; warps 2 (M) x 4 (N), each 32 x 32 (W4A16: 1 x 8,
  *           each 64 x 16: MOE_GEMM_PAIRED);
  *   TM 128  256 columns; warps 2 (M) x 4 (N), each 64 x 64 (the reuse per
