@@ -452,7 +452,7 @@ static int plan(const struct adapter_input *in, const struct moe_launch *l, stru
 			   : (unsigned)moe_gemm_rows_cols(quant, tm, l->n, l->k, l->num_valid);
 	plan->grid[1] = tn ? (unsigned)moe_gemm_decode_blocks(l->em, (int32_t)bm, l->num_valid) : (unsigned)rows;
 	plan->grid[2] = 1;
-	plan->block[0] = MOE_GEMM_THREADS, plan->block[1] = plan->block[2] = 1;
+	plan->block[0] = tn ? MOE_GEMM_THREADS : (unsigned)moe_gemm_threads(quant, tm), plan->block[1] = plan->block[2] = 1;
 	plan->dynamic_smem = tn ? 0 : moe_gemm_launch_smem(quant, tm, a.stages);
 	return 0;
 }

@@ -173,10 +173,10 @@ int adapt_sglang_inkling(const struct adapter_input *in, struct reroute_plan *pl
 	plan->kernel = moe_gemm_kernel_name(MOE_BF16, tm);
 	memcpy(plan->args, &a, sizeof(a));
 	plan->args_size = sizeof(a);
-	plan->grid[0] = (unsigned int)cdiv(c.n, MOE_GEMM_TN(tm));
+	plan->grid[0] = (unsigned int)cdiv(c.n, MOE_GEMM_TN(MOE_BF16, tm));
 	plan->grid[1] = (unsigned int)rows;
 	plan->grid[2] = 1;
-	plan->block[0] = MOE_GEMM_THREADS, plan->block[1] = plan->block[2] = 1;
+	plan->block[0] = (unsigned)moe_gemm_threads(MOE_BF16, tm), plan->block[1] = plan->block[2] = 1;
 	plan->dynamic_smem = moe_gemm_smem(MOE_BF16, tm);
 	return 0;
 }

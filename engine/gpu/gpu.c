@@ -867,7 +867,7 @@ static int linear(struct ref_gpu *g, const struct dmat *d, CUdeviceptr x, int ro
 	a.stages = c.stages;
 	return launch(g, gemm_fn(g, d->quant, tm), moe_gemm_kernel_name(d->quant, tm),
 		      (unsigned)moe_gemm_rows_cols(d->quant, tm, d->n, d->k, rows), (unsigned)(em / tm), 1,
-		      MOE_GEMM_THREADS, moe_gemm_launch_smem(d->quant, tm, a.stages), ARGS(&a), err);
+		      moe_gemm_threads(d->quant, tm), moe_gemm_launch_smem(d->quant, tm, a.stages), ARGS(&a), err);
 }
 
 static int add_norm(struct ref_gpu *g, CUdeviceptr add, int64_t ld, CUdeviceptr w, int n, struct sm_err *err)
@@ -1196,8 +1196,7 @@ static int experts(struct ref_gpu *g, int half, const struct dmat *d, CUdevicept
 		tm = bm;
 		return launch(g, gemm_fn(g, MOE_NVFP4, tm), moe_gemm_kernel_name(MOE_NVFP4, tm),
 			      (unsigned)moe_gemm_rows_cols(MOE_NVFP4, tm, d->n, d->k, numel), (unsigned)cdiv(em, tm), 1,
-			      MOE_GEMM_THREADS,
-			      moe_gemm_smem(MOE_NVFP4, tm), ARGS(&a), err);
+			      moe_gemm_threads(MOE_NVFP4, tm), moe_gemm_smem(MOE_NVFP4, tm), ARGS(&a), err);
 	}
 	if ((rc = quant_act(g, d, x, rows_in, d->k, &a, err)))
 		return rc;

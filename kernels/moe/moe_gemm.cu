@@ -16,13 +16,13 @@
  * MOE_GEMM_SHALLOW kernels, whose shallow pipeline SM120's 100 KiB hold twice, and the
  * MOE_GEMM_PAIRED ones; SM120 holds one block of the others. */
 #define MOE_GEMM_MIN_BLOCKS(quant, tm) \
-	(((tm) <= 32 && !MOE_GEMM_PACKED(quant)) || MOE_GEMM_SHALLOW(quant, tm) || \
+	(MOE_GEMM_WARPS(quant, tm) == 4 ? 4 : ((tm) <= 32 && !MOE_GEMM_PACKED(quant)) || MOE_GEMM_SHALLOW(quant, tm) || \
 			 MOE_GEMM_PAIRED(quant, tm) ? 2 : 1)
 
 /* the kernel's own pipeline, or the shallow one where it has one and args.stages asks */
 #define MOE_GEMM_DEFINE(quant, tm, name)                                                     \
 	SM120_DYNAMIC_SMEM(name, moe_gemm_smem(quant, tm));                                  \
-	extern "C" __global__ void __launch_bounds__(MOE_GEMM_THREADS, MOE_GEMM_MIN_BLOCKS(quant, tm)) \
+	extern "C" __global__ void __launch_bounds__(MOE_GEMM_WARPS(quant, tm) * 32, MOE_GEMM_MIN_BLOCKS(quant, tm)) \
 		name(const struct moe_gemm_args a)                                           \
 	{                                                                                    \
 		extern __shared__ __align__(1024) unsigned char moe_gemm_smem_[];            \

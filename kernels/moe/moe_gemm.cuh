@@ -42,10 +42,11 @@ using namespace sm120k;
 template <int QUANT, int TM, int NSTAGES = MOE_GEMM_STAGES(QUANT, TM)>
 struct shape {
 	static constexpr bool PACKED = MOE_GEMM_PACKED(QUANT);
-	static constexpr int TN = MOE_GEMM_TN(TM);
-	static constexpr int KS = MOE_GEMM_KSPLIT(TM);
-	static constexpr int WARPS_M = KS == 1 && !MOE_GEMM_PAIRED(QUANT, TM) ? 2 : 1;
-	static constexpr int WARPS_N = 8 / (WARPS_M * KS);
+	static constexpr int WARPS = MOE_GEMM_WARPS(QUANT, TM), THREADS = WARPS * 32;
+	static constexpr int TN = MOE_GEMM_TN(QUANT, TM);
+	static constexpr int KS = MOE_GEMM_KSPLIT(QUANT, TM);
+	static constexpr int WARPS_M = KS == 1 && !MOE_GEMM_PAIRED(QUANT, TM) && TM >= 32 ? 2 : 1;
+	static constexpr int WARPS_N = WARPS / (WARPS_M * KS);
 	static constexpr int WM = TM / WARPS_M, WN = TN / WARPS_N;
 	static constexpr int MI = WM / 16;            /* m16 fragments per warp */
 	static constexpr int NI = WN / 8;             /* n8 fragments per warp */
@@ -63,15 +64,18 @@ struct shape {
 	/* FP8 group scales (moe_gemm.h): GSC bytes a stage from GS_OFF, GCOLS weight scales a slice */
 	static constexpr int GSC = MOE_GEMM_GSCALE_BYTES(QUANT, TM);
 	static constexpr int GS_OFF = STAGES * STAGE;
-	static constexpr int GCOLS = MOE_GEMM_GSCALE_COLS(TM);
+	static constexpr int GCOLS = MOE_GEMM_GSCALE_COLS(QUANT, TM);
+	/* FP8 block scales: threads 0 .. TM * KS - 1 copy the activation scales, GS_W + j the
+	 * weight scales */
+	static constexpr int GS_W = THREADS / 2;
 	/* several column tiles per block, the next tile's loads under this one's epilogue */
 	static constexpr bool MULTI = MOE_GEMM_MULTI(QUANT, TM);
 	/* bytes a row of a warp's staged m16 x WN sums (fp32, padded by 32 bytes: the
 	 * 8-byte fragment writes of 4 rows fall in distinct banks) */
 	static constexpr int EPITCH = WN * 4 + 32;
-	/* rows of those staged at a time: 16, or 8 where the eight warps' 16 would not fit
-	 * the free shared memory (MULTI: one stage; the packed tiles' stages are small) */
-	static constexpr int ER = 8 * 16 * EPITCH <= (MULTI ? STAGE : STAGES * STAGE) ? 16 : 8;
+	/* rows of those staged at a time: 16, or 8 where the warps' 16 would not fit the free
+	 * shared memory (MULTI: one stage; the packed tiles' stages are small) */
+	static constexpr int ER = WARPS * 16 * EPITCH <= (MULTI ? STAGE : STAGES * STAGE) ? 16 : 8;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900
 	/* sm_90 has no FP8 mma.sync: ptxas turns each into two f16 MMAs on converted
 	 * fragments, whose registers a 64 x 64 warp tile cannot spare; FP8 at TM 128
@@ -88,15 +92,15 @@ struct shape {
 	static constexpr int MB = MI > 2 ? (NARROW ? 1 : MI / 2) : MI;
 	static constexpr int KU = NARROW ? 1 : SMEM_SCALES ? 2 : 4;
 	static constexpr int KUB = MB < MI ? 1 : 4;
-	static_assert(WARPS_M * WARPS_N * KS * 32 == MOE_GEMM_THREADS, "8 warps");
+	static_assert(WARPS_M * WARPS_N * KS == WARPS && WM % 16 == 0, "the warps cover the rows and k slices");
 	static_assert(WARPS_N * WN == TN && NI % 2 == 0, "warps cover the columns, n8 fragments in pairs");
-	static_assert(!SMEM_SCALES || (KS == 1 && TN == MOE_GEMM_THREADS &&
+	static_assert(!SMEM_SCALES || (KS == 1 && TN == THREADS &&
 				       MOE_GEMM_SCALE_BYTES(QUANT, TM) == TN * 16),
 		      "one thread stages the 4 scales of one column");
 	static_assert(STAGES >= 2, "a pipeline needs two stages");
-	static_assert(GSC == 0 || (TM * KS <= 128 && KS * GCOLS <= MOE_GEMM_THREADS - 128),
-		      "threads 0-127 copy the activation scales, 128- the weight scales");
-	static_assert(KS > 1 || 8 * ER * EPITCH <= (MULTI ? STAGE : STAGES * STAGE),
+	static_assert(GSC == 0 || (TM * KS <= GS_W && KS * GCOLS <= THREADS - GS_W),
+		      "threads below GS_W copy the activation scales, the rest the weight scales");
+	static_assert(KS > 1 || WARPS * ER * EPITCH <= (MULTI ? STAGE : STAGES * STAGE),
 		      "the free shared memory holds every warp's staged rows");
 };
 
@@ -156,10 +160,10 @@ __device__ __forceinline__ bool schedule_rows(const moe_gemm_args &a, int by, ro
 }
 
 /* write_zeros - valid rows of a block whose expert is on another rank. */
-template <int TM, int TN>
+template <int TM, int TN, int THREADS>
 __device__ void write_zeros(const moe_gemm_args &a, const rows<TM> &r, int n0)
 {
-	for (int i = threadIdx.x; i < TM * TN; i += MOE_GEMM_THREADS) {
+	for (int i = threadIdx.x; i < TM * TN; i += THREADS) {
 		int row = i / TN, n = n0 + i % TN;
 		int id = r.tok[row];
 
@@ -184,13 +188,13 @@ __device__ void write_zeros(const moe_gemm_args &a, const rows<TM> &r, int n0)
 template <int QUANT, int TM>
 struct loader {
 	using S = shape<QUANT, TM>;
-	static constexpr int A_PER = TM * S::ACH / MOE_GEMM_THREADS;
-	static constexpr int B_PER = S::TN * S::BCH / MOE_GEMM_THREADS;
-	static constexpr int A_STEP = MOE_GEMM_THREADS / S::ACH;
-	static constexpr int B_STEP = MOE_GEMM_THREADS / S::BCH;
+	static constexpr int A_PER = TM * S::ACH / S::THREADS;
+	static constexpr int B_PER = S::TN * S::BCH / S::THREADS;
+	static constexpr int A_STEP = S::THREADS / S::ACH;
+	static constexpr int B_STEP = S::THREADS / S::BCH;
 	static_assert(A_PER >= 1 && B_PER >= 1, "every thread copies");
-	static_assert(A_STEP * S::ACH == MOE_GEMM_THREADS && A_PER * A_STEP == TM &&
-			      B_STEP * S::BCH == MOE_GEMM_THREADS && B_PER * B_STEP == S::TN,
+	static_assert(A_STEP * S::ACH == S::THREADS && A_PER * A_STEP == TM &&
+			      B_STEP * S::BCH == S::THREADS && B_PER * B_STEP == S::TN,
 		      "every thread copies one chunk column");
 
 	static constexpr bool KEEP = !S::NARROW;     /* the sources kept (else formed at each issue) */
@@ -203,7 +207,7 @@ struct loader {
 	int64_t b_step;              /* bytes between the sources of consecutive W chunks */
 	/* FP8 block scales (block: the launch has them), one per thread: thread t < TM * KS
 	 * copies the activation scale of row t % TM and slice t / TM, from s_src (its
-	 * activation row's scales, NULL for padding); thread 128 + j, j < KS * GCOLS, the weight
+	 * activation row's scales, NULL for padding); thread GS_W + j, j < KS * GCOLS, the weight
 	 * scale of slice j / GCOLS and the 128 columns from s_col (s_src: the expert's scales) */
 	bool block;
 	const float *s_src;
@@ -249,9 +253,9 @@ struct loader {
 
 			if (id >= 0)
 				s_src = a.a_scale + (int64_t)(id / a.top_k) * a.as_stride_m;
-		} else if (S::GSC && threadIdx.x >= 128) {
+		} else if (S::GSC && threadIdx.x >= S::GS_W) {
 			s_src = (const float *)a.b_scale + e * a.bs_stride_e;
-			s_col = n0 + (int)(threadIdx.x - 128) % S::GCOLS * 128;
+			s_col = n0 + (int)(threadIdx.x - S::GS_W) % S::GCOLS * 128;
 		}
 	}
 
@@ -267,7 +271,7 @@ struct loader {
 	 * tile to the stage's scales at @dst (zeros for padding rows, past N and past K) */
 	__device__ __forceinline__ void issue_scales(const moe_gemm_args &a, uint32_t dst, int kt)
 	{
-		const int t = threadIdx.x, j = t - 128;
+		const int t = threadIdx.x, j = t - S::GS_W;
 
 		if (!S::GSC || !block)
 			return;
@@ -419,7 +423,7 @@ __device__ __forceinline__ uint32_t dequant2(uint32_t w, uint32_t sel, __nv_bflo
  * sequence of k tiles (the pipeline runs on across a tile's end, so the
  * next tile's first loads are in flight under this one's epilogue; the
  * other kernels need gridDim.x = ceil(N / TN)).  Called by all
- * MOE_GEMM_THREADS threads of the block with the same arguments; the k
+ * moe_gemm_threads(QUANT, TM) threads of the block with the same arguments; the k
  * tiles run through an NSTAGES-deep pipeline (moe_gemm.h's shallow one:
  * MOE_GEMM_SHALLOW_STAGES); @smem is MOE_GEMM_PIPE_BYTES(QUANT, TM,
  * NSTAGES) bytes of 1024-aligned dynamic shared memory and
@@ -454,7 +458,7 @@ __device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, i
 		e = __ldg(a.expert_ids + m0 / a.block_m);
 		if (e < 0) {
 			for (int t = 0; t < ntl; t++)
-				write_zeros<TM, S::TN>(a, r, n0 + t * tstride);
+				write_zeros<TM, S::TN, S::THREADS>(a, r, n0 + t * tstride);
 			return;
 		}
 	}

@@ -105,7 +105,7 @@ enum moe_scale { MOE_SCALE_NONE = 0, MOE_SCALE_TENSOR, MOE_SCALE_CHANNEL, MOE_SC
  * up by 0.01 or less), as its warps, two a scheduler, wait on their own
  * dequantization and MMAs more than on the loads (ncu, Kimi K2's down
  * GEMM at 4096 tokens: 32% of issue slots used, the tensor pipe 15%).
- * Launch: block (MOE_GEMM_THREADS, 1, 1),
+ * Launch: block (moe_gemm_threads(quant, TM), 1, 1),
  *   grid (moe_gemm_rows_cols(quant, TM, N, K, num_valid), ceil(EM / TM), 1)
  *   (row mode: ceil(EM / block_m) rows of the grid; schedule mode EM / TM),
  *   dynamic shared memory moe_gemm_launch_smem(quant, TM, args.stages)
@@ -113,12 +113,16 @@ enum moe_scale { MOE_SCALE_NONE = 0, MOE_SCALE_TENSOR, MOE_SCALE_CHANNEL, MOE_SC
  *   pipeline, below).
  */
 #define MOE_GEMM_THREADS 256
-#define MOE_GEMM_TN(tm) ((tm) == 16 ? 32 : (tm) <= 64 ? 128 : 256)
-#define MOE_GEMM_KSPLIT(tm) ((tm) == 16 ? 8 : 1)
+/* Warps of a row-tile kernel: 8 (MOE_GEMM_THREADS); a four-warp tile of TM rows is KS 1,
+ * warps 1 (TM 16) or 2 (TM 32) along M, and 64 columns. */
+#define MOE_GEMM_WARPS(quant, tm) 8
+#define MOE_GEMM_TN(quant, tm) \
+	(MOE_GEMM_WARPS(quant, tm) == 4 ? 64 : (tm) == 16 ? 32 : (tm) <= 64 ? 128 : 256)
+#define MOE_GEMM_KSPLIT(quant, tm) ((tm) == 16 && MOE_GEMM_WARPS(quant, tm) == 8 ? 8 : 1)
 #define MOE_GEMM_KROW 128           /* bytes of A per row, k slice and warp */
 #define MOE_GEMM_PACKED(quant) ((quant) == MOE_W4A16 || (quant) == MOE_NVFP4)
 /* Kernels that take several column tiles per block (above): those whose warps do not split K. */
-#define MOE_GEMM_MULTI(quant, tm) (MOE_GEMM_KSPLIT(tm) == 1)
+#define MOE_GEMM_MULTI(quant, tm) (MOE_GEMM_KSPLIT(quant, tm) == 1)
 
 #define MOE_GEMM_KERNELS(X)                                 \
 	X(MOE_BF16, 16, moe_gemm_bf16_m16)                  \
@@ -170,11 +174,11 @@ static inline const char *moe_gemm_kernel_name(int quant, int tm)
 #define MOE_GEMM_BROW(quant) (MOE_GEMM_PACKED(quant) ? 32 : 128)
 /* Bytes between W rows in shared memory (packed rows padded against bank conflicts). */
 #define MOE_GEMM_BPITCH(quant, tm) \
-	(MOE_GEMM_KSPLIT(tm) * MOE_GEMM_BROW(quant) + (MOE_GEMM_PACKED(quant) ? 16 : 0))
+	(MOE_GEMM_KSPLIT(quant, tm) * MOE_GEMM_BROW(quant) + (MOE_GEMM_PACKED(quant) ? 16 : 0))
 /* Bytes of W scales per stage: packed at TM 128, the scales of the block's
  * 256 columns (fp32, one per k16 step: 4 per 64-k slice) are staged in
  * shared memory; the narrower tiles keep theirs in registers. */
-#define MOE_GEMM_SCALE_BYTES(quant, tm) ((tm) == 128 && MOE_GEMM_PACKED(quant) ? MOE_GEMM_TN(tm) * 16 : 0)
+#define MOE_GEMM_SCALE_BYTES(quant, tm) ((tm) == 128 && MOE_GEMM_PACKED(quant) ? MOE_GEMM_TN(quant, tm) * 16 : 0)
 /*
  * MOE_GEMM_PAIRED - the row tiles that run two blocks per SM, on SM120 too: W4A16 at TM 64,
  * on MOE_GEMM_PAIRED_STAGES stages (43008 bytes) and warps 1 (M) x 8 (N), each 64 x 16, that
@@ -201,7 +205,7 @@ static inline const char *moe_gemm_kernel_name(int quant, int tm)
 #define MOE_GEMM_PAIRED_STAGES 3
 /* Bytes of one pipeline stage: a k tile of A and of W (and the W scales). */
 #define MOE_GEMM_STAGE_BYTES(quant, tm)                                                        \
-	((tm) * MOE_GEMM_KSPLIT(tm) * MOE_GEMM_KROW + MOE_GEMM_TN(tm) * MOE_GEMM_BPITCH(quant, tm) + \
+	((tm) * MOE_GEMM_KSPLIT(quant, tm) * MOE_GEMM_KROW + MOE_GEMM_TN(quant, tm) * MOE_GEMM_BPITCH(quant, tm) + \
 	 MOE_GEMM_SCALE_BYTES(quant, tm))
 /*
  * Pipeline depth: as many stages as fit in 96 KiB, at most 4 (the FP8 group
@@ -225,9 +229,9 @@ static inline const char *moe_gemm_kernel_name(int quant, int tm)
  * tile, so that the pipeline fetches them ahead of their use as it does the
  * operands; 0 for the other variants.
  */
-#define MOE_GEMM_GSCALE_COLS(tm) (MOE_GEMM_TN(tm) > 128 ? MOE_GEMM_TN(tm) / 128 : 1)
+#define MOE_GEMM_GSCALE_COLS(quant, tm) (MOE_GEMM_TN(quant, tm) > 128 ? MOE_GEMM_TN(quant, tm) / 128 : 1)
 #define MOE_GEMM_GSCALE_BYTES(quant, tm) \
-	((quant) == MOE_FP8 ? (MOE_GEMM_KSPLIT(tm) * ((tm) + MOE_GEMM_GSCALE_COLS(tm)) * 4 + 15) / 16 * 16 : 0)
+	((quant) == MOE_FP8 ? (MOE_GEMM_KSPLIT(quant, tm) * ((tm) + MOE_GEMM_GSCALE_COLS(quant, tm)) * 4 + 15) / 16 * 16 : 0)
 /* The dynamic shared memory of a @stages-deep pipeline of moe_gemm_<quant>_m<tm>. */
 #define MOE_GEMM_PIPE_BYTES(quant, tm, stages) \
 	((stages) * (MOE_GEMM_STAGE_BYTES(quant, tm) + MOE_GEMM_GSCALE_BYTES(quant, tm)))
@@ -253,6 +257,13 @@ static inline int moe_gemm_launch_smem(int quant, int tm, int32_t stages)
 	return MOE_GEMM_SHALLOW(quant, tm) && stages == MOE_GEMM_SHALLOW_STAGES
 		       ? MOE_GEMM_PIPE_BYTES(quant, tm, MOE_GEMM_SHALLOW_STAGES)
 		       : moe_gemm_smem(quant, tm);
+}
+
+/* moe_gemm_threads - the block size (x) of a launch of moe_gemm_<quant>_m<tm>. */
+static inline int moe_gemm_threads(int quant, int tm)
+{
+	(void)quant, (void)tm;
+	return MOE_GEMM_WARPS(quant, tm) * 32;
 }
 
 /*
@@ -410,7 +421,7 @@ static inline int32_t moe_gemm_rows_stages(int quant, int tm, int32_t block_m, i
 				     * 10% slower than 4 to 8 (H100, bench_moe_decode "per") */
 static inline int moe_gemm_rows_cols(int quant, int tm, int32_t n, int32_t k, int32_t num_valid)
 {
-	const int64_t tiles = ((int64_t)n + MOE_GEMM_TN(tm) - 1) / MOE_GEMM_TN(tm);
+	const int64_t tiles = ((int64_t)n + MOE_GEMM_TN(quant, tm) - 1) / MOE_GEMM_TN(quant, tm);
 	const int ke = quant == MOE_FP8 ? 128 : 64;   /* k of a 128-byte k tile */
 	const int64_t nk = ((int64_t)k + ke - 1) / ke;
 	const int64_t rows = num_valid / tm > 1 ? num_valid / tm : 1;

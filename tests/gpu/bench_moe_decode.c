@@ -185,15 +185,15 @@ static double sm_gbs(size_t bytes, double ms)
 	return (double)bytes / (ms * 1e-3) / 1e9 / green_sms;
 }
 
-/* green_ms - timed_ms of a MOE_GEMM_THREADS launch on the green context's stream. */
-static double green_ms(CUfunction f, unsigned gx, unsigned gy, unsigned smem, void **params, void *slot,
-		       CUdeviceptr base, size_t stride)
+/* green_ms - timed_ms of a launch of @threads threads a block on the green context's stream. */
+static double green_ms(CUfunction f, unsigned gx, unsigned gy, unsigned threads, unsigned smem, void **params,
+		       void *slot, CUdeviceptr base, size_t stride)
 {
 	const CUstream saved = stream;
 	double t;
 
 	stream = green;
-	t = timed_ms(f, gx, gy, MOE_GEMM_THREADS, smem, params, slot, base, stride);
+	t = timed_ms(f, gx, gy, threads, smem, params, slot, base, stride);
 	stream = saved;
 	return t;
 }
@@ -207,11 +207,11 @@ static CUfunction get(CUmodule mod, const char *name, int smem)
 	return f;
 }
 
-static int blocks_per_sm(CUfunction f, int smem)
+static int blocks_per_sm(CUfunction f, int threads, int smem)
 {
 	int n = 0;
 
-	CHECK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&n, f, MOE_GEMM_THREADS, (size_t)smem));
+	CHECK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&n, f, threads, (size_t)smem));
 	return n;
 }
 
@@ -237,16 +237,17 @@ static void sm120_init(CUdevice dev)
 
 /*
  * sm120_pad - the dynamic bytes that make this GPU keep no more blocks of
- * @f per SM than SM120 would at @smem dynamic bytes (occupancy_pad, as
- * SM120SHIM_EMULATE_OCCUPANCY pads), with @f's attribute raised to it.
+ * @f per SM than SM120 would at @threads threads a block and @smem dynamic
+ * bytes (occupancy_pad, as SM120SHIM_EMULATE_OCCUPANCY pads), with @f's
+ * attribute raised to it.
  */
-static int sm120_pad(CUfunction f, int smem)
+static int sm120_pad(CUfunction f, int threads, int smem)
 {
 	struct occ_pad p;
 	int st = 0;
 
 	CHECK(cuFuncGetAttribute(&st, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f));
-	occupancy_pad(&sm120_occ, &dev_occ, MOE_GEMM_THREADS, (uint32_t)st, (uint32_t)smem, &p);
+	occupancy_pad(&sm120_occ, &dev_occ, (uint32_t)threads, (uint32_t)st, (uint32_t)smem, &p);
 	if (p.verdict == OCC_PAD)
 		CHECK(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)p.dynamic));
 	return p.verdict == OCC_PAD ? (int)p.dynamic : smem;
@@ -282,22 +283,21 @@ static void fill_bytes(uint8_t *p, size_t n)
 }
 
 /*
- * variant - @f on the grid (@gx, @gy) at @smem dynamic bytes, timed plain
+ * variant - @f on the grid (@gx, @gy, @th threads a block) at @smem dynamic bytes, timed plain
  * and padded to SM120's blocks per SM, printed after @label as fractions of
  * @floor_ms, then "same" and whether it wrote the bytes @ref holds (@buf:
  * room for its output, @cbytes of C at @dc).
  */
-static void variant(const char *label, CUfunction f, unsigned gx, unsigned gy, int smem, void **params,
+static void variant(const char *label, CUfunction f, unsigned gx, unsigned gy, unsigned th, int smem, void **params,
 		    void *wptr, CUdeviceptr wbuf, size_t wbytes, CUdeviceptr dc, size_t cbytes,
 		    const uint16_t *ref, uint16_t *buf, double floor_ms)
 {
-	const int pad = sm120_pad(f, smem);   /* (raises the attribute; @f allows @smem already) */
+	const int pad = sm120_pad(f, (int)th, smem);   /* (raises the attribute; @f allows @smem already) */
 
-	printf(" %s %.2f pad %.2f", label,
-	       floor_ms / timed_ms(f, gx, gy, MOE_GEMM_THREADS, (unsigned)smem, params, wptr, wbuf, wbytes),
-	       floor_ms / timed_ms(f, gx, gy, MOE_GEMM_THREADS, (unsigned)pad, params, wptr, wbuf, wbytes));
+	printf(" %s %.2f pad %.2f", label, floor_ms / timed_ms(f, gx, gy, th, (unsigned)smem, params, wptr, wbuf, wbytes),
+	       floor_ms / timed_ms(f, gx, gy, th, (unsigned)pad, params, wptr, wbuf, wbytes));
 	CHECK(cuMemsetD16(dc, NAN_BF16, cbytes / 2));
-	CHECK(cuLaunchKernel(f, gx, gy, 1, MOE_GEMM_THREADS, 1, 1, (unsigned)smem, stream, params, NULL));
+	CHECK(cuLaunchKernel(f, gx, gy, 1, th, 1, 1, (unsigned)smem, stream, params, NULL));
 	CHECK(cuStreamSynchronize(stream));
 	CHECK(cuMemcpyDtoH(buf, dc, cbytes));
 	printf(" same %d", !memcmp(buf, ref, cbytes));
@@ -323,21 +323,20 @@ static void row_tiles(CUmodule mod, CUmodule alt, int quant, int N, int K, int e
 		if (moe_gemm_kernels[i].quant != quant || bm % tm)
 			continue;
 		const int smem = moe_gemm_smem(quant, tm);
-		const unsigned tiles = (unsigned)((N + MOE_GEMM_TN(tm) - 1) / MOE_GEMM_TN(tm));
+		const unsigned th = (unsigned)moe_gemm_threads(quant, tm);
+		const unsigned tiles = (unsigned)((N + MOE_GEMM_TN(quant, tm) - 1) / MOE_GEMM_TN(quant, tm));
 		const unsigned gx = (unsigned)moe_gemm_rows_cols(quant, tm, N, K, nv), gy = (unsigned)((em + tm - 1) / tm);
 		CUfunction f = get(mod, moe_gemm_kernel_name(quant, tm), smem);
-		const int pad = sm120_pad(f, smem);
+		const int pad = sm120_pad(f, (int)th, smem);
 		double tiles_ms, cols_ms, pad_ms;
 		uint16_t *c0 = malloc(cbytes), *c1 = malloc(cbytes);
 
-		tiles_ms = timed_ms(f, tiles, gy, MOE_GEMM_THREADS, (unsigned)smem, params, &a->b, wbuf, wbytes);
-		cols_ms = gx != tiles ? timed_ms(f, gx, gy, MOE_GEMM_THREADS, (unsigned)smem, params, &a->b, wbuf, wbytes)
-				      : tiles_ms;
-		pad_ms = timed_ms(f, gx, gy, MOE_GEMM_THREADS, (unsigned)pad, params, &a->b, wbuf, wbytes);
+		tiles_ms = timed_ms(f, tiles, gy, th, (unsigned)smem, params, &a->b, wbuf, wbytes);
+		cols_ms = gx != tiles ? timed_ms(f, gx, gy, th, (unsigned)smem, params, &a->b, wbuf, wbytes) : tiles_ms;
+		pad_ms = timed_ms(f, gx, gy, th, (unsigned)pad, params, &a->b, wbuf, wbytes);
 		for (int t = 0; t < 2; t++) {
 			CHECK(cuMemsetD16(dc, NAN_BF16, cbytes / 2));
-			CHECK(cuLaunchKernel(f, t ? gx : tiles, gy, 1, MOE_GEMM_THREADS, 1, 1, (unsigned)smem, stream, params,
-					     NULL));
+			CHECK(cuLaunchKernel(f, t ? gx : tiles, gy, 1, th, 1, 1, (unsigned)smem, stream, params, NULL));
 			CHECK(cuStreamSynchronize(stream));
 			CHECK(cuMemcpyDtoH(t ? c1 : c0, dc, cbytes));
 		}
@@ -348,22 +347,22 @@ static void row_tiles(CUmodule mod, CUmodule alt, int quant, int N, int K, int e
 			printf(" per");
 			for (unsigned per = 2; per <= 16; per *= 2)
 				printf(" %u:%.2f", per,
-				       floor_ms / timed_ms(f, (tiles + per - 1) / per, gy, MOE_GEMM_THREADS, (unsigned)smem,
+				       floor_ms / timed_ms(f, (tiles + per - 1) / per, gy, th, (unsigned)smem,
 							   params, &a->b, wbuf, wbytes));
 		}
 		if (MOE_GEMM_SHALLOW(quant, tm)) {
 			a->stages = MOE_GEMM_SHALLOW_STAGES;
-			variant("shallow", f, gx, gy, moe_gemm_launch_smem(quant, tm, MOE_GEMM_SHALLOW_STAGES), params,
+			variant("shallow", f, gx, gy, th, moe_gemm_launch_smem(quant, tm, MOE_GEMM_SHALLOW_STAGES), params,
 				&a->b, wbuf, wbytes, dc, cbytes, c1, c0, floor_ms);
 			a->stages = 0;
 		}
 		if (alt) {
 			CUfunction fa = get(alt, moe_gemm_kernel_name(quant, tm), smem);
 
-			variant("alt", fa, gx, gy, smem, params, &a->b, wbuf, wbytes, dc, cbytes, c1, c0, floor_ms);
+			variant("alt", fa, gx, gy, th, smem, params, &a->b, wbuf, wbytes, dc, cbytes, c1, c0, floor_ms);
 			if (MOE_GEMM_SHALLOW(quant, tm)) {
 				a->stages = MOE_GEMM_SHALLOW_STAGES;
-				variant("altsh", fa, gx, gy, moe_gemm_launch_smem(quant, tm, MOE_GEMM_SHALLOW_STAGES),
+				variant("altsh", fa, gx, gy, th, moe_gemm_launch_smem(quant, tm, MOE_GEMM_SHALLOW_STAGES),
 					params, &a->b, wbuf, wbytes, dc, cbytes, c1, c0, floor_ms);
 				a->stages = 0;
 			}
@@ -476,12 +475,13 @@ int main(int argc, char **argv)
 			const struct moe_gemm_kernel *k = &moe_gemm_kernels[i];
 			const int smem = moe_gemm_smem(k->quant, k->tm);
 			CUfunction f = get(mod, k->name, smem);
-			const int plain = blocks_per_sm(f, smem), pad = sm120_pad(f, smem);
+			const int th = moe_gemm_threads(k->quant, k->tm);
+			const int plain = blocks_per_sm(f, th, smem), pad = sm120_pad(f, th, smem);
 
-			printf(" %s %d/%d", k->name, plain, blocks_per_sm(f, pad));
+			printf(" %s %d/%d", k->name, plain, blocks_per_sm(f, th, pad));
 		}
 		printf("\n# blocks per SM of the decode kernels here:");
-#define DECODE_OCC(quant, tn, rows, name) printf(" %s %d", #name, blocks_per_sm(get(mod, #name, 0), 0));
+#define DECODE_OCC(quant, tn, rows, name) printf(" %s %d", #name, blocks_per_sm(get(mod, #name, 0), MOE_GEMM_THREADS, 0));
 		MOE_DECODE_KERNELS(DECODE_OCC)
 		MOE_DECODE_STAGED_KERNELS(DECODE_OCC)
 #undef DECODE_OCC
@@ -652,7 +652,7 @@ int main(int argc, char **argv)
 
 						lim_ms = timed_ms(rd, (unsigned)sms * 16, 1, 256, 0, p, &rbuf, rbuf, stride);
 						if (green)
-							glim_ms = green_ms(rd, green_sms * 16, 1, 0, p, &rbuf, rbuf, stride);
+							glim_ms = green_ms(rd, green_sms * 16, 1, 256, 0, p, &rbuf, rbuf, stride);
 					}
 
 					/* old: the row tile the plan picks where it picks no decode kernel, on its
@@ -666,15 +666,15 @@ int main(int argc, char **argv)
 						const unsigned gx = (unsigned)moe_gemm_rows_cols(qt->quant, told, N, K, nv);
 						const unsigned gy = (unsigned)((em + told - 1) / told);
 
-						old_ms = timed_ms(f, gx, gy, MOE_GEMM_THREADS, (unsigned)smem, params, &a.b, wbuf,
-								  wbytes);
-						const int pad = sm120_pad(f, smem);
+						const unsigned th = (unsigned)moe_gemm_threads(qt->quant, told);
 
-						pad_ms = pad != smem ? timed_ms(f, gx, gy, MOE_GEMM_THREADS, (unsigned)pad, params,
-										&a.b, wbuf, wbytes)
+						old_ms = timed_ms(f, gx, gy, th, (unsigned)smem, params, &a.b, wbuf, wbytes);
+						const int pad = sm120_pad(f, (int)th, smem);
+
+						pad_ms = pad != smem ? timed_ms(f, gx, gy, th, (unsigned)pad, params, &a.b, wbuf, wbytes)
 								     : old_ms;
 						if (green && !choice.tn)
-							g_ms = green_ms(f, gx, gy, (unsigned)pad, params, &a.b, wbuf, wbytes);
+							g_ms = green_ms(f, gx, gy, th, (unsigned)pad, params, &a.b, wbuf, wbytes);
 					}
 					a.stages = 0;
 					/* new: the decode kernel the plan picks (0: it keeps the row tile) */
@@ -722,7 +722,7 @@ int main(int argc, char **argv)
 					if (green && tn)
 						g_ms = green_ms(get(mod, pk, 0),
 								(unsigned)moe_gemm_decode_cols(qt->quant, N, K, tn, em, bm, nv),
-								(unsigned)moe_gemm_decode_blocks(em, bm, nv), 0, params, &a.b, wbuf,
+								(unsigned)moe_gemm_decode_blocks(em, bm, nv), MOE_GEMM_THREADS, 0, params, &a.b, wbuf,
 								wbytes);
 					if (alt && tn) {
 						/* the plan's kernel in ALT; a build before the staged or the 16-row kernels
@@ -746,8 +746,10 @@ int main(int argc, char **argv)
 						double mx = 0, md_ = 0;
 
 						CHECK(cuMemsetD16(dc, NAN_BF16, cbytes / 2));
-						CHECK(cuLaunchKernel(fo, (unsigned)((N + MOE_GEMM_TN(told) - 1) / MOE_GEMM_TN(told)),
-								     (unsigned)((em + told - 1) / told), 1, MOE_GEMM_THREADS, 1, 1,
+						CHECK(cuLaunchKernel(fo, (unsigned)((N + MOE_GEMM_TN(qt->quant, told) - 1) /
+										    MOE_GEMM_TN(qt->quant, told)),
+								     (unsigned)((em + told - 1) / told), 1,
+								     (unsigned)moe_gemm_threads(qt->quant, told), 1, 1,
 								     (unsigned)moe_gemm_smem(qt->quant, told), stream, params, NULL));
 						CHECK(cuStreamSynchronize(stream));
 						CHECK(cuMemcpyDtoH(c0, dc, cbytes));

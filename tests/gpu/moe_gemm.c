@@ -881,7 +881,8 @@ static void launch(CUmodule mod, const struct kernel *kd, struct host *hs)
 		if (hs->tc->flags & GRID3)
 			gx = 2;
 	}
-	CHECK(cuLaunchKernel(fn, gx, gy, 1, MOE_GEMM_THREADS, 1, 1, (unsigned)smem, NULL, params, NULL));
+	CHECK(cuLaunchKernel(fn, gx, gy, 1, decode ? MOE_GEMM_THREADS : (unsigned)moe_gemm_threads(kd->quant, kd->tm), 1,
+			     1, (unsigned)smem, NULL, params, NULL));
 	CHECK(cuCtxSynchronize());
 	CHECK(cuMemcpyDtoH(hs->c, d[2], hs->c_elems * 2));
 	for (size_t i = 0; i < sizeof(d) / sizeof(d[0]); i++)
@@ -1158,9 +1159,9 @@ static void launch_schedule(CUmodule mod, const struct kernel *kd, struct host *
 
 	CHECK(cuModuleGetFunction(&fn, mod, kd->name));
 	CHECK(cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem));
-	CHECK(cuLaunchKernel(fn, (unsigned)((a.N + MOE_GEMM_TN(sc->tm) - 1) / MOE_GEMM_TN(sc->tm)),
-			     (unsigned)(a.EM / sc->tm), 1, MOE_GEMM_THREADS, 1, 1, (unsigned)smem, NULL, params,
-			     NULL));
+	CHECK(cuLaunchKernel(fn, (unsigned)((a.N + MOE_GEMM_TN(MOE_BF16, sc->tm) - 1) / MOE_GEMM_TN(MOE_BF16, sc->tm)),
+			     (unsigned)(a.EM / sc->tm), 1, (unsigned)moe_gemm_threads(MOE_BF16, sc->tm), 1, 1,
+			     (unsigned)smem, NULL, params, NULL));
 	CHECK(cuCtxSynchronize());
 	CHECK(cuMemcpyDtoH(hs->c, d[2], hs->c_elems * 2));
 	for (size_t i = 0; i < sizeof(d) / sizeof(d[0]); i++)

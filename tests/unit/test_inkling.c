@@ -88,10 +88,10 @@ static void test_plan_decode(void **state)
 	assert_int_equal(a.top_k, 1);
 	assert_int_equal(a.block_m, 16);
 	assert_int_equal(a.mul_routed_weight, 0);
-	assert_int_equal(plan.grid[0], 1536 / MOE_GEMM_TN(16));
+	assert_int_equal(plan.grid[0], 1536 / MOE_GEMM_TN(MOE_BF16, 16));
 	assert_int_equal(plan.grid[1], GRID_M);
 	assert_int_equal(plan.grid[2], 1);
-	assert_int_equal(plan.block[0], MOE_GEMM_THREADS);
+	assert_int_equal(plan.block[0], moe_gemm_threads(MOE_BF16, 16));
 	assert_int_equal(plan.dynamic_smem, moe_gemm_smem(MOE_BF16, 16));
 }
 
@@ -127,7 +127,7 @@ static void test_plan_prefill_sm90(void **state)
 	assert_int_equal(a.b_stride_n, 96);
 	assert_int_equal(a.EM, 351 * 128);
 	assert_int_equal(a.block_m, 128);
-	assert_int_equal(plan.grid[0], 1536 / MOE_GEMM_TN(128));
+	assert_int_equal(plan.grid[0], 1536 / MOE_GEMM_TN(MOE_BF16, 128));
 	assert_int_equal(plan.grid[1], 351);
 	assert_int_equal(plan.dynamic_smem, moe_gemm_smem(MOE_BF16, 128));
 }

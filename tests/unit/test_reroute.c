@@ -522,10 +522,15 @@ static struct moe_gemm_args moe_plan_args(struct fake_launch *f, const char *rul
 	struct reroute_plan plan;
 	struct moe_gemm_args a;
 
+	int i, threads = MOE_GEMM_THREADS;   /* the decode kernels' */
+
 	expect_plan(f, rule_id, or_id, &plan);
 	assert_int_equal(plan.args_size, sizeof(a));
 	memcpy(&a, plan.args, sizeof(a));
-	assert_int_equal(plan.block[0], MOE_GEMM_THREADS);
+	for (i = 0; i < MOE_GEMM_NKERNELS; i++)
+		if (!strcmp(plan.kernel, moe_gemm_kernels[i].name))
+			threads = moe_gemm_threads(moe_gemm_kernels[i].quant, moe_gemm_kernels[i].tm);
+	assert_int_equal(plan.block[0], threads);
 	assert_int_equal(plan.grid[2], 1);
 	return a;
 }
