@@ -10,11 +10,14 @@
  * m16n8k32 for w8a8).  4-bit weights are staged packed and turned into bf16
  * fragments in registers.  One template serves every variant:
  *   QUANT  what A and W hold (enum moe_quant);
- *   TM     rows of sorted_ids per block; with it TN columns, the warp grid
- *          WARPS_M x WARPS_N and KS, the number of warps that split one k
- *          tile (their partial sums are added in shared memory at the end).
+ *   TM     rows of sorted_ids per block; with it (and QUANT) the warps
+ *          (moe_gemm.h's MOE_GEMM_WARPS: 8, or 4), TN columns, the warp
+ *          grid WARPS_M x WARPS_N and KS, the number of warps that split
+ *          one k tile (their partial sums are added in shared memory at
+ *          the end).
  * Each warp owns a WM x WN tile of the output (16 x 32, 16 x 32, 32 x 32 or
- * 64 x 64 for TM 16, 32, 64 and 128; W4A16 at TM 64: 64 x 16, moe_gemm.h's
+ * 64 x 64 for TM 16, 32, 64 and 128; the four-warp tiles 16 x 16 at TM 16
+ * and 16 x 32 at TM 32; W4A16 at TM 64: 64 x 16, moe_gemm.h's
  * MOE_GEMM_PAIRED) and a 128-byte slice of every k tile (64 k of bf16,
  * 128 k of FP8).  FP8 128 x 128 block scales are applied per slice, which is
  * one 128-k group, as Triton does (acc += dot * a_scale * b_scale), the

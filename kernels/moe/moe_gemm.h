@@ -81,14 +81,17 @@ enum moe_scale { MOE_SCALE_NONE = 0, MOE_SCALE_TENSOR, MOE_SCALE_CHANNEL, MOE_SC
 
 /*
  * Kernels: moe_gemm_<quant>_m<TM>: a block computes TM consecutive rows of
- * sorted_ids (block_m must be a multiple of TM) and MOE_GEMM_TN(TM) output
- * columns with 8 warps:
- *   TM 16   32 columns; the warps split K (MOE_GEMM_KSPLIT ways), each
- *           16 x 32 on its own k slice, so that small batches still put
- *           enough blocks on the weights;
- *   TM 32   128 columns (bf16 and FP8); warps 2 (M) x 4 (N), each 16 x 32;
- *           FP8 on two stages (about 41 KB: two blocks per SM on SM120
- *           too), bf16 on four (80 KiB) or its shallow two (40 KiB);
+ * sorted_ids (block_m must be a multiple of TM) and MOE_GEMM_TN(quant, TM)
+ * output columns with MOE_GEMM_WARPS(quant, TM) warps, 8 unless noted:
+ *   TM 16   bf16 and FP8: 64 columns, 4 warps of 16 x 16 on three stages
+ *           (MOE_GEMM_WARPS); the packed formats 32 columns, the warps
+ *           splitting K (MOE_GEMM_KSPLIT ways), each 16 x 32 on its own k
+ *           slice, so that small batches still put enough blocks on the
+ *           weights;
+ *   TM 32   bf16: 64 columns, 4 warps 2 (M) x 2 (N), each 16 x 32, on four
+ *           stages (48 KiB) or its shallow two (24 KiB); FP8: 128 columns,
+ *           warps 2 (M) x 4 (N), each 16 x 32, on two stages (about 41 KB:
+ *           two blocks per SM on SM120 too);
  *   TM 64   128 columns; warps 2 (M) x 4 (N), each 32 x 32 (W4A16: 1 x 8,
  *           each 64 x 16: MOE_GEMM_PAIRED);
  *   TM 128  256 columns; warps 2 (M) x 4 (N), each 64 x 64 (the reuse per
@@ -97,8 +100,8 @@ enum moe_scale { MOE_SCALE_NONE = 0, MOE_SCALE_TENSOR, MOE_SCALE_CHANNEL, MOE_SC
  * kernels (TM 32, 64 and 128, every quantization) take column tiles bx, bx +
  * gridDim.x, ... of their rows as one pipelined sequence of k tiles, so
  * that a short K (the down GEMM's 192 or 256) does not leave each block
- * loading, computing and storing in turn; the others (TM 16) take one,
- * tile bx.  The 4-bit weights gained least: W4A16's down GEMM at TP8 on
+ * loading, computing and storing in turn; the others (the packed formats'
+ * TM 16) take one, tile bx.  The 4-bit weights gained least: W4A16's down GEMM at TP8 on
  * the 128-row tile ran at 0.10, 0.08 and 0.06 of the floor against 0.09,
  * 0.07 and 0.05 on a block per tile (H200, gpu_bench_moe_decode
  * MOE_DECODE_ROWTILES=1, Kimi K2 at 1024, 2048 and 4096 tokens; GLM-4.7
@@ -113,9 +116,33 @@ enum moe_scale { MOE_SCALE_NONE = 0, MOE_SCALE_TENSOR, MOE_SCALE_CHANNEL, MOE_SC
  *   pipeline, below).
  */
 #define MOE_GEMM_THREADS 256
-/* Warps of a row-tile kernel: 8 (MOE_GEMM_THREADS); a four-warp tile of TM rows is KS 1,
- * warps 1 (TM 16) or 2 (TM 32) along M, and 64 columns. */
-#define MOE_GEMM_WARPS(quant, tm) 8
+/*
+ * MOE_GEMM_WARPS - the warps of a row-tile kernel: 8 (MOE_GEMM_THREADS), but 4 for bf16 and
+ * FP8 at TM 16 and bf16 at TM 32.  A four-warp tile is KS 1, warps 1 (TM 16) or 2 (TM 32)
+ * along M, 64 columns (warp tiles of 16 x 16 and 16 x 32), and small enough that SM120
+ * holds several: TM 16 on three stages (30 KiB: three blocks per SM), bf16's TM 32 on four
+ * (48 KiB: two) or its shallow two (24 KiB: three).  Their blocks' barriers and epilogues
+ * then overlap each other's loads, as Triton's best SM120 configurations for these batches
+ * do (4 warps, 16 or 32 x 64 or 128, three stages: bench_moe.py's search, H200, Kimi K2 and
+ * GLM-4.7 at 512 tokens, both GEMMs, bf16 and FP8).  Measured on an H200 at SM120's blocks
+ * per SM (gpu_bench_moe_decode MOE_DECODE_ROWTILES=1, TP8, BLOCK_SIZE_M 128, two runs,
+ * against the eight-warp kernels of the same TM: 16 x 32 splitting K eight ways, 96 KiB;
+ * bf16 32 x 128 on 80 KiB): bf16's 32-row tile on the gate/up 0.90, 0.88 and 0.85 of the
+ * floor at Kimi K2's 256, 512 and 1024 tokens against 0.87, 0.85 and 0.82, 0.80-0.81 and
+ * 0.76-0.77 at GLM-4.7's 256 and 512 against 0.76-0.77 and 0.72; FP8's 16-row tile on the
+ * gate/up 0.82 and 0.80 at Kimi K2's 256 and 512 tokens (per block 0.77 and 0.74) against
+ * the 32-row tile's 0.74 and 0.73 (0.74 and 0.73), and the down GEMM on the 16-row tile
+ * 5 to 20 times as fast as on the k-split one (bf16 at Kimi K2's 512 tokens 0.62 against
+ * 0.06).  Not FP8's 32-row tile: on four warps its four stages (49728 bytes, with the 2048
+ * static and the 1024 SM120 reserves a block) leave one block per SM (0.40 against 0.73 at
+ * Kimi K2's gate/up, 512 tokens) and its two (three blocks) no faster than the eight-warp
+ * tile's two stages.  Nor the packed formats (not measured so).  The cost: under
+ * BLOCK_SIZE_M 32, bf16's down GEMM runs the 32-row tile's shallow pipeline
+ * (moe_gemm_rows_stages), which on four warps (three blocks per SM) ran 0.56 and 0.44 of the
+ * floor at Kimi K2's and GLM-4.7's 512 tokens against 0.63 and 0.50 on eight (two).
+ */
+#define MOE_GEMM_WARPS(quant, tm) \
+	(((quant) == MOE_BF16 && ((tm) == 16 || (tm) == 32)) || ((quant) == MOE_FP8 && (tm) == 16) ? 4 : 8)
 #define MOE_GEMM_TN(quant, tm) \
 	(MOE_GEMM_WARPS(quant, tm) == 4 ? 64 : (tm) == 16 ? 32 : (tm) <= 64 ? 128 : 256)
 #define MOE_GEMM_KSPLIT(quant, tm) ((tm) == 16 && MOE_GEMM_WARPS(quant, tm) == 8 ? 8 : 1)
@@ -214,11 +241,13 @@ static inline const char *moe_gemm_kernel_name(int quant, int tm)
  * loads.  (Four stages of 64-byte k tiles, a barrier every 64 bytes and 192
  * bytes in flight, measured slower: bf16 at TM 128 on an H200, 270 against
  * 342 TFLOP/s.)  FP8 at TM 32 runs two stages, so that SM120 holds two of
- * its blocks (moe_gemm_rows_tile); bf16 at TM 32 four (80 KiB, one block
- * on SM120), and two on its shallow pipeline (MOE_GEMM_SHALLOW).
+ * its blocks (moe_gemm_rows_tile); bf16 at TM 32 four (48 KiB on its four
+ * warps, two blocks on SM120), and two on its shallow pipeline
+ * (MOE_GEMM_SHALLOW); the four-warp tiles at TM 16 three (MOE_GEMM_WARPS).
  */
 #define MOE_GEMM_STAGES(quant, tm)                                                    \
 	(MOE_GEMM_PAIRED(quant, tm)                             ? MOE_GEMM_PAIRED_STAGES : \
+	 (tm) == 16 && MOE_GEMM_WARPS(quant, tm) == 4           ? 3 :                        \
 	 (tm) == 32 && (quant) == MOE_FP8                       ? 2 :                        \
 	 98304 / MOE_GEMM_STAGE_BYTES(quant, tm) > 4 ? 4 : 98304 / MOE_GEMM_STAGE_BYTES(quant, tm))
 /*
@@ -242,8 +271,8 @@ static inline const char *moe_gemm_kernel_name(int quant, int tm)
  * The shallow pipeline: a MOE_GEMM_SHALLOW kernel (bf16 at TM 64 and 32,
  * whose registers allow two blocks per SM) runs two stages instead of
  * MOE_GEMM_STAGES when args.stages is 2, in moe_gemm_launch_smem bytes
- * (48 and 40 KiB): SM120's 100 KiB per SM then hold two of its blocks
- * instead of one, so one block's loads, barriers and epilogue overlap the
+ * (48 and 24 KiB): SM120's 100 KiB per SM then hold two of its blocks
+ * instead of one (three of the four-warp TM 32), so one block's loads, barriers and epilogue overlap the
  * other's MMAs.  The same sums, bit for bit; only the depth of the
  * pipeline differs.
  */
@@ -306,9 +335,16 @@ static inline int moe_gemm_wide_waste(int32_t n)
  * framework is then whole blocks of ours); 0 if none does.  (Under
  * BLOCK_SIZE_M 32 or 96 bf16 takes 32 rows, not 16: H200, Kimi K2 at TP8,
  * its gate/up at 1024 tokens 0.84 of the floor against 0.62, its down GEMM
- * at 512 tokens 0.78 against 0.11, as tiles on BLOCK_SIZE_M 128.)  Wanted, by rows per
+ * at 512 tokens 0.78 against 0.11, as tiles on BLOCK_SIZE_M 128, against
+ * the 16-row tile of eight warps splitting K.)  Wanted, by rows per
  * expert: 16 up to MOE_GEMM_M16_ROWS (where the decode kernels do not take
- * the launch: moe_gemm_decode_wanted), 64 up to 64 rows, 128 beyond; but
+ * the launch: moe_gemm_decode_wanted), and for FP8 on a long K up to
+ * MOE_GEMM_FP8_M16_ROWS (its four-warp 16-row tile: MOE_GEMM_WARPS; at
+ * 12.7 rows, GLM-4.7's gate/up at 256 tokens, which
+ * moe_gemm_rows_per_expert counts 12, 0.66 and 0.57 of the floor per
+ * tensor and per block against the 32-row tile's 0.64 and 0.61, at 21
+ * rows 0.58 and 0.47 against 0.70 and 0.66: H200 at SM120's blocks per
+ * SM, two runs), 64 up to 64 rows, 128 beyond; but
  * 64 at any count for a kernel with a shallow pipeline on a short K (bf16's
  * down GEMM: moe_gemm_rows_stages), and for bf16 and FP8 on an N that
  * wastes the wide tiles (moe_gemm_wide_waste); FP8 takes 32 up to 32 rows
@@ -331,7 +367,8 @@ static inline int moe_gemm_wide_waste(int32_t n)
  * against the 64-row tile's 0.85, 0.84 and 0.81, GLM-4.7's at 256 and
  * 512 (13 and 26 rows) 0.77 and 0.72 against 0.76 and 0.71, but at 51
  * rows (1024 tokens) 0.45 against 0.64; on two stages the 32-row tile had
- * run 0.77 at Kimi K2's 512 tokens.  Past 20 rows the margin is within
+ * run 0.77 at Kimi K2's 512 tokens.  (These on its eight-warp form; on its
+ * four warps it ran 0.02-0.05 faster again: MOE_GEMM_WARPS.)  Past 20 rows the margin is within
  * 0.02 either way (three runs on another H200: GLM-4.7's 512 tokens 0.72
  * against 0.73, its TP1 shapes, N 3072, 0.80-0.81 against 0.81-0.82), and
  * one H200 ran GLM-4.7's 26 rows 8% slower on the 32-row tile (0.65
@@ -364,6 +401,7 @@ static inline int moe_gemm_wide_waste(int32_t n)
  * engine both choose with it.
  */
 #define MOE_GEMM_M16_ROWS(quant) ((quant) == MOE_NVFP4 ? 24 : 4)
+#define MOE_GEMM_FP8_M16_ROWS 11
 static inline int moe_gemm_rows_tile(int quant, int32_t block_m, int32_t num_valid, int32_t em, int32_t n,
 				     int32_t k)
 {
@@ -372,7 +410,9 @@ static inline int moe_gemm_rows_tile(int quant, int32_t block_m, int32_t num_val
 			   (!MOE_GEMM_PACKED(quant) && moe_gemm_wide_waste(n));
 	const int paired = MOE_GEMM_PAIRED(quant, 64) && per <= 64 &&
 			   (moe_gemm_short_k(quant, k) || moe_gemm_wide_waste(n));
-	const int want = per <= MOE_GEMM_M16_ROWS(quant)			? 16
+	const int want = per <= MOE_GEMM_M16_ROWS(quant) ||
+					 (quant == MOE_FP8 && per <= MOE_GEMM_FP8_M16_ROWS && !moe_gemm_short_k(quant, k))
+				 ? 16
 			 : per <= 32 && (quant == MOE_FP8 || (quant == MOE_BF16 && !moe_gemm_short_k(quant, k))) ? 32
 			 : (quant != MOE_W4A16 && (per <= 64 || narrow)) || paired	? 64
 											: 128;

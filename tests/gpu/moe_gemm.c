@@ -357,6 +357,11 @@ static const struct tcase cases[] = {
 	   column tiles a block, and a K past the stages */
 	{ BF16, 32, 33, 8, 9, 456, 192, 64, 0, 0, RW | BIAS | PAD | OFF | GRID3 | SHALLOW },
 	{ BF16, 32, 61, 8, 9, 200, 1024, 32, 0, 0, SHORT | DROP | SHALLOW },
+	/* the four-warp 16-row tiles (bf16, FP8: MOE_GEMM_WARPS): whole blocks over several
+	   column tiles a block on a K past the three stages, a partial column tile, and FP8's
+	   block scales on the tile's scale threads */
+	{ BF16, 16, 300, 8, 16, 456, 1344, 32, 0, 0, RW | BIAS | PAD | OFF | GRID3 | SAMPLE },
+	{ FP8, 16, 300, 8, 16, 456, 1408, 16, BLOCK, 0, RW | PAD | DROP | GRID3 | SAMPLE },
 };
 #undef BF16
 #undef FP8

@@ -440,7 +440,7 @@ CASES = {
     # Kimi K2 at TP8: 384 experts, top_k 8, hidden 7168, gate/up N = 2 x 2048 / 8.
     "sglang-0.5.9-moe-kimi-tp8-gateup-fp8block-m512": (
         sglang_moe, ("0.5.9", "fp8_block", 512, 384, 8, 512, 7168),
-        {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_fp8_m32")}),
+        {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_fp8_m16")}),
     "sglang-0.5.9-moe-kimi-tp8-down-fp8block-m512": (
         sglang_moe, ("0.5.9", "fp8_block", 512, 384, 8, 7168, 256, True),
         {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_fp8_m32")}),
@@ -504,7 +504,7 @@ CASES = {
     # takes it and its values (FUSE_SWIGLU, MASK_OUTPUT, ...) are checked.
     "sglang-0.5.23-moe-kimi-tp8-gateup-fp8block-m512": (
         sglang_moe, ("0.5.23", "fp8_block", 512, 384, 8, 512, 7168),
-        {"fused_moe_kernel": ("sglang-moe-main", "moe_gemm_fp8_m32")}),
+        {"fused_moe_kernel": ("sglang-moe-main", "moe_gemm_fp8_m16")}),
     # vLLM's down launch at the bf16 tile 128x256x64, 8 warps, 4 stages
     # (147456 B on sm_120, 196608 B on sm_90), GLM-4.7 at TP8 (hidden 5120).
     "vllm-0.33.0-moe-glm-tp8-down-bf16-m2048": (

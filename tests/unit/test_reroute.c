@@ -605,7 +605,8 @@ static void test_fused_moe(void **state)
 	expect_plan(&f, "sglang-moe-2026-03", "sglang-moe-main", &plan);
 	assert_string_equal(plan.kernel, moe_gemm_kernel_name(MOE_BF16, 32));
 	assert_int_equal(plan.dynamic_smem, moe_gemm_smem(MOE_BF16, 32));
-	assert_int_equal(plan.dynamic_smem, 81920);
+	assert_int_equal(plan.dynamic_smem, 49152);
+	assert_int_equal(plan.block[0], 128);
 	/* ... its down GEMM (K 256) at 4096 tokens: the 64-row tile on its shallow pipeline */
 	kimi_moe(&f, "sglang-moe-2026-03");
 	drop(&f, "a_scale_ptr"), drop(&f, "b_scale_ptr");
@@ -698,7 +699,9 @@ static void test_moe_decisions(void **state)
 		{ MOE_BF16, 384, 128, 1, 512, 7168, 16 },      { MOE_BF16, 384, 128, 512, 512, 7168, 32 },
 		{ MOE_BF16, 160, 128, 512, 384, 5120, 32 },    { MOE_BF16, 160, 128, 1024, 384, 5120, 64 },
 		{ MOE_BF16, 384, 128, 512, 7168, 256, 64 },
-		{ MOE_FP8, 384, 128, 512, 512, 7168, 32 },     { MOE_BF16, 384, 128, 2048, 512, 7168, 64 },
+		{ MOE_FP8, 384, 128, 512, 512, 7168, 16 },     { MOE_BF16, 384, 128, 2048, 512, 7168, 64 },
+		{ MOE_FP8, 384, 128, 256, 512, 7168, 16 },     { MOE_FP8, 160, 128, 256, 384, 5120, 32 },
+		{ MOE_FP8, 384, 128, 512, 7168, 256, 32 },     { MOE_FP8, 384, 32, 512, 512, 7168, 16 },
 		{ MOE_BF16, 384, 128, 4096, 512, 7168, 128 },  { MOE_BF16, 384, 128, 4096, 7168, 256, 64 },
 		{ MOE_FP8, 384, 128, 4096, 7168, 256, 128 },   { MOE_NVFP4, 384, 128, 512, 512, 7168, 16 },
 		{ MOE_NVFP4, 384, 128, 2048, 512, 7168, 64 },  { MOE_BF16, 384, 32, 4096, 512, 7168, 32 },
@@ -766,18 +769,34 @@ static void test_moe_decisions(void **state)
 	assert_int_equal(moe_gemm_rows_stages(MOE_FP8, 64, 128, 4096, 4096 + 385 * 127, 256), 0);
 	assert_int_equal(moe_gemm_rows_stages(MOE_FP8, 64, 128, 32768, 32768 + 161 * 127, 5120), 0);
 	assert_int_equal(moe_gemm_launch_smem(MOE_BF16, 64, MOE_GEMM_SHALLOW_STAGES), 49152);
-	/* ... and at TM 32 (80 KiB on four stages, 40 on two) */
+	/* ... and at TM 32 (its four warps' 64 columns: 48 KiB on four stages, 24 on two) */
 	assert_int_equal(moe_gemm_rows_stages(MOE_BF16, 32, 128, 512, 512 + 385 * 127, 256), MOE_GEMM_SHALLOW_STAGES);
 	assert_int_equal(moe_gemm_rows_stages(MOE_BF16, 32, 128, 512, 512 + 385 * 127, 7168), 0);
-	assert_int_equal(moe_gemm_launch_smem(MOE_BF16, 32, MOE_GEMM_SHALLOW_STAGES), 40960);
-	assert_int_equal(moe_gemm_launch_smem(MOE_BF16, 32, 0), 81920);
+	assert_int_equal(moe_gemm_launch_smem(MOE_BF16, 32, MOE_GEMM_SHALLOW_STAGES), 24576);
+	assert_int_equal(moe_gemm_launch_smem(MOE_BF16, 32, 0), 49152);
 	assert_int_equal(moe_gemm_launch_smem(MOE_FP8, 32, MOE_GEMM_SHALLOW_STAGES), moe_gemm_smem(MOE_FP8, 32));
 	assert_int_equal(moe_gemm_launch_smem(MOE_BF16, 64, 0), moe_gemm_smem(MOE_BF16, 64));
 	assert_int_equal(moe_gemm_launch_smem(MOE_FP8, 64, MOE_GEMM_SHALLOW_STAGES), moe_gemm_smem(MOE_FP8, 64));
 	/* the FP8 tiles' group scales past their stages (each stage: KS slices of TM activation
 	   scales and a weight scale per 128 columns, rounded to 16 bytes), within SM120's 101376
 	   bytes; none for the other variants */
-	assert_int_equal(moe_gemm_smem(MOE_FP8, 16), 2 * (49152 + 544));
+	assert_int_equal(moe_gemm_smem(MOE_FP8, 16), 3 * (10240 + 80));
+	assert_int_equal(moe_gemm_smem(MOE_BF16, 16), 3 * 10240);
+	/* the four-warp tiles (MOE_GEMM_WARPS): bf16 and FP8 at TM 16, bf16 at TM 32, 64 columns;
+	   the others eight warps, and the decode kernels */
+	assert_int_equal(moe_gemm_threads(MOE_BF16, 16), 128);
+	assert_int_equal(moe_gemm_threads(MOE_FP8, 16), 128);
+	assert_int_equal(moe_gemm_threads(MOE_BF16, 32), 128);
+	assert_int_equal(moe_gemm_threads(MOE_FP8, 32), 256);
+	assert_int_equal(moe_gemm_threads(MOE_BF16, 64), 256);
+	assert_int_equal(moe_gemm_threads(MOE_W4A16, 16), 256);
+	assert_int_equal(moe_gemm_threads(MOE_NVFP4, 16), 256);
+	assert_int_equal(MOE_GEMM_TN(MOE_BF16, 16), 64);
+	assert_int_equal(MOE_GEMM_TN(MOE_W4A16, 16), 32);
+	assert_int_equal(MOE_GEMM_TN(MOE_BF16, 32), 64);
+	assert_int_equal(MOE_GEMM_TN(MOE_FP8, 32), 128);
+	assert_true(MOE_GEMM_MULTI(MOE_FP8, 16));
+	assert_false(MOE_GEMM_MULTI(MOE_W4A16, 16));
 	assert_int_equal(moe_gemm_smem(MOE_FP8, 64), 4 * (24576 + 272));
 	assert_int_equal(moe_gemm_smem(MOE_FP8, 128), 2 * (49152 + 528));
 	assert_int_equal(moe_gemm_smem(MOE_BF16, 64), 4 * 24576);
@@ -794,14 +813,15 @@ static void test_moe_decisions(void **state)
 	   tiles each; GLM FP8 at 512 tokens: 5 of 40, kept to 512 blocks over the 64 row blocks
 	   its rows fill; the 4-bit weights' down GEMM alike: Kimi INT4 4 of 28, NVFP4 at TM 64 4 of
 	   56), one again when that would leave too few blocks, and always one for the kernels
-	   that take a single tile (TM 16) */
+	   that take a single tile (the packed formats' TM 16) */
 	assert_int_equal(moe_gemm_rows_cols(MOE_BF16, 128, 512, 7168, 4096 * 8), 2);
 	assert_int_equal(moe_gemm_rows_cols(MOE_BF16, 128, 7168, 256, 4096 * 8), 7);
 	assert_int_equal(moe_gemm_rows_cols(MOE_FP8, 64, 5120, 192, 512 * 8), 8);
 	assert_int_equal(moe_gemm_rows_cols(MOE_BF16, 64, 456, 208, 33 * 8), 4);
 	assert_int_equal(moe_gemm_rows_cols(MOE_W4A16, 128, 7168, 256, 4096 * 8), 7);
 	assert_int_equal(moe_gemm_rows_cols(MOE_NVFP4, 64, 7168, 256, 4096 * 8), 14);
-	assert_int_equal(moe_gemm_rows_cols(MOE_BF16, 16, 7168, 256, 4096 * 8), 224);
+	assert_int_equal(moe_gemm_rows_cols(MOE_W4A16, 16, 7168, 256, 4096 * 8), 224);
+	assert_int_equal(moe_gemm_rows_cols(MOE_BF16, 16, 7168, 256, 4096 * 8), 28);   /* 4 of 112 tiles of 64 */
 	/* the decode kernels: Kimi K2 TP8's gate/up (K 7168) on 16-column tiles, its down
 	   (K 256) on 128; gate/up up to 4 rows an expert (Kimi's 128 tokens: 2.7) on any
 	   BLOCK_SIZE_M, not at 256 tokens (5.3) nor 512; down up to 24 rows an expert in FP8,
@@ -1393,7 +1413,7 @@ static void test_generic_moe(void **state)
 	/* ... the architecture not told: 163840 B is the formula's on sm_90 */
 	moe_cfg_launch(&f, "sglang-moe-2026-03", &issue, 0, 0);
 	expect_plan(&f, "sglang-moe-2026-03", NULL, &plan);
-	assert_string_equal(plan.kernel, moe_gemm_kernel_name(MOE_FP8, 32));   /* 6 rows an expert */
+	assert_string_equal(plan.kernel, moe_gemm_kernel_name(MOE_FP8, 16));   /* 6 rows an expert */
 	/* ... without the facts (no hook): only the exact tiles */
 	f.l.compiled = NULL;
 	fake_expect_refusal(&f, "rule sglang-moe-2026-03 reroutes fused_moe_kernel only at the "
@@ -1426,13 +1446,13 @@ static void test_generic_moe(void **state)
 	assert_int_equal(a.scale, MOE_SCALE_BLOCK);
 	expect_plan(&f, "sglang-moe-main", "sglang-moe-2026-03", &plan);
 	assert_string_equal(plan.kernel, moe_gemm_kernel_name(MOE_FP8, 16));
-	/* BLOCK_SIZE_M 256: moe_gemm's blocks tile it (32 rows here: 6 rows per expert) */
+	/* BLOCK_SIZE_M 256: moe_gemm's blocks tile it (16 rows here: 6 rows per expert) */
 	moe_cfg_launch(&f, "sglang-moe-2026-03", &m256, 0, 1);
 	assert_int_equal(f.l.dynamic_smem, 131072);
 	a = moe_plan_args(&f, "sglang-moe-2026-03", NULL);
 	assert_int_equal(a.block_m, 256);
 	expect_plan(&f, "sglang-moe-2026-03", NULL, &plan);
-	assert_int_equal(plan.grid[1], (2400 + 385 * 255 + 31) / 32);
+	assert_int_equal(plan.grid[1], (2400 + 385 * 255 + 15) / 16);
 	/* ... 4096 tokens: 128-row blocks, two to a framework block */
 	moe_cfg_launch(&f, "sglang-moe-2026-03", &m256, 0, 1);
 	set(&f, "num_valid_tokens", 4096 * 8), set(&f, "EM", 4096 * 8 + 385 * 255);
