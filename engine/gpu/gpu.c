@@ -97,6 +97,12 @@ static const struct {
 	int smem;
 } bundled_attn[NATTN] = { BUNDLED_ATTN(BA_ROW) };
 
+/* The bundle's decode kernels (moe_gemm.h), which linear() takes where the plan picks one. */
+#define DECODE_NAME(quant, tn, rows, name) #name,
+static const char *const decode_names[] = { MOE_DECODE_KERNELS(DECODE_NAME) MOE_DECODE_STAGED_KERNELS(DECODE_NAME) };
+#undef DECODE_NAME
+enum { NDECODE = sizeof(decode_names) / sizeof(decode_names[0]) };
+
 /* ---- weights on the device ------------------------------------------------- */
 
 /* One weight as moe_gemm reads it: @experts matrices of n x k. */
@@ -146,6 +152,7 @@ struct ref_gpu {
 	CUmodule moe_spec[2];                       /* the stand-in copy for gate/up [0] and down [1] */
 	CUfunction op[NOPS];
 	CUfunction gemm[MOE_GEMM_NKERNELS];         /* moe_gemm_<quant>_m<tm>, as moe_gemm_kernels */
+	CUfunction decode[NDECODE];                 /* the decode kernels, as decode_names */
 	CUfunction moe_fn[2], extend_fn;
 	CUfunction attn[NATTN];                     /* the bundle's attention kernels (BUNDLED_ATTN) */
 	int moe_img, moe_smem, sms, splits;         /* splits: the decode attention's at this step */
@@ -649,7 +656,21 @@ static int load_modules(struct ref_gpu *g, struct sm_err *err)
 					 moe_gemm_smem(moe_gemm_kernels[i].quant, moe_gemm_kernels[i].tm)),
 		   name, err);
 	}
+	for (i = 0; i < NDECODE; i++)
+		CU(g, cuModuleGetFunction(&g->decode[i], g->mod[IMG_BUNDLE], decode_names[i]), decode_names[i], err);
 	return 0;
+}
+
+/* decode_fn - the loaded decode kernel @name; NULL (the launch then fails, naming it) for
+ * another name. */
+static CUfunction decode_fn(const struct ref_gpu *g, const char *name)
+{
+	size_t i;
+
+	for (i = 0; name && i < NDECODE; i++)
+		if (!strcmp(decode_names[i], name))
+			return g->decode[i];
+	return NULL;
 }
 
 /* gemm_fn - the loaded moe_gemm_<@quant>_m<@tm>; NULL (the launch then fails, naming it) for a
@@ -845,7 +866,9 @@ static void weight_args(const struct dmat *d, struct moe_gemm_args *a)
 /*
  * linear - y[rows][n] (bf16, row stride @ldy) = x[rows][k] (bf16, contiguous)
  * times @d^T, as a one-expert grouped GEMM: sorted rows 0..rows-1 (iota),
- * padding past them, expert 0 for every block.
+ * padding past them, expert 0 for every block; on the kernel the plan
+ * picks (moe_gemm_choose): a decode kernel for a few rows (a decode step's
+ * one), else its row tile.
  */
 static int linear(struct ref_gpu *g, const struct dmat *d, CUdeviceptr x, int rows, CUdeviceptr y, int ldy,
 		  struct sm_err *err)
@@ -865,6 +888,13 @@ static int linear(struct ref_gpu *g, const struct dmat *d, CUdeviceptr x, int ro
 	a.a_stride_m = d->k, a.c_stride_m = ldy;
 	a.EM = em, a.num_valid = rows, a.top_k = 1, a.block_m = tm;
 	a.stages = c.stages;
+	if (c.tn) {
+		const char *name = moe_gemm_decode_kernel(d->quant, c.tn, c.rows, d->k);
+
+		return launch(g, decode_fn(g, name), name,
+			      (unsigned)moe_gemm_decode_cols(d->quant, d->n, d->k, c.tn, em, tm, rows),
+			      (unsigned)moe_gemm_decode_blocks(em, tm, rows), 1, MOE_GEMM_THREADS, 0, ARGS(&a), err);
+	}
 	return launch(g, gemm_fn(g, d->quant, tm), moe_gemm_kernel_name(d->quant, tm),
 		      (unsigned)moe_gemm_rows_cols(d->quant, tm, d->n, d->k, rows), (unsigned)(em / tm), 1,
 		      moe_gemm_threads(d->quant, tm), moe_gemm_launch_smem(d->quant, tm, a.stages), ARGS(&a), err);
