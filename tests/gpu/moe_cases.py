@@ -59,6 +59,14 @@ CONFIGS = {
 BLOCK_M_CONFIGS = {
     ("int4", 64): _cfg(64, 256, 128, 32, 8, 4),
     ("int4", 32): _cfg(32, 256, 256, 32, 8, 4),
+    # bf16 and FP8 at BLOCK_SIZE_M 16 and bf16 at 32: the plan's four-warp row
+    # tiles (moe_gemm.h MOE_GEMM_WARPS) where the decode kernels do not take the
+    # launch; five stages overflow SM120 at (5 - 1) * (BM*BK + BK*BN) * bytes:
+    # 139264 B (bf16 16 x 256 x 64, FP8 16 x 256 x 128), 147456 (bf16 32 rows)
+    ("bf16", 16): _cfg(16, 256, 64, 1, 4, 5),
+    ("bf16", 32): _cfg(32, 256, 64, 1, 4, 5),
+    ("fp8_block", 16): _cfg(16, 256, 128, 1, 4, 5),
+    ("fp8_tensor", 16): _cfg(16, 256, 128, 1, 4, 5),
 }
 
 

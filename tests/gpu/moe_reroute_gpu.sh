@@ -8,7 +8,8 @@
 # Hopper configurations that overflow SM120 (moe_cases.CONFIGS; for int4 also
 # the overflowing ones of BLOCK_SIZE_M 64 and 32, moe_cases.BLOCK_M_CONFIGS,
 # whose blocks leave the plan only the smaller row tiles or the decode
-# kernels), on Kimi K2 and GLM-4.7 shapes at TP8, SM120 emulated on a bigger
+# kernels, and for bf16 and FP8 those of BLOCK_SIZE_M 16 and 32, the
+# four-warp row tiles), on Kimi K2 and GLM-4.7 shapes at TP8, SM120 emulated on a bigger
 # GPU.  For each model and case (signature:quantisation[:BLOCK_SIZE_M]) every
 # batch size runs in one process,
 # plainly and under `sm120 run --mode reroute --target sm120 --set top_k=8
@@ -27,7 +28,8 @@
 #   MOE_MODELS        models                 (default "kimi glm")
 #   MOE_CASES         signature:quantisation[:BLOCK_SIZE_M] (default: SGLang
 #                     0.5.9 with every quantisation (int4: the gptq/awq
-#                     kernel, also at BLOCK_SIZE_M 64 and 32), SGLang 0.5.23
+#                     kernel, also at BLOCK_SIZE_M 64 and 32; bf16 at 16
+#                     and 32, block FP8 at 16), SGLang 0.5.23
 #                     and vLLM with FP8 per-tensor)
 #   MOE_GRAPH_CASES   cases also run in a CUDA graph (default "sglang:fp8_tensor";
 #                     empty: none)
@@ -36,7 +38,7 @@
 py=tests/gpu/test_moe_reroute.py
 export MOE_BATCHES="${MOE_BATCHES:-1 7 64 512 4096}"
 models=${MOE_MODELS:-kimi glm}
-cases=${MOE_CASES:-sglang:fp8_tensor sglang:fp8_channel sglang:fp8_block sglang:bf16 sglang:int4 sglang:int4:64 sglang:int4:32 sglang_main:fp8_tensor vllm:fp8_tensor}
+cases=${MOE_CASES:-sglang:fp8_tensor sglang:fp8_channel sglang:fp8_block sglang:bf16 sglang:int4 sglang:int4:64 sglang:int4:32 sglang:bf16:16 sglang:bf16:32 sglang:fp8_block:16 sglang_main:fp8_tensor vllm:fp8_tensor}
 graph_cases=${MOE_GRAPH_CASES-sglang:fp8_tensor}
 graph_batches=${MOE_GRAPH_BATCHES:-7 512}
 
