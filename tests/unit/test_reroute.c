@@ -717,6 +717,13 @@ static void test_moe_decisions(void **state)
 		{ MOE_FP8, 384, 16, 1024, 512, 7168, 16 },     { MOE_W4A16, 384, 32, 4096, 512, 7168, 16 },
 		{ MOE_NVFP4, 384, 96, 4096, 512, 7168, 16 },
 	};
+	static const struct {
+		int quant, tm, threads, tn, multi;
+	} warps[] = {
+		{ MOE_BF16, 16, 128, 64, 1 },  { MOE_FP8, 16, 128, 64, 1 },    { MOE_BF16, 32, 128, 64, 1 },
+		{ MOE_FP8, 32, 256, 128, 1 },  { MOE_BF16, 64, 256, 128, 1 },  { MOE_FP8, 128, 256, 256, 1 },
+		{ MOE_W4A16, 16, 256, 32, 0 }, { MOE_NVFP4, 16, 256, 32, 0 },
+	};
 	size_t i;
 	int32_t top_k = 0, mul = 0;
 	struct sm_err why = { "" };
@@ -782,21 +789,14 @@ static void test_moe_decisions(void **state)
 	   bytes; none for the other variants */
 	assert_int_equal(moe_gemm_smem(MOE_FP8, 16), 3 * (10240 + 80));
 	assert_int_equal(moe_gemm_smem(MOE_BF16, 16), 3 * 10240);
-	/* the four-warp tiles (MOE_GEMM_WARPS): bf16 and FP8 at TM 16, bf16 at TM 32, 64 columns;
-	   the others eight warps, and the decode kernels */
-	assert_int_equal(moe_gemm_threads(MOE_BF16, 16), 128);
-	assert_int_equal(moe_gemm_threads(MOE_FP8, 16), 128);
-	assert_int_equal(moe_gemm_threads(MOE_BF16, 32), 128);
-	assert_int_equal(moe_gemm_threads(MOE_FP8, 32), 256);
-	assert_int_equal(moe_gemm_threads(MOE_BF16, 64), 256);
-	assert_int_equal(moe_gemm_threads(MOE_W4A16, 16), 256);
-	assert_int_equal(moe_gemm_threads(MOE_NVFP4, 16), 256);
-	assert_int_equal(MOE_GEMM_TN(MOE_BF16, 16), 64);
-	assert_int_equal(MOE_GEMM_TN(MOE_W4A16, 16), 32);
-	assert_int_equal(MOE_GEMM_TN(MOE_BF16, 32), 64);
-	assert_int_equal(MOE_GEMM_TN(MOE_FP8, 32), 128);
-	assert_true(MOE_GEMM_MULTI(MOE_FP8, 16));
-	assert_false(MOE_GEMM_MULTI(MOE_W4A16, 16));
+	/* the four-warp tiles (MOE_GEMM_WARPS): bf16 and FP8 at TM 16, bf16 at TM 32, 64 columns,
+	   several column tiles a block; the others eight warps (the packed formats' TM 16 splitting
+	   K, one tile a block) */
+	for (i = 0; i < sizeof(warps) / sizeof(warps[0]); i++) {
+		assert_int_equal(moe_gemm_threads(warps[i].quant, warps[i].tm), warps[i].threads);
+		assert_int_equal(MOE_GEMM_TN(warps[i].quant, warps[i].tm), warps[i].tn);
+		assert_int_equal(MOE_GEMM_MULTI(warps[i].quant, warps[i].tm), warps[i].multi);
+	}
 	assert_int_equal(moe_gemm_smem(MOE_FP8, 64), 4 * (24576 + 272));
 	assert_int_equal(moe_gemm_smem(MOE_FP8, 128), 2 * (49152 + 528));
 	assert_int_equal(moe_gemm_smem(MOE_BF16, 64), 4 * 24576);
