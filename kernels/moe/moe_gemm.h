@@ -133,8 +133,9 @@ enum moe_scale { MOE_SCALE_NONE = 0, MOE_SCALE_TENSOR, MOE_SCALE_CHANNEL, MOE_SC
  * gate/up 0.82 and 0.80 at Kimi K2's 256 and 512 tokens (per block 0.77 and 0.74) against
  * the 32-row tile's 0.74 and 0.73 (0.74 and 0.73), and the down GEMM on the 16-row tile
  * 5 to 20 times as fast as on the k-split one (bf16 at Kimi K2's 512 tokens 0.62 against
- * 0.06).  Not FP8's 32-row tile: on four warps its four stages (49728 bytes, with the 2048
- * static and the 1024 SM120 reserves a block) leave one block per SM (0.40 against 0.73 at
+ * 0.06).  Not FP8's 32-row tile: on four warps its four stages (49728 bytes, with the 1024
+ * bytes of static shared memory, the routed ids padded to the dynamic region's 1024-byte
+ * alignment, and the 1024 SM120 reserves a block) leave one block per SM (0.40 against 0.73 at
  * Kimi K2's gate/up, 512 tokens) and its two (three blocks) no faster than the eight-warp
  * tile's two stages.  Nor the packed formats (not measured so).  The cost: under
  * BLOCK_SIZE_M 32, bf16's down GEMM runs the 32-row tile's shallow pipeline
