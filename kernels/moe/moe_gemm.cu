@@ -10,14 +10,15 @@
 #include "moe_gemm.cuh"
 #include "moe_gemm.h"
 
-/* Blocks per SM the registers must allow: bf16 and FP8 at TM 16 and 32 fit in 128 registers,
- * so that Hopper (228 KiB of shared memory per SM) runs two of them per SM (FP8's two-stage
- * TM 32 and bf16's shallow one: SM120 too), and so do the
- * MOE_GEMM_SHALLOW kernels, whose shallow pipeline SM120's 100 KiB hold twice, and the
- * MOE_GEMM_PAIRED ones; SM120 holds one block of the others. */
-#define MOE_GEMM_MIN_BLOCKS(quant, tm) \
-	(MOE_GEMM_WARPS(quant, tm) == 4 ? 4 : ((tm) <= 32 && !MOE_GEMM_PACKED(quant)) || MOE_GEMM_SHALLOW(quant, tm) || \
-			 MOE_GEMM_PAIRED(quant, tm) ? 2 : 1)
+/* Blocks per SM the registers must allow: the four-warp tiles (MOE_GEMM_WARPS) four, 128
+ * registers, as SM120 holds two or three of them; of the eight-warp ones, FP8 at TM 32 fits in
+ * 128 registers, so that Hopper (228 KiB of shared memory per SM) runs two of them per SM
+ * (SM120 too, on its two stages), and so do the MOE_GEMM_SHALLOW kernels, whose shallow
+ * pipeline SM120's 100 KiB hold twice, and the MOE_GEMM_PAIRED ones; SM120 holds one block of
+ * the others. */
+#define MOE_GEMM_MIN_BLOCKS(quant, tm)                                                               \
+	(MOE_GEMM_WARPS(quant, tm) == 4                                                    ? 4 : \
+	 ((tm) <= 32 && !MOE_GEMM_PACKED(quant)) || MOE_GEMM_SHALLOW(quant, tm) || MOE_GEMM_PAIRED(quant, tm) ? 2 : 1)
 
 /* the kernel's own pipeline, or the shallow one where it has one and args.stages asks */
 #define MOE_GEMM_DEFINE(quant, tm, name)                                                     \

@@ -292,7 +292,6 @@ static inline int moe_gemm_launch_smem(int quant, int tm, int32_t stages)
 /* moe_gemm_threads - the block size (x) of a launch of moe_gemm_<quant>_m<tm>. */
 static inline int moe_gemm_threads(int quant, int tm)
 {
-	(void)quant, (void)tm;
 	return MOE_GEMM_WARPS(quant, tm) * 32;
 }
 

@@ -17,7 +17,10 @@
  *                      plan's grid, plain and padded ("alt", "pad" after
  *                      "per"; then "same": whether it wrote the same bytes
  *                      as this build), and on its shallow pipeline where
- *                      it has one ("altsh").
+ *                      it has one ("altsh"); launched with this build's
+ *                      grid, block size and shared memory, so a build whose
+ *                      tiles have other warps or columns (MOE_GEMM_WARPS)
+ *                      is timed with its own binary instead.
  * Environment: MOE_DECODE_M (batches, default 1,2,4,8,16,64,256),
  * MOE_DECODE_BM (the framework's BLOCK_SIZE_M, default 128: the over-limit
  * Hopper configurations the shim reroutes; 16 is a small-batch tuned one),

@@ -47,7 +47,7 @@ Run as: python3 tests/gpu/test_moe_reroute.py MODE ...
       every batch size M (default: $MOE_BATCHES, else "1 7 64 512 4096") in
       this one process, on fixed-seed inputs, at the quantisation's
       configuration (moe_cases.CONFIGS) or, with --block-m, its variant of
-      that BLOCK_SIZE_M (moe_cases.BLOCK_M_CONFIGS: int4, bf16, FP8); saves inputs and
+      that BLOCK_SIZE_M (moe_cases.BLOCK_M_CONFIGS: int4, bf16, block FP8); saves inputs and
       outputs to OUTDIR/run_<sig>_<model>_<quant>_m<M>[_bm<BLOCK_SIZE_M>].pt
       (CPU tensors; weights by
       checksum only, `check` regenerates them).  For M > 512 the rows of 512
