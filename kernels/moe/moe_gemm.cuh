@@ -107,10 +107,12 @@ struct shape {
 		      "the free shared memory holds every warp's staged rows");
 };
 
-/* The block's routed ids: -1 for padding. */
+/* The block's routed ids (-1 for padding), and (args.row_parts) the parts of its framework
+ * block that hold a routed row, bit q for rows q * TM .. q * TM + TM - 1. */
 template <int TM>
 struct rows {
 	int tok[TM];
+	unsigned parts;
 };
 
 /*
@@ -419,51 +421,37 @@ __device__ __forceinline__ uint32_t dequant2(uint32_t w, uint32_t sel, __nv_bflo
 }
 
 /*
- * gemm - the output tiles of column block @bx and row block @by (blockIdx.x
- * and .y for moe_gemm_*) of moe_gemm.h's semantics (row mode when
- * sorted_ids is NULL, schedule mode when schedule is not): column tile bx,
- * and, for the MULTI kernels, bx + gridDim.x, bx + 2 gridDim.x, ... as one
- * sequence of k tiles (the pipeline runs on across a tile's end, so the
- * next tile's first loads are in flight under this one's epilogue; the
- * other kernels need gridDim.x = ceil(N / TN)).  Called by all
- * moe_gemm_threads(QUANT, TM) threads of the block with the same arguments; the k
- * tiles run through an NSTAGES-deep pipeline (moe_gemm.h's shallow one:
+ * tile - the output tiles of column block @bx (blockIdx.x) over the rows of @r
+ * (the routed ids of one row block, in shared memory), of expert @e (-1:
+ * another rank's, its valid rows written as zeros): column tile bx, and, for
+ * the MULTI kernels, bx + gridDim.x, bx + 2 gridDim.x, ... as one sequence
+ * of k tiles (the pipeline runs on across a tile's end, so the next tile's
+ * first loads are in flight under this one's epilogue; the other kernels
+ * need gridDim.x = ceil(N / TN)).  Called by all moe_gemm_threads(QUANT, TM)
+ * threads of the block with the same arguments, @r holding a valid row; the
+ * k tiles run through an NSTAGES-deep pipeline (moe_gemm.h's shallow one:
  * MOE_GEMM_SHALLOW_STAGES); @smem is MOE_GEMM_PIPE_BYTES(QUANT, TM,
- * NSTAGES) bytes of 1024-aligned dynamic shared memory and
- * @r the block's routed ids, also in shared memory (both the caller's,
- * overwritten).  Returns at once when the tile's rows are all padding.
+ * NSTAGES) bytes of 1024-aligned dynamic shared memory (the caller's,
+ * overwritten).  No copy is in flight when it returns.
  */
-template <int QUANT, int TM, int NSTAGES = MOE_GEMM_STAGES(QUANT, TM)>
-__device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, int bx, int by)
+template <int QUANT, int TM, int NSTAGES>
+__device__ void tile(const moe_gemm_args &a, unsigned char *smem, const rows<TM> &r, int64_t e, int bx)
 {
 	using S = shape<QUANT, TM, NSTAGES>;
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const int kg = warp / (S::WARPS_M * S::WARPS_N);             /* k slice of this warp */
 	const int wm = (warp % (S::WARPS_M * S::WARPS_N)) / S::WARPS_N;
 	const int wn = warp % S::WARPS_N;
-	/* the block's first row in the sorted list (row mode: the framework block by's), its
-	 * column tiles' count and spacing, and the first column of the tile being computed */
-	const int m0 = a.sorted_ids ? by * TM : by * a.block_m;
+	/* the column tiles' count and spacing, and the first column of the tile being computed */
 	const int tiles = (a.N + S::TN - 1) / S::TN, tstride = (int)gridDim.x * S::TN;
 	const int ntl = !S::MULTI ? 1 : bx < tiles ? (tiles - bx + (int)gridDim.x - 1) / (int)gridDim.x : 0;
 	int n0 = bx * S::TN;
 	const uint32_t base = smem_u32(smem);
-	int64_t e;
 
-	if (a.schedule) {
-		if (!schedule_rows<TM>(a, by, r, &e))
-			return;
-	} else {
-		if (m0 >= a.EM || m0 >= __ldg(a.num_tokens_post_padded))
-			return;
-		if (!load_rows<TM>(a, m0, r))
-			return;
-		e = __ldg(a.expert_ids + m0 / a.block_m);
-		if (e < 0) {
-			for (int t = 0; t < ntl; t++)
-				write_zeros<TM, S::TN, S::THREADS>(a, r, n0 + t * tstride);
-			return;
-		}
+	if (e < 0) {
+		for (int t = 0; t < ntl; t++)
+			write_zeros<TM, S::TN, S::THREADS>(a, r, n0 + t * tstride);
+		return;
 	}
 
 	/* this warp's m16 fragments up to the last that holds a valid row (warp-uniform);
@@ -832,6 +820,116 @@ __device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, i
 		run(constant<1>());
 	else
 		run(constant<0>());
+}
+
+/*
+ * block_rows - the routed ids of row block @by into @r and its expert into
+ * *@e: the sorted list's rows by * TM .. by * TM + TM - 1, row mode's
+ * framework block by (its first row), or the schedule's block by; false
+ * when it holds no valid row (nothing else read then).
+ */
+template <int TM>
+__device__ __forceinline__ bool block_rows(const moe_gemm_args &a, rows<TM> &r, int by, int64_t *e)
+{
+	const int m0 = a.sorted_ids ? by * TM : by * a.block_m;
+
+	if (a.schedule)
+		return schedule_rows<TM>(a, by, r, e);
+	if (m0 >= a.EM || m0 >= __ldg(a.num_tokens_post_padded) || !load_rows<TM>(a, m0, r))
+		return false;
+	*e = __ldg(a.expert_ids + m0 / a.block_m);
+	return true;
+}
+
+/*
+ * next_part - args.row_parts P > 0 (aligned layouts, the MOE_GEMM_PARTS
+ * kernels): the next of the parts (TM rows each) p = by % P, p + P, p + 2P,
+ * ... of framework block by / P below num_tokens_post_padded and EM that
+ * holds a routed row: its routed ids into @r (in shared memory), its
+ * expert into *@e, its index into @q (-1 at a block's first call); false
+ * when none is left.  Where the framework block's block_m ids fit two a
+ * thread and its parts the bits of a word (the launches moe_gemm_row_parts
+ * allows), the first call reads all of them once, finding the parts that
+ * hold a routed row (r.parts) and the first one's ids; a later part, or
+ * every part otherwise, is read as a row block is.  Every call after a
+ * block's first waits for all its threads first (the last part's epilogue
+ * reads @r and the stages).
+ */
+template <int QUANT, int TM>
+__device__ __forceinline__ bool next_part(const moe_gemm_args &a, rows<TM> &r, int by, int &q, int64_t *e)
+{
+	constexpr int THREADS = MOE_GEMM_WARPS(QUANT, TM) * 32;
+	const int P = a.row_parts, f0 = by / P * a.block_m, parts = a.block_m / TM;
+	const int lim = min(a.EM, __ldg(a.num_tokens_post_padded));
+	const bool held = a.block_m <= 2 * THREADS && parts <= 32;
+
+	if (f0 >= lim)
+		return false;
+	*e = __ldg(a.expert_ids + f0 / a.block_m);
+	if (q >= 0) {
+		__syncthreads();
+	} else if (held) {
+		int ids[2];   /* routed ids of rows threadIdx.x and threadIdx.x + THREADS */
+		unsigned bits = 0;
+
+#pragma unroll
+		for (int j = 0; j < 2; j++) {
+			const int i = (int)threadIdx.x + j * THREADS;
+			const int id = i < a.block_m && f0 + i / TM * TM < lim && f0 + i < a.EM ? __ldg(a.sorted_ids + f0 + i)
+												 : -1;
+
+			ids[j] = id >= 0 && id < a.num_valid ? id : -1;
+			bits |= ids[j] >= 0 ? 1u << (i / TM) : 0u;
+		}
+		if (threadIdx.x == 0)
+			r.parts = 0;
+		__syncthreads();
+		bits = __reduce_or_sync(0xffffffffu, bits);
+		if ((threadIdx.x & 31) == 0 && bits)
+			atomicOr(&r.parts, bits);
+		__syncthreads();
+		for (q = by % P; q < parts && !(r.parts >> q & 1u); q += P)
+			;
+		if (q >= parts)
+			return false;
+#pragma unroll
+		for (int j = 0; j < 2; j++) {
+			const int i = (int)threadIdx.x + j * THREADS;
+
+			if (i < a.block_m && i / TM == q)
+				r.tok[i % TM] = ids[j];
+		}
+		__syncthreads();
+		return true;
+	} else {
+		q = by % P - P;
+	}
+	for (q += P; q < parts && f0 + q * TM < lim; q += P)
+		if ((!held || (r.parts >> q & 1u)) && load_rows<TM>(a, f0 + q * TM, r))
+			return true;
+	return false;
+}
+
+/*
+ * gemm - block (@bx, @by) (blockIdx.x and .y) of a moe_gemm_* launch:
+ * moe_gemm.h's semantics for the rows of row block by (block_rows), or, on
+ * a MOE_GEMM_PARTS kernel launched with args.row_parts, of each part
+ * next_part gives it, on column block bx (tile).  Called by all moe_gemm_threads(QUANT, TM)
+ * threads with the same arguments; @smem as for tile, @r the block's routed
+ * ids in shared memory (both the caller's, overwritten).  Returns at once
+ * when the block has no valid row.
+ */
+template <int QUANT, int TM, int NSTAGES = MOE_GEMM_STAGES(QUANT, TM)>
+__device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, int bx, int by)
+{
+	int64_t e;
+
+	if (MOE_GEMM_PARTS(QUANT, TM) && a.row_parts > 0 && a.sorted_ids && !a.schedule) {
+		for (int q = -1; next_part<QUANT, TM>(a, r, by, q, &e);)
+			tile<QUANT, TM, NSTAGES>(a, smem, r, e, bx);
+	} else if (block_rows<TM>(a, r, by, &e)) {
+		tile<QUANT, TM, NSTAGES>(a, smem, r, e, bx);
+	}
 }
 
 } /* namespace moe_gemm */

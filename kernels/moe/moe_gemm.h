@@ -144,6 +144,16 @@ enum moe_scale { MOE_SCALE_NONE = 0, MOE_SCALE_TENSOR, MOE_SCALE_CHANNEL, MOE_SC
  */
 #define MOE_GEMM_WARPS(quant, tm) \
 	(((quant) == MOE_BF16 && ((tm) == 16 || (tm) == 32)) || ((quant) == MOE_FP8 && (tm) == 16) ? 4 : 8)
+/*
+ * MOE_GEMM_PARTS - the row tiles that take args.row_parts (moe_gemm_row_parts; it is 0 for
+ * every other kernel, which would leave rows unwritten): the four-warp ones.  A block's loop
+ * over parts holds the tile's setup across it: on sm_120 bf16 at TM 16 takes 114 registers
+ * (78 without the loop), bf16 at TM 32 120 (92), FP8 at TM 16 114 (89), within the 128 of
+ * their four blocks an SM; the eight-warp tiles spilled (FP8 at TM 32 and 128, NVFP4 at TM
+ * 128).  A launch without parts runs a copy of the tile outside that loop, whose k loop is
+ * the one it had before (bf16 at TM 16: 429 instructions against 433; in the loop 453).
+ */
+#define MOE_GEMM_PARTS(quant, tm) (MOE_GEMM_WARPS(quant, tm) == 4)
 #define MOE_GEMM_TN(quant, tm) \
 	(MOE_GEMM_WARPS(quant, tm) == 4 ? 64 : (tm) == 16 ? 32 : (tm) <= 64 ? 128 : 256)
 #define MOE_GEMM_KSPLIT(quant, tm) ((tm) == 16 && MOE_GEMM_WARPS(quant, tm) == 8 ? 8 : 1)
@@ -810,6 +820,53 @@ static inline int moe_gemm_decode_rows(int quant, int32_t block_m, int32_t num_v
 }
 
 /*
+ * moe_gemm_row_parts - args.row_parts for row tile @tm of @quant on
+ * framework blocks of @block_m rows (@num_valid, @em as for
+ * moe_gemm_rows_per_expert): P > 0 launches ceil(EM / block_m) x P row
+ * blocks (moe_gemm_rows_grid), each taking the parts p, p + P, ... of its
+ * framework block that hold a routed row, instead of a row block per TM
+ * rows, most of them padding where the framework's blocks are much longer
+ * than its experts' rows.  At BLOCK_SIZE_M 128 (SGLang's default FP8
+ * configuration from 512 tokens on a 384-expert model) and 10.7 rows an
+ * expert, seven of eight 16-row blocks exit at once, and their launches
+ * cost most where a column tile is few k tiles: on an H200 at SM120's
+ * blocks per SM (gpu_bench_moe_decode MOE_DECODE_ROWTILES=1, two runs),
+ * Kimi K2's bf16 down GEMM at 512 tokens on the four-warp 16-row tile ran
+ * at 0.63 of the floor on a row block per 16 rows, 0.72-0.73 on these
+ * parts, and 0.78-0.81 under BLOCK_SIZE_M 16, where no block is padding;
+ * GLM-4.7's at 256 tokens 0.54, 0.60 and 0.65-0.66; FP8 per tensor 0.44,
+ * 0.50 and 0.54; the gate/up within 0.02 either way.  P is the parts the
+ * estimated rows an expert fill, and one more, so that an expert of more
+ * rows than that spreads them over P blocks (one part a block, P 1, ran the
+ * down GEMM 0.02 faster, but Kimi K2's FP8 gate/up at 512 tokens at 0.75
+ * against 0.81 and GLM-4.7's bf16 one at 512 at 0.68 against 0.76-0.77);
+ * 0 (a row block per TM rows) on a tile without MOE_GEMM_PARTS, where P
+ * would be every part, where a part would need more than a bit of a word,
+ * or where block_m passes the two ids a thread holds (moe_gemm.cuh
+ * next_rows).  Pure.
+ */
+#define MOE_GEMM_PARTS_SLACK 1
+static inline int moe_gemm_row_parts(int quant, int tm, int32_t block_m, int32_t num_valid, int32_t em)
+{
+	const int parts = MOE_GEMM_PARTS(quant, tm) ? block_m / tm : 0;
+	const int64_t want = (moe_gemm_rows_per_expert(block_m, num_valid, em) + tm - 1) / (tm > 0 ? tm : 1) +
+			     MOE_GEMM_PARTS_SLACK;
+
+	if (parts < 2 || parts > 32 || block_m % tm || block_m > 2 * moe_gemm_threads(quant, tm) || want >= parts)
+		return 0;
+	return want < 1 ? 1 : (int)want;
+}
+
+/* moe_gemm_rows_grid - the grid's y for a row tile @tm on @em sorted rows in framework blocks
+ * of @block_m with args.row_parts @parts (row mode, @naive: a row block per framework block). */
+static inline int64_t moe_gemm_rows_grid(int tm, int32_t block_m, int32_t em, int parts, int naive)
+{
+	if (naive || parts > 0)
+		return ((int64_t)em + block_m - 1) / block_m * (naive ? 1 : parts);
+	return ((int64_t)em + tm - 1) / tm;
+}
+
+/*
  * moe_gemm_choose - the plan's whole choice for a launch of @quant with N
  * @n and K @k (@block_m, @num_valid, @em as for moe_gemm_rows_per_expert;
  * @naive: row mode), from the rules above: the row tile tm
@@ -818,12 +875,14 @@ static inline int moe_gemm_decode_rows(int quant, int32_t block_m, int32_t num_v
  * the launch (moe_gemm_decode_wanted; row mode always): its column tile tn
  * (moe_gemm_decode_tile; row mode moe_gemm_decode_tn's: one routed row a
  * block; 0: the row tile runs) and its rows a pass (moe_gemm_decode_rows;
- * row mode 8).  Pure, plain C: the shim's fused-MoE adapter, the reference
+ * row mode 8), and the row tile's args.row_parts (moe_gemm_row_parts; row
+ * mode 0).  Pure, plain C: the shim's fused-MoE adapter, the reference
  * engine and tests/gpu/bench_moe_decode.c all choose with it.
  */
 struct moe_gemm_choice {
 	int tm, stages;   /* the row tile and its args.stages */
 	int tn, rows;     /* the decode kernel: column tile (0: none) and rows a pass */
+	int parts;        /* the row tile's args.row_parts */
 };
 
 static inline struct moe_gemm_choice moe_gemm_choose(int quant, int32_t block_m, int32_t num_valid, int32_t em,
@@ -837,6 +896,7 @@ static inline struct moe_gemm_choice moe_gemm_choose(int quant, int32_t block_m,
 	       : moe_gemm_decode_wanted(quant, block_m, num_valid, em, k) ? moe_gemm_decode_tile(quant, k, num_valid)
 									    : 0;
 	c.rows = naive ? 8 : moe_gemm_decode_rows(quant, block_m, num_valid, em);
+	c.parts = naive || !c.tm ? 0 : moe_gemm_row_parts(quant, c.tm, block_m, num_valid, em);
 	return c;
 }
 
@@ -872,6 +932,10 @@ struct moe_gemm_args {
 	int32_t mul_routed_weight;
 	int32_t stages;                 /* row tiles: 0, or MOE_GEMM_SHALLOW_STAGES on a MOE_GEMM_SHALLOW
 					 * kernel (launched with moe_gemm_launch_smem bytes) */
+	int32_t row_parts;              /* MOE_GEMM_PARTS row tiles on sorted_ids: 0 (a row block per TM
+					 * rows), or P: row block by takes parts by % P, by % P + P, ... of
+					 * framework block by / P (moe_gemm_row_parts, moe_gemm_rows_grid);
+					 * 0 for every other kernel */
 };
 
 #endif

@@ -34,7 +34,10 @@
  * "green" line per case: the plan's kernel on a green context of S SMs,
  * as the weight bytes it streams per SM and second against an SM120 SM's
  * share of its DRAM, SM120_SM_GBS; and read_bw reading exactly those bytes
- * on the same SMs, the most that launch, ramp and tail leave of that rate).
+ * on the same SMs, the most that launch, ramp and tail leave of that rate),
+ * MOE_DECODE_PARTS=P (args.row_parts of every launch of a MOE_GEMM_PARTS
+ * row tile: 0 for a row block per TM rows; default the plan's,
+ * moe_gemm_row_parts; "parts" in the rows line).
  *
  * Each case: M tokens, top_k 8 distinct experts each, uniform (the routing
  * of tests/gpu/bench_moe.py), aligned as moe_align_block_size lays it out
@@ -285,6 +288,17 @@ static void fill_bytes(uint8_t *p, size_t n)
 	}
 }
 
+/* parts_of - args.row_parts for row tile @tm of @quant on framework blocks of @bm (@nv routed
+ * rows, @em sorted): MOE_DECODE_PARTS where set (a count; 0: a row block per TM rows), else the
+ * plan's (moe_gemm_row_parts); 0 where it would be every part. */
+static int parts_of(int quant, int tm, int bm, int nv, int em)
+{
+	const char *env = getenv("MOE_DECODE_PARTS");
+	const int p = env && *env ? atoi(env) : moe_gemm_row_parts(quant, tm, bm, nv, em);
+
+	return MOE_GEMM_PARTS(quant, tm) && p > 0 && p < bm / tm ? p : 0;
+}
+
 /*
  * variant - @f on the grid (@gx, @gy, @th threads a block) at @smem dynamic bytes, timed plain
  * and padded to SM120's blocks per SM, printed after @label as fractions of
@@ -328,11 +342,15 @@ static void row_tiles(CUmodule mod, CUmodule alt, int quant, int N, int K, int e
 		const int smem = moe_gemm_smem(quant, tm);
 		const unsigned th = (unsigned)moe_gemm_threads(quant, tm);
 		const unsigned tiles = (unsigned)((N + MOE_GEMM_TN(quant, tm) - 1) / MOE_GEMM_TN(quant, tm));
-		const unsigned gx = (unsigned)moe_gemm_rows_cols(quant, tm, N, K, nv), gy = (unsigned)((em + tm - 1) / tm);
+		const int parts = parts_of(quant, tm, bm, nv, em);
+		const unsigned gx = (unsigned)moe_gemm_rows_cols(quant, tm, N, K, nv);
+		const unsigned gy = (unsigned)moe_gemm_rows_grid(tm, bm, em, parts, 0);
 		CUfunction f = get(mod, moe_gemm_kernel_name(quant, tm), smem);
 		const int pad = sm120_pad(f, (int)th, smem);
 		double tiles_ms, cols_ms, pad_ms;
 		uint16_t *c0 = malloc(cbytes), *c1 = malloc(cbytes);
+
+		a->row_parts = parts;
 
 		tiles_ms = timed_ms(f, tiles, gy, th, (unsigned)smem, params, &a->b, wbuf, wbytes);
 		cols_ms = gx != tiles ? timed_ms(f, gx, gy, th, (unsigned)smem, params, &a->b, wbuf, wbytes) : tiles_ms;
@@ -343,8 +361,8 @@ static void row_tiles(CUmodule mod, CUmodule alt, int quant, int N, int K, int e
 			CHECK(cuStreamSynchronize(stream));
 			CHECK(cuMemcpyDtoH(t ? c1 : c0, dc, cbytes));
 		}
-		printf("  m%d tiles %.2f cols %.2f (gx %u of %u) pad %.2f same %d", tm, floor_ms / tiles_ms,
-		       floor_ms / cols_ms, gx, tiles, floor_ms / pad_ms, !memcmp(c0, c1, cbytes));
+		printf("  m%d tiles %.2f cols %.2f (gx %u of %u, parts %d) pad %.2f same %d", tm, floor_ms / tiles_ms,
+		       floor_ms / cols_ms, gx, tiles, parts, floor_ms / pad_ms, !memcmp(c0, c1, cbytes));
 		if (MOE_GEMM_MULTI(quant, tm)) {
 			/* the column tiles per block a MULTI kernel could take: 2, 4, 8, 16 */
 			printf(" per");
@@ -370,6 +388,7 @@ static void row_tiles(CUmodule mod, CUmodule alt, int quant, int N, int K, int e
 				a->stages = 0;
 			}
 		}
+		a->row_parts = 0;
 		free(c0);
 		free(c1);
 	}
@@ -663,11 +682,12 @@ int main(int argc, char **argv)
 					choice = moe_gemm_choose(qt->quant, bm, nv, em, N, K, 0);
 					told = choice.tm;
 					a.stages = choice.stages;
+					a.row_parts = parts_of(qt->quant, told, bm, nv, em);
 					{
 						const int smem = moe_gemm_launch_smem(qt->quant, told, a.stages);
 						CUfunction f = get(mod, moe_gemm_kernel_name(qt->quant, told), smem);
 						const unsigned gx = (unsigned)moe_gemm_rows_cols(qt->quant, told, N, K, nv);
-						const unsigned gy = (unsigned)((em + told - 1) / told);
+						const unsigned gy = (unsigned)moe_gemm_rows_grid(told, bm, em, a.row_parts, 0);
 
 						const unsigned th = (unsigned)moe_gemm_threads(qt->quant, told);
 
@@ -680,6 +700,7 @@ int main(int argc, char **argv)
 							g_ms = green_ms(f, gx, gy, th, (unsigned)pad, params, &a.b, wbuf, wbytes);
 					}
 					a.stages = 0;
+					a.row_parts = 0;
 					/* new: the decode kernel the plan picks (0: it keeps the row tile) */
 					tn = choice.tn;
 					rp = choice.rows;

@@ -112,6 +112,14 @@
  * inside one, and 512, several passes and windows, other ranks, grid (2,
  * 3), row mode.
  *
+ * Flags P1 and P2 launch the row tiles with args.row_parts 1 and 2 (grid
+ * y moe_gemm_rows_grid: a row block per framework block, or two, each
+ * taking the parts of TM rows that hold a routed row in turn), and HOLES
+ * puts each expert's rows at the end of its padded list instead of the
+ * start, so that a framework block's first parts are all padding: the
+ * parts found from one read of the block's ids, and, at block_m 512 on a
+ * four-warp tile, each part read on its own.
+ *
  * Schedule mode (SGLang's inkling grouped GEMM): its own cases after these,
  * see the section "schedule mode" below.
  *
@@ -162,6 +170,9 @@ static const struct kernel kernels[] = { MOE_GEMM_KERNELS(KERNEL_ROW) MOE_DECODE
 			   * pipeline; a kernel without one ignores it) */
 #define R16 (1u << 10)    /* decode kernels: the one of 16 rows a pass (moe_gemm_<quant>_d<TN>_r16) */
 #define STG (1u << 11)    /* decode kernels: the staged one (MOE_DECODE_STAGED_KERNELS, ..._r16_s) */
+#define P1 (1u << 12)     /* row tiles: args.row_parts 1 (a row block per framework block, its parts in turn) */
+#define P2 (1u << 13)     /* row tiles: args.row_parts 2 */
+#define HOLES (1u << 14)  /* each expert's rows at the end of its padded rows (its first parts padding) */
 
 struct tcase {
 	int quant, tm; /* the kernel */
@@ -362,6 +373,22 @@ static const struct tcase cases[] = {
 	   block scales on the tile's scale threads */
 	{ BF16, 16, 300, 8, 16, 456, 1344, 32, 0, 0, RW | BIAS | PAD | OFF | GRID3 | SAMPLE },
 	{ FP8, 16, 300, 8, 16, 456, 1408, 16, BLOCK, 0, RW | PAD | DROP | GRID3 | SAMPLE },
+	/* args.row_parts on the MOE_GEMM_PARTS tiles (moe_gemm_row_parts): a row block per
+	   framework block (P1) or two (P2), each taking its parts in turn; experts of more rows
+	   than a tile (several live parts a block) and of fewer (parts skipped), rows at the end
+	   of their padded list (HOLES: a framework block's first parts all padding), the shallow
+	   pipeline and several column tiles a block, and framework blocks longer than two ids a
+	   thread (block_m 512 on 128 threads: each part read on its own) */
+	{ FP8, 16, 33, 8, 9, 200, 1024, 128, TENSOR, 0, P1 | RW | PAD | OFF },
+	{ FP8, 16, 33, 8, 9, 200, 256, 128, BLOCK, 0, P2 | HOLES | BIAS | SHORT | DROP | GRID3 },
+	{ FP8, 16, 33, 4, 8, 200, 320, 64, CHANNEL, 0, P1 | HOLES | RW | OFF | SHORT },
+	{ FP8, 16, 61, 8, 9, 328, 448, 512, BLOCK, 0, P2 | HOLES | RW | PAD | OFF | GRID3 },
+	{ BF16, 16, 61, 8, 9, 456, 256, 64, 0, 0, P1 | HOLES | RW | BIAS | PAD | OFF },
+	{ BF16, 16, 7, 2, 6, 200, 1024, 128, 0, 0, P1 | RW },
+	{ BF16, 32, 33, 8, 9, 200, 1024, 128, 0, 0, P1 | HOLES | RW | SHORT | GRID3 },
+	{ BF16, 32, 61, 8, 9, 456, 192, 128, 0, 0, P2 | RW | PAD | DROP | SHALLOW },
+	{ BF16, 32, 300, 8, 16, 384, 208, 256, 0, 0, P2 | HOLES | RW | BIAS | PAD | SAMPLE | SHALLOW },
+	{ BF16, 32, 7, 3, 6, 456, 64, 512, 0, 0, P1 | HOLES | DROP },
 };
 #undef BF16
 #undef FP8
@@ -400,6 +427,9 @@ static void describe(int idx, char *buf, size_t len)
 		{ SAMPLE, ", sampled rows" },
 		{ NAIVE, ", row mode (naive block assignment)" },
 		{ GRID3, "" },
+		{ P1, ", row_parts 1" },
+		{ P2, ", row_parts 2" },
+		{ HOLES, ", rows at the end of each expert's list" },
 	};
 	const struct tcase *tc = &cases[idx];
 	const struct kernel *kd = find_kernel(tc);
@@ -589,7 +619,7 @@ static void free_host(struct host *hs)
 /*
  * route - moe_align_block_size on the host: top_k distinct experts per
  * token (DROP: some slots unlisted), each expert's routed rows in increasing
- * order padded to block_m with num_valid; OFF marks experts 1, 4, 7, ... as
+ * order padded to block_m with num_valid (HOLES: the padding first); OFF marks experts 1, 4, 7, ... as
  * on another rank, SHORT stops num_tokens_post_padded early.  Row mode:
  * the flat top-k list as expert_ids (DROP's slots -1), no sorted list.
  */
@@ -632,6 +662,13 @@ static void route(struct host *hs)
 		for (int id = 0; id < nv; id++)
 			if (topk[id] == e)
 				hs->sorted[pos++] = id;
+		if (tc->flags & HOLES) {
+			const int count = pos - start, end = (pos + bm - 1) / bm * bm;
+
+			memmove(hs->sorted + end - count, hs->sorted + start, (size_t)count * sizeof(int32_t));
+			for (int i = start; i < end - count; i++)
+				hs->sorted[i] = nv;
+		}
 		pos = (pos + bm - 1) / bm * bm;
 		for (int b = start / bm; b < pos / bm; b++)
 			hs->expert[b] = (tc->flags & OFF) && e % 3 == 1 ? -1 : e;
@@ -881,8 +918,10 @@ static void launch(CUmodule mod, const struct kernel *kd, struct host *hs)
 	} else {
 		const int rows = (hs->tc->flags & NAIVE) ? a.block_m : kd->tm; /* row mode: a row block per framework block */
 
+		a.row_parts = (hs->tc->flags & P1) ? 1 : (hs->tc->flags & P2) ? 2 : 0;
 		gx = (unsigned)moe_gemm_rows_cols(kd->quant, kd->tm, a.N, a.K, a.num_valid);
-		gy = (unsigned)((a.EM + rows - 1) / rows);
+		gy = a.row_parts ? (unsigned)moe_gemm_rows_grid(kd->tm, a.block_m, a.EM, a.row_parts, 0)
+				 : (unsigned)((a.EM + rows - 1) / rows);
 		if (hs->tc->flags & GRID3)
 			gx = 2;
 	}

@@ -44,7 +44,9 @@ if [ -n "$san" ]; then
 		racecheck:moe_gemm:72 synccheck:moe_gemm:66 synccheck:moe_gemm:70 synccheck:moe_gemm:88 synccheck:moe_gemm:91 \
 		memcheck:moe_gemm:126 memcheck:moe_gemm:131 racecheck:moe_gemm:126 racecheck:moe_gemm:130 memcheck:moe_gemm:134 \
 		racecheck:moe_gemm:134 memcheck:moe_gemm:128 racecheck:moe_gemm:128 memcheck:moe_gemm:136 memcheck:moe_gemm:137 \
-		racecheck:moe_gemm:136 racecheck:moe_gemm:137 memcheck:lightning_kv racecheck:lightning_kv \
+		racecheck:moe_gemm:136 racecheck:moe_gemm:137 memcheck:moe_gemm:138 memcheck:moe_gemm:141 \
+		memcheck:moe_gemm:146 racecheck:moe_gemm:139 racecheck:moe_gemm:141 racecheck:moe_gemm:144 \
+		synccheck:moe_gemm:138 synccheck:moe_gemm:147 memcheck:lightning_kv racecheck:lightning_kv \
 		memcheck:moe_gemm:s2 memcheck:moe_gemm:s5 memcheck:moe_gemm:s7 racecheck:moe_gemm:s5 \
 		racecheck:moe_gemm:s7 memcheck:moe_gemm:73 memcheck:moe_gemm:76 racecheck:moe_gemm:76 \
 		memcheck:moe_gemm:83 memcheck:moe_gemm:103 racecheck:moe_gemm:103 memcheck:moe_gemm:104 \

@@ -863,6 +863,34 @@ static void test_moe_decisions(void **state)
 		assert_int_equal(c.tn, moe_gemm_decode_tn(MOE_FP8, 7168));
 		assert_int_equal(c.rows, 8);
 	}
+	/* args.row_parts: the parts the rows an expert fill and one more, on the four-warp tiles
+	   only (Kimi K2's FP8 and bf16 gate/up at 512 tokens, 10 rows an expert, on BLOCK_SIZE_M
+	   128: 2 of 8 and 2 of 4 parts; GLM-4.7's bf16 at 1024, 51 rows: 64-row tile, none); none
+	   where that is every part, past two ids a thread, or on an eight-warp tile */
+	{
+		const int em = 4096 + 385 * 127;
+
+		assert_int_equal(moe_gemm_choose(MOE_FP8, 128, 4096, em, 4096, 7168, 0).tm, 16);
+		assert_int_equal(moe_gemm_choose(MOE_FP8, 128, 4096, em, 4096, 7168, 0).parts, 2);
+		assert_int_equal(moe_gemm_choose(MOE_BF16, 128, 4096, em, 4096, 7168, 0).tm, 32);
+		assert_int_equal(moe_gemm_choose(MOE_BF16, 128, 4096, em, 4096, 7168, 0).parts, 2);
+		assert_int_equal(moe_gemm_choose(MOE_BF16, 128, 8192, 8192 + 161 * 127, 384, 5120, 0).parts, 0);
+		assert_int_equal(moe_gemm_choose(MOE_FP8, 16, 96, 96 * 16, 512, 7168, 1).parts, 0);
+		assert_int_equal(moe_gemm_row_parts(MOE_BF16, 16, 128, 512, 512 + 385 * 127), 2);
+		assert_int_equal(moe_gemm_row_parts(MOE_BF16, 16, 128, 8192, 8192 + 385 * 127), 3);
+		assert_int_equal(moe_gemm_row_parts(MOE_BF16, 16, 128, 32768, 32768 + 385 * 127), 7);
+		assert_int_equal(moe_gemm_row_parts(MOE_BF16, 16, 128, 65536, 65536 + 385 * 127), 0);
+		assert_int_equal(moe_gemm_row_parts(MOE_BF16, 32, 64, 4096, 4096 + 385 * 63), 0);
+		assert_int_equal(moe_gemm_row_parts(MOE_BF16, 16, 16, 4096, 4096 + 385 * 15), 0);
+		assert_int_equal(moe_gemm_row_parts(MOE_BF16, 16, 256, 4096, 4096 + 385 * 255), 2);
+		assert_int_equal(moe_gemm_row_parts(MOE_BF16, 16, 512, 4096, 4096 + 385 * 511), 0);
+		assert_int_equal(moe_gemm_row_parts(MOE_FP8, 32, 128, 4096, em), 0);
+		assert_int_equal(moe_gemm_row_parts(MOE_W4A16, 16, 128, 4096, em), 0);
+		assert_int_equal(moe_gemm_row_parts(MOE_BF16, 64, 128, 4096, em), 0);
+		assert_int_equal(moe_gemm_rows_grid(16, 128, em, 2, 0), (em + 127) / 128 * 2);
+		assert_int_equal(moe_gemm_rows_grid(16, 128, em, 0, 0), (em + 15) / 16);
+		assert_int_equal(moe_gemm_rows_grid(16, 64, 96 * 64, 0, 1), 96);
+	}
 	assert_int_equal(moe_gemm_rows_tile(MOE_W4A16, 128, 1024 * 8, 1024 * 8 + 161 * 127, 384, 5120), 64);
 	assert_int_equal(moe_gemm_rows_tile(MOE_W4A16, 128, 2048 * 8, 2048 * 8 + 385 * 127, 7168, 256), 64);
 	assert_int_equal(moe_gemm_rows_tile(MOE_W4A16, 128, 2048 * 8, 2048 * 8 + 385 * 127, 512, 7168), 128);
@@ -1446,13 +1474,16 @@ static void test_generic_moe(void **state)
 	assert_int_equal(a.scale, MOE_SCALE_BLOCK);
 	expect_plan(&f, "sglang-moe-main", "sglang-moe-2026-03", &plan);
 	assert_string_equal(plan.kernel, moe_gemm_kernel_name(MOE_FP8, 16));
-	/* BLOCK_SIZE_M 256: moe_gemm's blocks tile it (16 rows here: 6 rows per expert) */
+	/* BLOCK_SIZE_M 256: moe_gemm's blocks tile it (16 rows here: 6 rows per expert), two row
+	   blocks a framework block taking its 16 parts in turn (args.row_parts) */
 	moe_cfg_launch(&f, "sglang-moe-2026-03", &m256, 0, 1);
 	assert_int_equal(f.l.dynamic_smem, 131072);
 	a = moe_plan_args(&f, "sglang-moe-2026-03", NULL);
 	assert_int_equal(a.block_m, 256);
+	assert_int_equal(a.row_parts, 2);
 	expect_plan(&f, "sglang-moe-2026-03", NULL, &plan);
-	assert_int_equal(plan.grid[1], (2400 + 385 * 255 + 15) / 16);
+	assert_string_equal(plan.kernel, moe_gemm_kernel_name(MOE_FP8, 16));
+	assert_int_equal(plan.grid[1], (2400 + 385 * 255 + 255) / 256 * 2);
 	/* ... 4096 tokens: 128-row blocks, two to a framework block */
 	moe_cfg_launch(&f, "sglang-moe-2026-03", &m256, 0, 1);
 	set(&f, "num_valid_tokens", 4096 * 8), set(&f, "EM", 4096 * 8 + 385 * 255);
