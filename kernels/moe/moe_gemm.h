@@ -348,13 +348,19 @@ static inline int moe_gemm_wide_waste(int32_t n)
  * at 512 tokens 0.78 against 0.11, as tiles on BLOCK_SIZE_M 128, against
  * the 16-row tile of eight warps splitting K.)  Wanted, by rows per
  * expert: 16 up to MOE_GEMM_M16_ROWS (where the decode kernels do not take
- * the launch: moe_gemm_decode_wanted), and for FP8 on a long K up to
- * MOE_GEMM_FP8_M16_ROWS (its four-warp 16-row tile: MOE_GEMM_WARPS; at
- * 12.7 rows, GLM-4.7's gate/up at 256 tokens, which
- * moe_gemm_rows_per_expert counts 12, 0.66 and 0.57 of the floor per
- * tensor and per block against the 32-row tile's 0.64 and 0.61, at 21
- * rows 0.58 and 0.47 against 0.70 and 0.66: H200 at SM120's blocks per
- * SM, two runs), 64 up to 64 rows, 128 beyond; but
+ * the launch: moe_gemm_decode_wanted), and up to MOE_GEMM_M16_PARTS_ROWS
+ * on the four-warp 16-row tiles (MOE_GEMM_WARPS), whose launches skip a
+ * framework block's padding parts (MOE_GEMM_PARTS, moe_gemm_row_parts),
+ * for FP8 and for bf16 on a short K.  Measured on an H200 at SM120's
+ * blocks per SM (gpu_bench_moe_decode MOE_DECODE_ROWTILES=1, BLOCK_SIZE_M
+ * 128, args.row_parts as the plan sets it, two runs): the down GEMM at
+ * Kimi K2's 512 tokens (10.7 rows an expert, counted 10) bf16 0.73 of the
+ * floor against the shallow 64-row tile's 0.63, FP8 per tensor 0.50
+ * against the 32-row tile's 0.45; at GLM-4.7's 256 (12.8 rows) bf16 0.60
+ * against 0.50, FP8 0.31 against 0.29; GLM-4.7's FP8 gate/up at 256
+ * tokens 0.69-0.70 against 0.63-0.64; but at 21 rows (Kimi K2 at 1024
+ * tokens) FP8's gate/up 0.59 against the 32-row tile's 0.69-0.70 and
+ * bf16's down GEMM 0.48 against 0.58.  Then 64 up to 64 rows, 128 beyond; but
  * 64 at any count for a kernel with a shallow pipeline on a short K (bf16's
  * down GEMM: moe_gemm_rows_stages), and for bf16 and FP8 on an N that
  * wastes the wide tiles (moe_gemm_wide_waste); FP8 takes 32 up to 32 rows
@@ -411,7 +417,7 @@ static inline int moe_gemm_wide_waste(int32_t n)
  * engine both choose with it.
  */
 #define MOE_GEMM_M16_ROWS(quant) ((quant) == MOE_NVFP4 ? 24 : 4)
-#define MOE_GEMM_FP8_M16_ROWS 11
+#define MOE_GEMM_M16_PARTS_ROWS 16
 static inline int moe_gemm_rows_tile(int quant, int32_t block_m, int32_t num_valid, int32_t em, int32_t n,
 				     int32_t k)
 {
@@ -421,7 +427,8 @@ static inline int moe_gemm_rows_tile(int quant, int32_t block_m, int32_t num_val
 	const int paired = MOE_GEMM_PAIRED(quant, 64) && per <= 64 &&
 			   (moe_gemm_short_k(quant, k) || moe_gemm_wide_waste(n));
 	const int want = per <= MOE_GEMM_M16_ROWS(quant) ||
-					 (quant == MOE_FP8 && per <= MOE_GEMM_FP8_M16_ROWS && !moe_gemm_short_k(quant, k))
+					 (MOE_GEMM_PARTS(quant, 16) && per <= MOE_GEMM_M16_PARTS_ROWS &&
+					  (quant == MOE_FP8 || moe_gemm_short_k(quant, k)))
 				 ? 16
 			 : per <= 32 && (quant == MOE_FP8 || (quant == MOE_BF16 && !moe_gemm_short_k(quant, k))) ? 32
 			 : (quant != MOE_W4A16 && (per <= 64 || narrow)) || paired	? 64

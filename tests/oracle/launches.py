@@ -443,7 +443,7 @@ CASES = {
         {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_fp8_m16")}),
     "sglang-0.5.9-moe-kimi-tp8-down-fp8block-m512": (
         sglang_moe, ("0.5.9", "fp8_block", 512, 384, 8, 7168, 256, True),
-        {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_fp8_m32")}),
+        {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_fp8_m16")}),
     # GLM-4.7 at TP8: 160 routed experts, top_k 8, hidden 5120, gate/up N = 2 x
     # 1536 / 8; SGLang fuses the shared expert in (161 experts, top_k 9, as
     # sm120 run --model then sets).

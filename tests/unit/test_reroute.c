@@ -679,13 +679,15 @@ static void test_moe_decisions(void **state)
 	/* Kimi K2 TP8 (384 experts, top_k 8): gate/up (K 7168) at one token, 8 rows over 384
 	   experts -> 16 rows (the decode kernels take it, below); 512 tokens (10.7 rows an
 	   expert) -> 32 for bf16 on the gate/up's long K (as GLM-4.7's at 512, 26), 64 at 2048
-	   (42.7) and GLM-4.7's 1024 (51); 4096 (85) -> 128; its bf16 down GEMM (K 256) -> 64 at
-	   any count past 4 (the shallow pipeline), its FP8 one -> 128 at 4096 tokens; NVFP4 keeps
-	   16 up to 24 rows; BLOCK_SIZE_M 32 or 96 is covered by 32-row blocks (bf16, FP8), or
-	   16-row ones for the 4-bit weights, which have no 32-row kernel.
-	   FP8 takes 32 rows up to 32 an expert (Kimi at 512 and 1024 tokens, GLM-4.7's gate/up at
-	   512, 26, despite its N 384, and under BLOCK_SIZE_M 32 and 96), 64 from 33 (GLM-4.7's
-	   gate/up at 1024, 51), 16 under BLOCK_SIZE_M 16.
+	   (42.7) and GLM-4.7's 1024 (51); 4096 (85) -> 128; its bf16 down GEMM (K 256) -> 16 up
+	   to 16 rows (the four-warp tile: Kimi's 512 tokens, GLM-4.7's 256, 12.8), 64 past (the
+	   shallow pipeline: Kimi's 1024, 21), its FP8 one -> 128 at 4096 tokens; NVFP4 keeps 16 up
+	   to 24 rows; BLOCK_SIZE_M 32 or 96 is covered by 32-row blocks (bf16, FP8), or 16-row ones
+	   for the 4-bit weights, which have no 32-row kernel.
+	   FP8 takes 16 rows up to 16 an expert on either K (Kimi's gate/up and down at 512 tokens,
+	   GLM-4.7's gate/up at 256), 32 up to 32 (Kimi at 1024 tokens, GLM-4.7's gate/up at 512,
+	   26, despite its N 384, and under BLOCK_SIZE_M 32 and 96), 64 from 33 (GLM-4.7's gate/up
+	   at 1024, 51), 16 under BLOCK_SIZE_M 16.
 	   GLM-4.7 TP8 (160 experts): its gate/up's N 384 wastes the 256-column tiles, so 64 rows
 	   at 4096 tokens (205 an expert) for bf16 and FP8, 128 for the packed 4-bit weights; W4A16
 	   64 up to 64 rows an expert on the down GEMM's short K (Kimi's at 2048 tokens, 43), 128
@@ -698,10 +700,11 @@ static void test_moe_decisions(void **state)
 	} tiles[] = {
 		{ MOE_BF16, 384, 128, 1, 512, 7168, 16 },      { MOE_BF16, 384, 128, 512, 512, 7168, 32 },
 		{ MOE_BF16, 160, 128, 512, 384, 5120, 32 },    { MOE_BF16, 160, 128, 1024, 384, 5120, 64 },
-		{ MOE_BF16, 384, 128, 512, 7168, 256, 64 },
+		{ MOE_BF16, 384, 128, 512, 7168, 256, 16 },    { MOE_BF16, 160, 128, 256, 5120, 192, 16 },
+		{ MOE_BF16, 384, 128, 1024, 7168, 256, 64 },
 		{ MOE_FP8, 384, 128, 512, 512, 7168, 16 },     { MOE_BF16, 384, 128, 2048, 512, 7168, 64 },
-		{ MOE_FP8, 384, 128, 256, 512, 7168, 16 },     { MOE_FP8, 160, 128, 256, 384, 5120, 32 },
-		{ MOE_FP8, 384, 128, 512, 7168, 256, 32 },     { MOE_FP8, 384, 32, 512, 512, 7168, 16 },
+		{ MOE_FP8, 384, 128, 256, 512, 7168, 16 },     { MOE_FP8, 160, 128, 256, 384, 5120, 16 },
+		{ MOE_FP8, 384, 128, 512, 7168, 256, 16 },     { MOE_FP8, 384, 32, 512, 512, 7168, 16 },
 		{ MOE_BF16, 384, 128, 4096, 512, 7168, 128 },  { MOE_BF16, 384, 128, 4096, 7168, 256, 64 },
 		{ MOE_FP8, 384, 128, 4096, 7168, 256, 128 },   { MOE_NVFP4, 384, 128, 512, 512, 7168, 16 },
 		{ MOE_NVFP4, 384, 128, 2048, 512, 7168, 64 },  { MOE_BF16, 384, 32, 4096, 512, 7168, 32 },
