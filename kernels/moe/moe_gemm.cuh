@@ -79,6 +79,19 @@ struct shape {
 	/* rows of those staged at a time: 16, or 8 where the warps' 16 would not fit the free
 	 * shared memory (MULTI: one stage; the packed tiles' stages are small) */
 	static constexpr int ER = WARPS * 16 * EPITCH <= (MULTI ? STAGE : STAGES * STAGE) ? 16 : 8;
+	/* the staged epilogue's 8-column chunks a lane takes of ER rows (EPASS), and the output
+	 * rows a lane takes in all (RPL); where those are few (PRE), each one's routed weight is
+	 * read once for all column tiles, not at each tile's end.  bf16 only: on an H200 at
+	 * SM120's blocks per SM (gpu_bench_moe_decode MOE_DECODE_ROWTILES=1, BLOCK_SIZE_M 128,
+	 * two runs) bf16's down GEMM on the 16-row tile ran 0.03-0.04 faster (Kimi K2 at 512
+	 * tokens 0.77 of the floor against 0.73, GLM-4.7 at 256 0.65 against 0.60-0.61), on the
+	 * 32-row tile 0.03-0.05, its gate/up within 0.01; FP8's down GEMM 0.01-0.02 faster but
+	 * its gate/up 0.01-0.02 slower (Kimi K2's at 1024 tokens on the 32-row tile 0.67-0.68
+	 * against 0.69-0.70), the per-tensor and per-channel scales read once too (sm_90's
+	 * emulated FP8 MMAs hold more registers) */
+	static constexpr int EPASS = (ER * (WN / 8) + 31) / 32;
+	static constexpr int RPL = MI * (16 / ER) * EPASS;
+	static constexpr bool PRE = KS == 1 && RPL <= 2 && QUANT == MOE_BF16;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900
 	/* sm_90 has no FP8 mma.sync: ptxas turns each into two f16 MMAs on converted
 	 * fragments, whose registers a 64 x 64 warp tile cannot spare; FP8 at TM 128
@@ -527,6 +540,26 @@ __device__ void tile(const moe_gemm_args &a, unsigned char *smem, const rows<TM>
 	const uint32_t b_lane = swz((lane & 7) + ((lane >> 4) << 3), (lane >> 3) & 1, S::BCH);
 	float acc[S::MI][S::NI][4] = {};
 
+	/* S::PRE (bf16: no activation scale): the routed weight of each of this lane's output
+	 * rows in the staged epilogue below, that of its chunk c = lane + 32 p of m16 fragment
+	 * mi's rows h0 * 8 .. h0 * 8 + ER - 1 in slot pre_slot(mi, h0, p) (1 for padding) */
+	auto pre_slot = [](int mi, int h0, int p) { return (mi * (16 / S::ER) + h0 * 8 / S::ER) * S::EPASS + p; };
+	float pre_w[S::PRE ? S::RPL : 1];
+	if constexpr (S::PRE) {
+#pragma unroll
+		for (int mi = 0; mi < S::MI; mi++)
+#pragma unroll
+			for (int h0 = 0; h0 < 2; h0 += S::ER / 8)
+#pragma unroll
+				for (int p = 0; p < S::EPASS; p++) {
+					const int c = lane + 32 * p, cpr = S::WN / 8;
+					const int id = c < S::ER * cpr ? r.tok[wm * S::WM + mi * 16 + h0 * 8 + c / cpr] : -1;
+
+					pre_w[pre_slot(mi, h0, p)] =
+						id >= 0 && a.mul_routed_weight ? __ldg(a.topk_weights + id) : 1.0f;
+				}
+	}
+
 	/* after the k loop: the k slices' sums added, then the epilogue (in each copy of the
 	 * loop, so that the copies need not agree on where the accumulators live); a row
 	 * tile's output goes through @stage, bytes past the dynamic shared memory's start
@@ -577,7 +610,10 @@ __device__ void tile(const moe_gemm_args &a, unsigned char *smem, const rows<TM>
 						const uint4 hi = lds128(ep + row * S::EPITCH + c % CPR * 32 + 16);
 						const uint32_t x[8] = { lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w };
 						float as, w, v[8] = {};
-						row_factors(id, as, w);
+						if constexpr (S::PRE)
+							as = 1.0f, w = pre_w[pre_slot(mi, h0, (c - lane) / 32)];
+						else
+							row_factors(id, as, w);
 #pragma unroll
 						for (int j = 0; j < 8; j++)
 							if (n + j < a.N)
