@@ -147,11 +147,12 @@ enum moe_scale { MOE_SCALE_NONE = 0, MOE_SCALE_TENSOR, MOE_SCALE_CHANNEL, MOE_SC
 /*
  * MOE_GEMM_PARTS - the row tiles that take args.row_parts (moe_gemm_row_parts; it is 0 for
  * every other kernel, which would leave rows unwritten): the four-warp ones.  A block's loop
- * over parts holds the tile's setup across it: on sm_120 bf16 at TM 16 takes 114 registers
- * (78 without the loop), bf16 at TM 32 120 (92), FP8 at TM 16 114 (89), within the 128 of
- * their four blocks an SM; the eight-warp tiles spilled (FP8 at TM 32 and 128, NVFP4 at TM
- * 128).  A launch without parts runs a copy of the tile outside that loop, whose k loop is
- * the one it had before (bf16 at TM 16: 429 instructions against 433; in the loop 453).
+ * over parts holds the tile's setup across it: on sm_120 bf16 at TM 16 takes 118 registers
+ * (78 without the loop), bf16 at TM 32 122 (92), FP8 at TM 16 114 (89), within the 128 of
+ * their four blocks an SM (an H200 then holds four of bf16's 16-row blocks an SM, not seven:
+ * its plain figures, not SM120's, drop); the eight-warp tiles spilled (FP8 at TM 32 and 128,
+ * NVFP4 at TM 128).  A launch without parts runs a copy of the tile outside that loop (its
+ * figures at SM120's blocks per SM as before: gpu_bench_moe_decode MOE_DECODE_PARTS=0).
  */
 #define MOE_GEMM_PARTS(quant, tm) (MOE_GEMM_WARPS(quant, tm) == 4)
 #define MOE_GEMM_TN(quant, tm) \
@@ -850,7 +851,7 @@ static inline int moe_gemm_decode_rows(int quant, int32_t block_m, int32_t num_v
  * 0 (a row block per TM rows) on a tile without MOE_GEMM_PARTS, where P
  * would be every part, where a part would need more than a bit of a word,
  * or where block_m passes the two ids a thread holds (moe_gemm.cuh
- * next_rows).  Pure.
+ * next_part).  Pure.
  */
 #define MOE_GEMM_PARTS_SLACK 1
 static inline int moe_gemm_row_parts(int quant, int tm, int32_t block_m, int32_t num_valid, int32_t em)
@@ -861,7 +862,7 @@ static inline int moe_gemm_row_parts(int quant, int tm, int32_t block_m, int32_t
 
 	if (parts < 2 || parts > 32 || block_m % tm || block_m > 2 * moe_gemm_threads(quant, tm) || want >= parts)
 		return 0;
-	return want < 1 ? 1 : (int)want;
+	return (int)want;
 }
 
 /* moe_gemm_rows_grid - the grid's y for a row tile @tm on @em sorted rows in framework blocks

@@ -890,6 +890,19 @@ static void test_moe_decisions(void **state)
 		assert_int_equal(moe_gemm_row_parts(MOE_FP8, 32, 128, 4096, em), 0);
 		assert_int_equal(moe_gemm_row_parts(MOE_W4A16, 16, 128, 4096, em), 0);
 		assert_int_equal(moe_gemm_row_parts(MOE_BF16, 64, 128, 4096, em), 0);
+		/* the kernel's contract: a row_parts only for a MOE_GEMM_PARTS tile, fewer than its
+		   parts, each a bit of a word, the block's ids two a thread (moe_gemm.cuh next_part) */
+		for (int i = 0; i < MOE_GEMM_NKERNELS; i++)
+			for (int32_t bm = 16; bm <= 1024; bm += 16)
+				for (int32_t nv = 1; nv <= 65536; nv *= 4) {
+					const int q = moe_gemm_kernels[i].quant, tm = moe_gemm_kernels[i].tm;
+					const int p = moe_gemm_row_parts(q, tm, bm, nv, nv + 385 * (bm - 1));
+
+					assert_true(p >= 0);
+					if (p)
+						assert_true(MOE_GEMM_PARTS(q, tm) && bm % tm == 0 && p < bm / tm &&
+							    bm / tm <= 32 && bm <= 2 * moe_gemm_threads(q, tm));
+				}
 		assert_int_equal(moe_gemm_rows_grid(16, 128, em, 2, 0), (em + 127) / 128 * 2);
 		assert_int_equal(moe_gemm_rows_grid(16, 128, em, 0, 0), (em + 15) / 16);
 		assert_int_equal(moe_gemm_rows_grid(16, 64, 96 * 64, 0, 1), 96);
