@@ -883,9 +883,9 @@ __device__ __forceinline__ bool block_rows(const moe_gemm_args &a, rows<TM> &r, 
  * ... of framework block by / P below num_tokens_post_padded and EM that
  * holds a routed row: its routed ids into @r (in shared memory), its
  * expert into *@e, its index into @q (-1 at a block's first call); false
- * when none is left.  Where the framework block's block_m ids fit two a
- * thread and its parts the bits of a word (the launches moe_gemm_row_parts
- * allows), the first call reads all of them once, finding the parts that
+ * when none is left.  Where MOE_GEMM_PARTS_HELD (the framework block's ids
+ * MOE_GEMM_PARTS_IDS a thread, its parts the bits of a word: the launches
+ * moe_gemm_row_parts makes), the first call reads all of them once, finding the parts that
  * hold a routed row (r.parts) and the first one's ids; a later part, or
  * every part otherwise, is read as a row block is.  Every call after a
  * block's first waits for all its threads first (the last part's epilogue
@@ -897,7 +897,7 @@ __device__ __forceinline__ bool next_part(const moe_gemm_args &a, rows<TM> &r, i
 	constexpr int THREADS = MOE_GEMM_WARPS(QUANT, TM) * 32;
 	const int P = a.row_parts, f0 = by / P * a.block_m, parts = a.block_m / TM;
 	const int lim = min(a.EM, __ldg(a.num_tokens_post_padded));
-	const bool held = a.block_m <= 2 * THREADS && parts <= 32;
+	const bool held = a.block_m <= MOE_GEMM_PARTS_IDS * THREADS && parts <= 32;   /* MOE_GEMM_PARTS_HELD */
 
 	if (f0 >= lim)
 		return false;
@@ -905,11 +905,11 @@ __device__ __forceinline__ bool next_part(const moe_gemm_args &a, rows<TM> &r, i
 	if (q >= 0) {
 		__syncthreads();
 	} else if (held) {
-		int ids[2];   /* routed ids of rows threadIdx.x and threadIdx.x + THREADS */
+		int ids[MOE_GEMM_PARTS_IDS];   /* routed ids of rows threadIdx.x, threadIdx.x + THREADS, ... */
 		unsigned bits = 0;
 
 #pragma unroll
-		for (int j = 0; j < 2; j++) {
+		for (int j = 0; j < MOE_GEMM_PARTS_IDS; j++) {
 			const int i = (int)threadIdx.x + j * THREADS;
 			const int id = i < a.block_m && f0 + i / TM * TM < lim && f0 + i < a.EM ? __ldg(a.sorted_ids + f0 + i)
 												 : -1;
@@ -929,7 +929,7 @@ __device__ __forceinline__ bool next_part(const moe_gemm_args &a, rows<TM> &r, i
 		if (q >= parts)
 			return false;
 #pragma unroll
-		for (int j = 0; j < 2; j++) {
+		for (int j = 0; j < MOE_GEMM_PARTS_IDS; j++) {
 			const int i = (int)threadIdx.x + j * THREADS;
 
 			if (i < a.block_m && i / TM == q)

@@ -155,6 +155,12 @@ enum moe_scale { MOE_SCALE_NONE = 0, MOE_SCALE_TENSOR, MOE_SCALE_CHANNEL, MOE_SC
  * figures at SM120's blocks per SM as before: gpu_bench_moe_decode MOE_DECODE_PARTS=0).
  */
 #define MOE_GEMM_PARTS(quant, tm) (MOE_GEMM_WARPS(quant, tm) == 4)
+/* MOE_GEMM_PARTS_HELD - whether such a kernel finds the parts of a framework block of @block_m
+ * rows in one read of its ids: MOE_GEMM_PARTS_IDS a thread, a part a bit of a word (the only
+ * launches moe_gemm_row_parts makes; the kernel reads each part on its own otherwise). */
+#define MOE_GEMM_PARTS_IDS 2
+#define MOE_GEMM_PARTS_HELD(quant, tm, block_m) \
+	((block_m) <= MOE_GEMM_PARTS_IDS * 32 * MOE_GEMM_WARPS(quant, tm) && (block_m) / (tm) <= 32)
 #define MOE_GEMM_TN(quant, tm) \
 	(MOE_GEMM_WARPS(quant, tm) == 4 ? 64 : (tm) == 16 ? 32 : (tm) <= 64 ? 128 : 256)
 #define MOE_GEMM_KSPLIT(quant, tm) ((tm) == 16 && MOE_GEMM_WARPS(quant, tm) == 8 ? 8 : 1)
@@ -860,7 +866,7 @@ static inline int moe_gemm_row_parts(int quant, int tm, int32_t block_m, int32_t
 	const int64_t want = (moe_gemm_rows_per_expert(block_m, num_valid, em) + tm - 1) / (tm > 0 ? tm : 1) +
 			     MOE_GEMM_PARTS_SLACK;
 
-	if (parts < 2 || parts > 32 || block_m % tm || block_m > 2 * moe_gemm_threads(quant, tm) || want >= parts)
+	if (parts < 2 || block_m % tm || !MOE_GEMM_PARTS_HELD(quant, tm, block_m) || want >= parts)
 		return 0;
 	return (int)want;
 }
