@@ -72,13 +72,22 @@ __device__ __forceinline__ uint32_t swz(int row, int chunk, int rchunks)
 /* ------------------------------------------------------------ global -> shared */
 
 /* 16 bytes from [src + OFF] to shared [dst + OFF]; src_bytes 16 copies,
- * 0 writes 16 zero bytes and reads nothing (src need not be valid). */
-template <int OFF = 0>
+ * 0 writes 16 zero bytes and reads nothing (src need not be valid).  PF 256
+ * adds the L2::256B prefetch-size hint (L2 fills the aligned 256 bytes
+ * around the chunk from memory; a hint: the bytes copied are the same), 0
+ * none. */
+template <int OFF = 0, int PF = 0>
 __device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, int src_bytes)
 {
-	asm volatile("cp.async.cg.shared.global [%0+%3], [%1+%3], 16, %2;\n" ::"r"(dst), "l"(src),
-		     "r"(src_bytes), "n"(OFF)
-		     : "memory");
+	static_assert(PF == 0 || PF == 256, "a prefetch size this file issues");
+	if constexpr (PF == 256)
+		asm volatile("cp.async.cg.shared.global.L2::256B [%0+%3], [%1+%3], 16, %2;\n" ::"r"(dst), "l"(src),
+			     "r"(src_bytes), "n"(OFF)
+			     : "memory");
+	else
+		asm volatile("cp.async.cg.shared.global [%0+%3], [%1+%3], 16, %2;\n" ::"r"(dst), "l"(src),
+			     "r"(src_bytes), "n"(OFF)
+			     : "memory");
 }
 
 /* 4 bytes from [src] to shared [dst], through L1; src_bytes 4 copies, 0 writes
@@ -103,10 +112,21 @@ __device__ __forceinline__ void cp_async_wait()
 	asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-/* 16 bytes of read-only global memory through the non-coherent path. */
+/* 16 bytes of read-only global memory through the non-coherent path; PF as
+ * for cp_async16. */
+template <int PF = 0>
 __device__ __forceinline__ uint4 ldg16(const void *p)
 {
-	return __ldg((const uint4 *)p);
+	uint4 v;
+
+	static_assert(PF == 0 || PF == 256, "a prefetch size this file issues");
+	if constexpr (PF == 256)
+		asm volatile("ld.global.nc.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+			     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+			     : "l"(p));
+	else
+		v = __ldg((const uint4 *)p);
+	return v;
 }
 
 /* Hint: bring the line holding p into L1 (no register, no fault, may be dropped). */

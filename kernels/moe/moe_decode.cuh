@@ -151,13 +151,14 @@ struct pass_rows {
 	int nf;
 };
 
-/* r = the 16 bytes at @p if @ok, else zeros (nothing read). */
+/* r = the 16 bytes at @p if @ok, else zeros (nothing read); PF as for ldg16. */
+template <int PF = 0>
 __device__ __forceinline__ void load16(uint32_t r[4], bool ok, const unsigned char *p)
 {
 	uint4 v = make_uint4(0u, 0u, 0u, 0u);
 
 	if (ok)
-		v = ldg16(p);
+		v = ldg16<PF>(p);
 	r[0] = v.x, r[1] = v.y, r[2] = v.z, r[3] = v.w;
 }
 
@@ -364,7 +365,8 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 				for (int c = 0; c < 2; c++) {
 					const int col = wcol + g + 8 * c;
 
-					load16(s.w[c][h], in && col < a.N, wexp + (int64_t)col * a.b_stride_n * S::ESZ + o);
+					load16<MOE_GEMM_W_PREFETCH>(s.w[c][h], in && col < a.N,
+								    wexp + (int64_t)col * a.b_stride_n * S::ESZ + o);
 				}
 #pragma unroll
 				for (int f = 0; f < NP; f++)
@@ -508,7 +510,7 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 			for (int c = 0; c < 2 * MG; c++) {
 				const bool ok = in && c < wok;
 
-				load16(s.w[c], ok, wrow + 8 * c * a.b_stride_n + k / 2);
+				load16<MOE_GEMM_W_PREFETCH>(s.w[c], ok, wrow + 8 * c * a.b_stride_n + k / 2);
 				s.s[c] = ok ? __ldg(srow + 8 * c * a.bs_stride_n + (k >> gshift)) : 0u;
 			}
 			if (++wi == nst) {

@@ -329,7 +329,8 @@ struct loader {
 			for (int i = 0; i < B_PER; i++) {
 				const bool ok = b_n + i * B_STEP < a.N && b_kb < b_left;
 
-				cp_async16(stage + b_dst(i, b_ch), b_src + i * b_step + b_kb, ok ? 16 : 0);
+				cp_async16<0, MOE_GEMM_W_PREFETCH>(stage + b_dst(i, b_ch), b_src + i * b_step + b_kb,
+								   ok ? 16 : 0);
 			}
 		} else {
 			const int a_row_bytes = a.K * S::ESZ;
@@ -351,7 +352,8 @@ struct loader {
 			for (int i = 0; i < B_PER; i++) {
 				const bool ok = b_n + i * B_STEP < a.N && b_kb < b_row_bytes;
 
-				cp_async16(stage + b_dst(i, b_ch), ok ? b_src + i * step + b_kb : a.b, ok ? 16 : 0);
+				cp_async16<0, MOE_GEMM_W_PREFETCH>(stage + b_dst(i, b_ch), ok ? b_src + i * step + b_kb : a.b,
+								   ok ? 16 : 0);
 			}
 		}
 	}

@@ -220,6 +220,29 @@ static inline const char *moe_gemm_kernel_name(int quant, int tm)
 /* Bytes between W rows in shared memory (packed rows padded against bank conflicts). */
 #define MOE_GEMM_BPITCH(quant, tm) \
 	(MOE_GEMM_KSPLIT(quant, tm) * MOE_GEMM_BROW(quant) + (MOE_GEMM_PACKED(quant) ? 16 : 0))
+/*
+ * MOE_GEMM_W_PREFETCH - the L2 prefetch size of the weight loads (the row tiles' cp.async of
+ * W, the decode kernels' W loads; primitives.cuh's PF): 256, L2 then fills the aligned 256
+ * bytes around each 16-byte chunk from memory, so that a W row's next k tile (the next 128
+ * bytes, a block's next stage or another warp's step) is in L2 when it is asked for.  A
+ * hint: the bytes read are the same.  Measured on an H100 at SM120's blocks per SM
+ * (gpu_bench_moe_decode with a build of 0 as ALT.fatbin, the same tiles in the same
+ * process, BLOCK_SIZE_M 128, two runs), the plan's tiles, plain figures: Kimi K2's bf16
+ * gate/up at 256, 512 and 1024 tokens on the 32-row tile 0.92-0.93, 0.91 and 0.88-0.89 of
+ * the floor without, 0.97-0.98, 0.96 and 0.93-0.94 with; its FP8 gate/up at 512 on the
+ * 16-row tile 0.86-0.89 against 0.92, at 1024 on the 32-row tile 0.80 against 0.85; its
+ * bf16 down GEMM at 1024 and 4096 on the shallow 64-row tile 0.74 and 0.43-0.44 against
+ * 0.79 and 0.45-0.46; GLM-4.7's bf16 gate/up at 256 and 512 on the 32-row tile 0.87 and
+ * 0.84-0.85 against 0.92 and 0.89; GLM-4.7's down GEMM (K 192: 384 bytes a bf16 row)
+ * within 0.01; the decode kernels 0.00 to 0.04 faster (Kimi K2's FP8 down GEMM at 64
+ * tokens 0.76 against 0.80).  Slower only where the plan does not run it: the 16-row tile
+ * on a long K past 16 rows an expert (Kimi K2's bf16 gate/up at 1024 tokens, 0.86 against
+ * 0.83-0.84).  128 changed nothing (within 0.01).  SM120's L2 and GDDR7 are not these;
+ * a build with -DMOE_GEMM_W_PREFETCH=0 measures the difference there.
+ */
+#ifndef MOE_GEMM_W_PREFETCH
+#define MOE_GEMM_W_PREFETCH 256
+#endif
 /* Bytes of W scales per stage: packed at TM 128, the scales of the block's
  * 256 columns (fp32, one per k16 step: 4 per 64-k slice) are staged in
  * shared memory; the narrower tiles keep theirs in registers. */
