@@ -233,9 +233,11 @@ static inline const char *moe_gemm_kernel_name(int quant, int tm)
  * 16-row tile 0.86-0.89 against 0.92, at 1024 on the 32-row tile 0.80 against 0.85; its
  * bf16 down GEMM at 1024 and 4096 on the shallow 64-row tile 0.74 and 0.43-0.44 against
  * 0.79 and 0.45-0.46; GLM-4.7's bf16 gate/up at 256 and 512 on the 32-row tile 0.87 and
- * 0.84-0.85 against 0.92 and 0.89; GLM-4.7's down GEMM (K 192: 384 bytes a bf16 row)
- * within 0.01; the decode kernels 0.00 to 0.04 faster (Kimi K2's FP8 down GEMM at 64
- * tokens 0.76 against 0.80).  Slower only where the plan does not run it: the 16-row tile
+ * 0.84-0.85 against 0.92 and 0.89; GLM-4.7's down GEMM (K 192: 384 bytes a bf16 row, odd
+ * rows starting mid-way through a 256-byte block) within 0.01 but for bf16 at 256 tokens on
+ * the 16-row tile, 0.77 against 0.78 in one run and 0.71 in the other (padded); the decode
+ * kernels 0.00 to 0.04 faster (Kimi K2's FP8 down GEMM at 64 tokens 0.76 against 0.80).
+ * Slower where the plan does not run it: the 16-row tile
  * on a long K past 16 rows an expert (Kimi K2's bf16 gate/up at 1024 tokens, 0.86 against
  * 0.83-0.84).  128 changed nothing (within 0.01).  SM120's L2 and GDDR7 are not these;
  * a build with -DMOE_GEMM_W_PREFETCH=0 measures the difference there.
