@@ -18,7 +18,10 @@
  *     ld/st.shared, ldmatrix, barriers) is volatile with a "memory" clobber,
  *     so the compiler neither caches shared memory in registers across it
  *     nor moves plain loads and stores over it.  prefetch is only a hint and
- *     the arithmetic wrappers touch no memory: they have no clobber.
+ *     the arithmetic wrappers touch no memory: they have no clobber.  ldg16's
+ *     hinted form reads global memory that no thread writes during the kernel
+ *     (weights): volatile, as timed, without a clobber, so that it does not
+ *     order the shared-memory traffic around it.
  */
 #ifndef SM120_KERNELS_PRIMITIVES_CUH
 #define SM120_KERNELS_PRIMITIVES_CUH
