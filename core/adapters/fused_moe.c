@@ -424,7 +424,8 @@ static int plan(const struct adapter_input *in, const struct moe_launch *l, stru
 	tm = choice.tm, tn = choice.tn;
 	if (!tm)
 		return sm_err_set(why, -EINVAL, "BLOCK_SIZE_M %g is not a multiple of 16", bm);
-	rows = moe_gemm_rows_grid(tm, (int32_t)bm, l->em, tn ? 0 : choice.parts, naive);
+	a.row_parts = tn ? 0 : choice.parts;   /* the row tile's, where it runs */
+	rows = moe_gemm_rows_grid(tm, (int32_t)bm, l->em, a.row_parts, naive);
 	if (rows > 65535)
 		return sm_err_set(why, -EINVAL, "EM %d needs %lld row blocks of moe_gemm, over the "
 				  "65535 a grid's y dimension holds", l->em, (long long)rows);
@@ -437,7 +438,6 @@ static int plan(const struct adapter_input *in, const struct moe_launch *l, stru
 	a.N = l->n, a.K = l->k, a.EM = l->em, a.num_valid = l->num_valid;
 	a.block_m = (int32_t)bm;
 	a.stages = tn ? 0 : choice.stages;
-	a.row_parts = tn ? 0 : choice.parts;
 	if (quant == MOE_FP8 && (rc = scales(in, l, &a, why)) != 0)
 		return rc;
 	if (quant == MOE_W4A16) {

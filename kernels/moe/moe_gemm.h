@@ -237,10 +237,11 @@ static inline const char *moe_gemm_kernel_name(int quant, int tm)
  * rows starting mid-way through a 256-byte block) within 0.01 but for bf16 at 256 tokens on
  * the 16-row tile, 0.77 against 0.78 in one run and 0.71 in the other (padded); the decode
  * kernels 0.00 to 0.04 faster (Kimi K2's FP8 down GEMM at 64 tokens 0.76 against 0.80).
- * Slower where the plan does not run it: the 16-row tile
- * on a long K past 16 rows an expert (Kimi K2's bf16 gate/up at 1024 tokens, 0.86 against
- * 0.83-0.84).  128 changed nothing (within 0.01).  SM120's L2 and GDDR7 are not these;
- * a build with -DMOE_GEMM_W_PREFETCH=0 measures the difference there.
+ * Slower where the plan does not run it: the 16-row tile on a long K past 16 rows an expert
+ * (Kimi K2's bf16 gate/up at 1024 tokens, 0.86 against 0.83-0.84).  128 changed nothing
+ * (within 0.01).  SM120's L2 and GDDR7 are not these; a build with -DMOE_GEMM_W_PREFETCH=0
+ * measures the difference there.  A chunk that copies nothing (past N or K) keeps its
+ * address and reads nothing; the hint adds no read of its own.
  */
 #ifndef MOE_GEMM_W_PREFETCH
 #define MOE_GEMM_W_PREFETCH 256
