@@ -66,10 +66,15 @@ __device__ __forceinline__ uint32_t smem_u32(const void *p)
 }
 
 /* Byte offset of 16-byte chunk @chunk of row @row in a tile of @rchunks chunks
- * per row (a multiple of 8), XOR-swizzled so ldmatrix reads are conflict-free. */
+ * per row (a multiple of 8, or 4), XOR-swizzled so ldmatrix reads of 8 rows at one
+ * chunk are conflict-free: the chunk XOR row % 8, or, on 4-chunk (64-byte) rows, two
+ * of which share a 128-byte line of banks, XOR (row / 2) % 4.  The offset XOR 16 c
+ * is chunk @chunk XOR c of the same row, for c below @rchunks (ldmatrix k steps). */
 __device__ __forceinline__ uint32_t swz(int row, int chunk, int rchunks)
 {
-	return (uint32_t)((row * rchunks + (chunk ^ (row & 7))) << 4);
+	const int x = rchunks == 4 ? (row >> 1) & 3 : row & 7;
+
+	return (uint32_t)((row * rchunks + (chunk ^ x)) << 4);
 }
 
 /* ------------------------------------------------------------ global -> shared */

@@ -20,7 +20,7 @@
 	(MOE_GEMM_WARPS(quant, tm) == 4                                                    ? 4 : \
 	 ((tm) <= 32 && !MOE_GEMM_PACKED(quant)) || MOE_GEMM_SHALLOW(quant, tm) || MOE_GEMM_PAIRED(quant, tm) ? 2 : 1)
 
-/* the kernel's own pipeline, or the shallow one where it has one and args.stages asks */
+/* the kernel's own pipeline, its shallow one or its 64-byte form (moe_gemm::entry) */
 #define MOE_GEMM_DEFINE(quant, tm, name)                                                     \
 	SM120_DYNAMIC_SMEM(name, moe_gemm_smem(quant, tm));                                  \
 	extern "C" __global__ void __launch_bounds__(MOE_GEMM_WARPS(quant, tm) * 32, MOE_GEMM_MIN_BLOCKS(quant, tm)) \
@@ -28,11 +28,7 @@
 	{                                                                                    \
 		extern __shared__ __align__(1024) unsigned char moe_gemm_smem_[];            \
 		__shared__ moe_gemm::rows<tm> rows_;                                         \
-		if (MOE_GEMM_SHALLOW(quant, tm) && a.stages == MOE_GEMM_SHALLOW_STAGES)      \
-			moe_gemm::gemm<quant, tm, MOE_GEMM_SHALLOW_STAGES>(a, moe_gemm_smem_, rows_, \
-									    blockIdx.x, blockIdx.y); \
-		else                                                                         \
-			moe_gemm::gemm<quant, tm>(a, moe_gemm_smem_, rows_, blockIdx.x, blockIdx.y); \
+		moe_gemm::entry<quant, tm>(a, moe_gemm_smem_, rows_);                        \
 	}
 
 MOE_GEMM_KERNELS(MOE_GEMM_DEFINE)

@@ -17,10 +17,11 @@
  *          the end).
  * Each warp owns a WM x WN tile of the output (16 x 32, 16 x 32, 32 x 32 or
  * 64 x 64 for TM 16, 32, 64 and 128; the four-warp tiles 16 x 16 at TM 16
- * and 16 x 32 at TM 32; W4A16 at TM 64: 64 x 16, moe_gemm.h's
- * MOE_GEMM_PAIRED) and a 128-byte slice of every k tile (64 k of bf16,
- * 128 k of FP8).  FP8 128 x 128 block scales are applied per slice, which is
- * one 128-k group, as Triton does (acc += dot * a_scale * b_scale), the
+ * (FP8: 16 x 32, moe_gemm.h's MOE_GEMM_K64) and 16 x 32 at TM 32; W4A16 at
+ * TM 64: 64 x 16, MOE_GEMM_PAIRED) and a 128-byte slice of every k tile (64
+ * k of bf16, 128 k of FP8; 64 bytes on MOE_GEMM_K64).  FP8 128 x 128 block
+ * scales are applied per slice, which lies in one 128-k group (is one, but
+ * on MOE_GEMM_K64), as Triton does (acc += dot * a_scale * b_scale), the
  * group's scales copied into the stage with its k tile; at TM 128
  * a group's partial sums are formed for half the warp's rows at a time (a
  * second 64 x 64 set would not fit the registers).  The 4-bit weights'
@@ -42,35 +43,38 @@ namespace moe_gemm {
 
 using namespace sm120k;
 
-template <int QUANT, int TM, int NSTAGES = MOE_GEMM_STAGES(QUANT, TM)>
+template <int QUANT, int TM, int NSTAGES = MOE_GEMM_STAGES(QUANT, TM), bool K64 = false>
 struct shape {
 	static constexpr bool PACKED = MOE_GEMM_PACKED(QUANT);
 	static constexpr int WARPS = MOE_GEMM_WARPS(QUANT, TM), THREADS = WARPS * 32;
-	static constexpr int TN = MOE_GEMM_TN(QUANT, TM);
+	static constexpr int TN = K64 ? MOE_GEMM_K64_TN : MOE_GEMM_TN(QUANT, TM);
 	static constexpr int KS = MOE_GEMM_KSPLIT(QUANT, TM);
 	static constexpr int WARPS_M = KS == 1 && !MOE_GEMM_PAIRED(QUANT, TM) && TM >= 32 ? 2 : 1;
 	static constexpr int WARPS_N = WARPS / (WARPS_M * KS);
 	static constexpr int WM = TM / WARPS_M, WN = TN / WARPS_N;
 	static constexpr int MI = WM / 16;            /* m16 fragments per warp */
 	static constexpr int NI = WN / 8;             /* n8 fragments per warp */
-	static constexpr int KE = QUANT == MOE_FP8 ? 128 : 64; /* k per warp slice */
+	static constexpr int KROW = K64 ? 64 : MOE_GEMM_KROW;  /* bytes of an A row a warp slice */
+	static constexpr int KE = KROW / (QUANT == MOE_FP8 ? 1 : 2);   /* k per warp slice */
+	static constexpr int KSTEPS = KROW / 32;               /* its mma k steps (32 bytes of A) */
 	/* (FP8: a slice's k steps past K, half of GLM-4.7's last slice at TP8, K 192, are multiplied
 	 * as zeros.  Skipping them (a warp-uniform test a step) measured no faster there and 0.03
 	 * slower on Kimi K2's down GEMM at 512 tokens: H200, sm_90's emulated FP8 MMAs, two runs.) */
 	static constexpr int ESZ = QUANT == MOE_FP8 ? 1 : 2;   /* bytes of an A element */
-	static constexpr int ACH = KS * 8;            /* 16-byte chunks per A row and stage */
-	static constexpr int BROW = MOE_GEMM_BROW(QUANT);
+	static constexpr int ACH = KS * KROW / 16;    /* 16-byte chunks per A row and stage */
+	static constexpr int BROW = K64 ? KROW : MOE_GEMM_BROW(QUANT);
 	static constexpr int BCH = KS * BROW / 16;    /* 16-byte chunks per W row and stage */
-	static constexpr int BPITCH = MOE_GEMM_BPITCH(QUANT, TM);
-	static constexpr int A_BYTES = TM * KS * MOE_GEMM_KROW;
+	static constexpr int BPITCH = K64 ? KS * BROW : MOE_GEMM_BPITCH(QUANT, TM);
+	static constexpr int A_BYTES = TM * KS * KROW;
 	static constexpr int SC_OFF = A_BYTES + TN * BPITCH;  /* staged W scales: float [TN][4] */
 	static constexpr bool SMEM_SCALES = MOE_GEMM_SCALE_BYTES(QUANT, TM) > 0;
-	static constexpr int STAGE = MOE_GEMM_STAGE_BYTES(QUANT, TM);
+	static constexpr int STAGE = A_BYTES + TN * BPITCH + MOE_GEMM_SCALE_BYTES(QUANT, TM);
 	static constexpr int STAGES = NSTAGES;
 	/* FP8 group scales (moe_gemm.h): GSC bytes a stage from GS_OFF, GCOLS weight scales a slice */
 	static constexpr int GSC = MOE_GEMM_GSCALE_BYTES(QUANT, TM);
 	static constexpr int GS_OFF = STAGES * STAGE;
 	static constexpr int GCOLS = MOE_GEMM_GSCALE_COLS(QUANT, TM);
+	static constexpr int GSLOTS = QUANT == MOE_FP8 ? 128 / KE : 1;   /* k slices a 128-k group */
 	/* FP8 block scales: threads 0 .. TM * KS - 1 copy the activation scales, GS_W + j the
 	 * weight scales */
 	static constexpr int GS_W = THREADS / 2;
@@ -117,6 +121,10 @@ struct shape {
 				       MOE_GEMM_SCALE_BYTES(QUANT, TM) == TN * 16),
 		      "one thread stages the 4 scales of one column");
 	static_assert(STAGES >= 2, "a pipeline needs two stages");
+	static_assert(K64 ? MOE_GEMM_K64(QUANT, TM) && !PACKED && GCOLS == 1 &&
+				    STAGES * (STAGE + GSC) <= moe_gemm_smem(QUANT, TM)
+			  : STAGE == MOE_GEMM_STAGE_BYTES(QUANT, TM),
+		      "the 64-byte form: its kernels', within the kernel's declared shared memory");
 	static_assert(GSC == 0 || (TM * KS <= GS_W && KS * GCOLS <= THREADS - GS_W),
 		      "threads below GS_W copy the activation scales, the rest the weight scales");
 	static_assert(KS > 1 || WARPS * ER * EPITCH <= (MULTI ? STAGE : STAGES * STAGE),
@@ -206,17 +214,26 @@ __device__ void write_zeros(const moe_gemm_args &a, const rows<TM> &r, int n0)
  * the emulation build, at its 255 registers) keeps each A chunk's row and
  * forms the addresses at each issue, as before: the kept ones spilled there.
  */
-template <int QUANT, int TM>
+template <int QUANT, int TM, bool K64>
 struct loader {
-	using S = shape<QUANT, TM>;
-	static constexpr int A_PER = TM * S::ACH / S::THREADS;
+	using S = shape<QUANT, TM, MOE_GEMM_STAGES(QUANT, TM), K64>;
+	/* the threads that copy A: all, or the first TM * ACH where a stage's A has fewer chunks
+	 * (MOE_GEMM_K64: 16 rows of 64 bytes); the others copy W only */
+	static constexpr int A_THREADS = TM * S::ACH < S::THREADS ? TM * S::ACH : S::THREADS;
+	static constexpr int A_PER = TM * S::ACH / A_THREADS;
 	static constexpr int B_PER = S::TN * S::BCH / S::THREADS;
-	static constexpr int A_STEP = S::THREADS / S::ACH;
+	static constexpr int A_STEP = A_THREADS / S::ACH;
 	static constexpr int B_STEP = S::THREADS / S::BCH;
 	static_assert(A_PER >= 1 && B_PER >= 1, "every thread copies");
-	static_assert(A_STEP * S::ACH == S::THREADS && A_PER * A_STEP == TM &&
+	static_assert(A_STEP * S::ACH == A_THREADS && A_PER * A_STEP == TM &&
 			      B_STEP * S::BCH == S::THREADS && B_PER * B_STEP == S::TN,
-		      "every thread copies one chunk column");
+		      "every copying thread copies one chunk column");
+
+	/* whether this thread copies A chunks */
+	static __device__ __forceinline__ bool copies_a()
+	{
+		return A_THREADS == S::THREADS || (int)threadIdx.x < A_THREADS;
+	}
 
 	static constexpr bool KEEP = !S::NARROW;     /* the sources kept (else formed at each issue) */
 	const unsigned char *a_src[A_PER];  /* each A chunk's source at k 0 (padding: never read) */
@@ -244,7 +261,7 @@ struct loader {
 			a_live = 0;
 #pragma unroll
 			for (int i = 0; i < A_PER; i++) {
-				const int id = r.tok[threadIdx.x / S::ACH + i * A_STEP];
+				const int id = copies_a() ? r.tok[threadIdx.x / S::ACH + i * A_STEP] : -1;
 
 				a_src[i] = (const unsigned char *)a.a + a_ch * 16 +
 					   (id < 0 ? 0 : (int64_t)(id / a.top_k) * a.a_stride_m * S::ESZ);
@@ -259,7 +276,7 @@ struct loader {
 		} else {
 #pragma unroll
 			for (int i = 0; i < A_PER; i++) {
-				const int id = r.tok[threadIdx.x / S::ACH + i * A_STEP];
+				const int id = copies_a() ? r.tok[threadIdx.x / S::ACH + i * A_STEP] : -1;
 
 				a_row[i] = id < 0 ? -1 : id / a.top_k;
 			}
@@ -300,13 +317,15 @@ struct loader {
 			const int slot = kt * S::KS + t / TM;
 			const bool ok = s_src && slot * S::KE < a.K;
 
-			cp_async4(dst + t * 4, ok ? s_src + (int64_t)slot * a.as_stride_k : a.a_scale, ok ? 4 : 0);
+			cp_async4(dst + t * 4, ok ? s_src + (int64_t)(slot / S::GSLOTS) * a.as_stride_k : a.a_scale,
+				  ok ? 4 : 0);
 		} else if (j >= 0 && j < S::KS * S::GCOLS) {
 			const int slot = kt * S::KS + j / S::GCOLS;
 			const bool ok = s_col < a.N && slot * S::KE < a.K;
 
 			cp_async4(dst + (TM * S::KS + j) * 4,
-				  ok ? s_src + (int64_t)(s_col / a.group_n) * a.bs_stride_n + (int64_t)slot * a.bs_stride_k
+				  ok ? s_src + (int64_t)(s_col / a.group_n) * a.bs_stride_n +
+					       (int64_t)(slot / S::GSLOTS) * a.bs_stride_k
 				     : (const float *)a.b_scale,
 				  ok ? 4 : 0);
 		}
@@ -319,10 +338,10 @@ struct loader {
 		const int a_ch = threadIdx.x % S::ACH, b_ch = threadIdx.x % S::BCH;
 
 		if constexpr (KEEP) {
-			const int a_kb = kt * S::KS * MOE_GEMM_KROW, b_kb = kt * S::KS * S::BROW;
+			const int a_kb = kt * S::KS * S::KROW, b_kb = kt * S::KS * S::BROW;
 
 #pragma unroll
-			for (int i = 0; i < A_PER; i++) {
+			for (int i = 0; i < A_PER && copies_a(); i++) {
 				const int row = threadIdx.x / S::ACH + i * A_STEP;
 				const bool ok = (a_live >> i & 1u) && a_kb < a_left;
 
@@ -338,12 +357,12 @@ struct loader {
 		} else {
 			const int a_row_bytes = a.K * S::ESZ;
 			const int b_row_bytes = S::PACKED ? a.K / 2 : a.K * S::ESZ;
-			const int a_kb = kt * S::KS * MOE_GEMM_KROW + a_ch * 16;
+			const int a_kb = kt * S::KS * S::KROW + a_ch * 16;
 			const int b_kb = kt * S::KS * S::BROW + b_ch * 16;
 			const int64_t step = (int64_t)B_STEP * a.b_stride_n * (S::PACKED ? 1 : S::ESZ);
 
 #pragma unroll
-			for (int i = 0; i < A_PER; i++) {
+			for (int i = 0; i < A_PER && copies_a(); i++) {
 				const int row = threadIdx.x / S::ACH + i * A_STEP;
 				const bool ok = a_row[i] >= 0 && a_kb < a_row_bytes;
 				const unsigned char *src =
@@ -452,10 +471,10 @@ __device__ __forceinline__ uint32_t dequant2(uint32_t w, uint32_t sel, __nv_bflo
  * NSTAGES) bytes of 1024-aligned dynamic shared memory (the caller's,
  * overwritten).  No copy is in flight when it returns.
  */
-template <int QUANT, int TM, int NSTAGES>
+template <int QUANT, int TM, int NSTAGES, bool K64>
 __device__ void tile(const moe_gemm_args &a, unsigned char *smem, const rows<TM> &r, int64_t e, int bx)
 {
-	using S = shape<QUANT, TM, NSTAGES>;
+	using S = shape<QUANT, TM, NSTAGES, K64>;
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const int kg = warp / (S::WARPS_M * S::WARPS_N);             /* k slice of this warp */
 	const int wm = (warp % (S::WARPS_M * S::WARPS_N)) / S::WARPS_N;
@@ -481,7 +500,7 @@ __device__ void tile(const moe_gemm_args &a, unsigned char *smem, const rows<TM>
 			if (r.tok[wm * S::WM + mi * 16 + j] >= 0)
 				live = mi + 1;
 
-	loader<QUANT, TM> ld;
+	loader<QUANT, TM, K64> ld;
 	ld.init(a, r, e, n0);
 	const int nk = (a.K + S::KS * S::KE - 1) / (S::KS * S::KE);
 
@@ -738,13 +757,13 @@ __device__ void tile(const moe_gemm_args &a, unsigned char *smem, const rows<TM>
 				constexpr int MC = decltype(mc)::value, KU = decltype(ku)::value;
 
 #pragma unroll(KU)
-				for (int ks = 0; ks < 4; ks++) {               /* 32 bytes of A per step */
+				for (int ks = 0; ks < S::KSTEPS; ks++) {       /* 32 bytes of A per step */
 					uint32_t af[MC][4];
 
 #pragma unroll
 					for (int mi = 0; mi < MC; mi++)
 						ldsm_x4(af[mi], st + (wm * S::WM + (mf + mi) * 16) * S::ACH * 16 +
-								kg * MOE_GEMM_KROW + (a_lane ^ (ks << 5)));
+								kg * S::KROW + (a_lane ^ (ks << 5)));
 #pragma unroll
 					for (int nj = 0; nj < S::NI / 2; nj++) {
 						uint32_t bf[2][2];   /* n8 fragments 2 nj and 2 nj + 1 */
@@ -800,8 +819,8 @@ __device__ void tile(const moe_gemm_args &a, unsigned char *smem, const rows<TM>
 			if (kslot * S::KE >= a.K) {
 				/* a k-split warp past K: nothing to add */
 			} else if (BLOCK) {
-				/* one slice is one group: acc += (dot * a_scale) * b_scale, MB fragments at a
-				 * time, the scales from the stage's (the warp's columns share a group) */
+				/* a slice lies in one group: acc += (dot * a_scale) * b_scale, MB fragments at
+				 * a time, the scales from the stage's (the warp's columns share a group) */
 				const float *gs = (const float *)(smem + S::GS_OFF + (g % S::STAGES) * S::GSC);
 				const float bs = gs[TM * S::KS + kg * S::GCOLS + wn * S::WN / 128];
 #pragma unroll
@@ -958,19 +977,43 @@ __device__ __forceinline__ bool next_part(const moe_gemm_args &a, rows<TM> &r, i
  * next_part gives it, on column block bx (tile).  Called by all moe_gemm_threads(QUANT, TM)
  * threads with the same arguments; @smem as for tile, @r the block's routed
  * ids in shared memory (both the caller's, overwritten).  Returns at once
- * when the block has no valid row.
+ * when the block has no valid row.  @K64: the tile's 64-byte form
+ * (moe_gemm.h's MOE_GEMM_K64; the launch's K decides, entry).
  */
-template <int QUANT, int TM, int NSTAGES = MOE_GEMM_STAGES(QUANT, TM)>
+template <int QUANT, int TM, int NSTAGES = MOE_GEMM_STAGES(QUANT, TM), bool K64 = false>
 __device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, int bx, int by)
 {
 	int64_t e;
 
 	if (MOE_GEMM_PARTS(QUANT, TM) && a.row_parts > 0 && a.sorted_ids && !a.schedule) {
 		for (int q = -1; next_part<QUANT, TM>(a, r, by, q, &e);)
-			tile<QUANT, TM, NSTAGES>(a, smem, r, e, bx);
+			tile<QUANT, TM, NSTAGES, K64>(a, smem, r, e, bx);
 	} else if (block_rows<TM>(a, r, by, &e)) {
-		tile<QUANT, TM, NSTAGES>(a, smem, r, e, bx);
+		tile<QUANT, TM, NSTAGES, K64>(a, smem, r, e, bx);
 	}
+}
+
+/*
+ * entry - the body of kernel moe_gemm_<QUANT>_m<TM> (block blockIdx): gemm on
+ * the kernel's own pipeline, or its shallow one where it has one and
+ * args.stages asks (MOE_GEMM_SHALLOW), or its 64-byte form where it has one
+ * and K is short (MOE_GEMM_ROWS_K64, as moe_gemm_tn and moe_gemm_rows_cols
+ * size the grid for).  @smem, @r as for gemm.
+ */
+template <int QUANT, int TM>
+__device__ __forceinline__ void entry(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r)
+{
+	if (MOE_GEMM_SHALLOW(QUANT, TM) && a.stages == MOE_GEMM_SHALLOW_STAGES) {
+		gemm<QUANT, TM, MOE_GEMM_SHALLOW_STAGES>(a, smem, r, blockIdx.x, blockIdx.y);
+		return;
+	}
+	if constexpr (MOE_GEMM_K64(QUANT, TM)) {
+		if (MOE_GEMM_SHORT_K(QUANT, a.K)) {
+			gemm<QUANT, TM, MOE_GEMM_STAGES(QUANT, TM), true>(a, smem, r, blockIdx.x, blockIdx.y);
+			return;
+		}
+	}
+	gemm<QUANT, TM>(a, smem, r, blockIdx.x, blockIdx.y);
 }
 
 } /* namespace moe_gemm */

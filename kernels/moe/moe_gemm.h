@@ -164,10 +164,39 @@ enum moe_scale { MOE_SCALE_NONE = 0, MOE_SCALE_TENSOR, MOE_SCALE_CHANNEL, MOE_SC
 #define MOE_GEMM_TN(quant, tm) \
 	(MOE_GEMM_WARPS(quant, tm) == 4 ? 64 : (tm) == 16 ? 32 : (tm) <= 64 ? 128 : 256)
 #define MOE_GEMM_KSPLIT(quant, tm) ((tm) == 16 && MOE_GEMM_WARPS(quant, tm) == 8 ? 8 : 1)
-#define MOE_GEMM_KROW 128           /* bytes of A per row, k slice and warp */
+#define MOE_GEMM_KROW 128           /* bytes of A per row, k slice and warp (MOE_GEMM_K64: 64) */
 #define MOE_GEMM_PACKED(quant) ((quant) == MOE_W4A16 || (quant) == MOE_NVFP4)
 /* Kernels that take several column tiles per block (above): those whose warps do not split K. */
 #define MOE_GEMM_MULTI(quant, tm) (MOE_GEMM_KSPLIT(quant, tm) == 1)
+/*
+ * MOE_GEMM_K64 - the row tiles with a second form, taken on a short K (the down GEMM:
+ * MOE_GEMM_ROWS_K64): FP8's four-warp 16-row tile, whose short-K form runs k tiles of 64
+ * bytes of a row, not 128, on MOE_GEMM_K64_TN columns (warps of 16 x 32), as Triton's best
+ * SM120 configurations of the FP8 down GEMM at 512 tokens do (16 x 128 x 64 for Kimi K2, 32 x
+ * 128 x 64 for GLM-4.7: 4 warps, 3 stages; bench_moe.py's search, H100).  A column tile then
+ * streams twice the W bytes (K 256: 32 KiB) over four k tiles, not two, before its epilogue;
+ * its three stages take 27888 bytes (the kernel's declared 30960 launch it: three blocks per
+ * SM on SM120 either way).  The same sums, in the same order within each 128-k group, but for
+ * the FP8 block scales' (one 128-k group is two slices: each adds its own dot times the
+ * group's scales).  Measured on an H200 at SM120's blocks per SM (gpu_bench_moe_decode
+ * MOE_DECODE_ROWTILES=1, BLOCK_SIZE_M 128, a build running the form in every launch and
+ * one without it, two runs each, alternating), this tile's fraction of the floor without
+ * the form, then with it: the down GEMM faster, Kimi K2's at 256 tokens 0.55 and 0.60 (per
+ * tensor), 0.47 and 0.52 (per block), GLM-4.7's at 256 0.32-0.33 and 0.36, 0.28 and
+ * 0.31-0.32, at 512 0.19 and 0.22-0.23, 0.17 and 0.20-0.21, Kimi K2's at 512 within 0.01;
+ * the gate/up (long K) slower, Kimi K2's at 512 tokens 0.83-0.84 and 0.80 (per tensor),
+ * 0.78-0.79 and 0.70-0.71 (per block), GLM-4.7's at 256 0.70 and 0.56-0.57: hence K
+ * decides.  On the gate/up the kernel then runs as without the form (H100, the same tiles
+ * in one process against a build of the base as ALT.fatbin: within 0.01).  The plan's
+ * figures: gpu_bench_moe_decode.  MOE_GEMM_FP8_K64 0 builds without it.
+ */
+#ifndef MOE_GEMM_FP8_K64
+#define MOE_GEMM_FP8_K64 1
+#endif
+#define MOE_GEMM_K64(quant, tm) (MOE_GEMM_FP8_K64 && (quant) == MOE_FP8 && MOE_GEMM_WARPS(quant, tm) == 4)
+#define MOE_GEMM_K64_TN 128
+/* MOE_GEMM_ROWS_K64 - whether a launch of moe_gemm_<quant>_m<tm> on K @k runs the 64-byte form */
+#define MOE_GEMM_ROWS_K64(quant, tm, k) (MOE_GEMM_K64(quant, tm) && MOE_GEMM_SHORT_K(quant, k))
 
 #define MOE_GEMM_KERNELS(X)                                 \
 	X(MOE_BF16, 16, moe_gemm_bf16_m16)                  \
@@ -353,10 +382,18 @@ static inline int64_t moe_gemm_rows_per_expert(int32_t block_m, int32_t num_vali
 }
 
 /* moe_gemm_short_k - whether K @k spans at most 8 k steps of 128 bytes of a @quant
- * row (64 k of bf16, 128 of the others): the down GEMM's K 192 or 256. */
+ * row (64 k of bf16, 128 of the others): the down GEMM's K 192 or 256.  (The macro:
+ * the kernels' form, MOE_GEMM_ROWS_K64, takes it too.) */
+#define MOE_GEMM_SHORT_K(quant, k) ((int64_t)(k) <= 8 * ((quant) == MOE_BF16 ? 64 : 128))
 static inline int moe_gemm_short_k(int quant, int32_t k)
 {
-	return (int64_t)k <= 8 * (quant == MOE_BF16 ? 64 : 128);
+	return MOE_GEMM_SHORT_K(quant, k);
+}
+
+/* moe_gemm_tn - the column tile of a launch of moe_gemm_<@quant>_m<@tm> on K @k. */
+static inline int moe_gemm_tn(int quant, int tm, int32_t k)
+{
+	return MOE_GEMM_ROWS_K64(quant, tm, k) ? MOE_GEMM_K64_TN : MOE_GEMM_TN(quant, tm);
 }
 
 /*
@@ -498,7 +535,7 @@ static inline int32_t moe_gemm_rows_stages(int quant, int tm, int32_t block_m, i
 
 /*
  * moe_gemm_rows_cols - the grid's x for moe_gemm_<@quant>_m<@tm> on N @n,
- * K @k, with @num_valid routed rows: ceil(N / TN), a block per column
+ * K @k, with @num_valid routed rows: ceil(N / TN) (TN: moe_gemm_tn), a block per column
  * tile, but for the MOE_GEMM_MULTI kernels, whose blocks take about
  * MOE_GEMM_MULTI_STEPS k tiles each (several tiles when K is short),
  * unless that leaves fewer than MOE_GEMM_MULTI_BLOCKS blocks over the row
@@ -511,8 +548,10 @@ static inline int32_t moe_gemm_rows_stages(int quant, int tm, int32_t block_m, i
 				     * 10% slower than 4 to 8 (H100, bench_moe_decode "per") */
 static inline int moe_gemm_rows_cols(int quant, int tm, int32_t n, int32_t k, int32_t num_valid)
 {
-	const int64_t tiles = ((int64_t)n + MOE_GEMM_TN(quant, tm) - 1) / MOE_GEMM_TN(quant, tm);
-	const int ke = quant == MOE_FP8 ? 128 : 64;   /* k of a 128-byte k tile */
+	const int tn = moe_gemm_tn(quant, tm, k);
+	const int64_t tiles = ((int64_t)n + tn - 1) / tn;
+	const int kb = MOE_GEMM_ROWS_K64(quant, tm, k) ? 64 : MOE_GEMM_KROW;   /* A bytes of a k tile */
+	const int ke = kb / (quant == MOE_FP8 ? 1 : 2);
 	const int64_t nk = ((int64_t)k + ke - 1) / ke;
 	const int64_t rows = num_valid / tm > 1 ? num_valid / tm : 1;
 	int64_t per = nk > 0 ? (MOE_GEMM_MULTI_STEPS + nk - 1) / nk : 1;

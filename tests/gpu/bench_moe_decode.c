@@ -341,7 +341,7 @@ static void row_tiles(CUmodule mod, CUmodule alt, int quant, int N, int K, int e
 			continue;
 		const int smem = moe_gemm_smem(quant, tm);
 		const unsigned th = (unsigned)moe_gemm_threads(quant, tm);
-		const unsigned tiles = (unsigned)((N + MOE_GEMM_TN(quant, tm) - 1) / MOE_GEMM_TN(quant, tm));
+		const unsigned tiles = (unsigned)((N + moe_gemm_tn(quant, tm, K) - 1) / moe_gemm_tn(quant, tm, K));
 		const int parts = parts_of(quant, tm, bm, nv, em);
 		const unsigned gx = (unsigned)moe_gemm_rows_cols(quant, tm, N, K, nv);
 		const unsigned gy = (unsigned)moe_gemm_rows_grid(tm, bm, em, parts, 0);
@@ -770,8 +770,8 @@ int main(int argc, char **argv)
 						double mx = 0, md_ = 0;
 
 						CHECK(cuMemsetD16(dc, NAN_BF16, cbytes / 2));
-						CHECK(cuLaunchKernel(fo, (unsigned)((N + MOE_GEMM_TN(qt->quant, told) - 1) /
-										    MOE_GEMM_TN(qt->quant, told)),
+						CHECK(cuLaunchKernel(fo, (unsigned)((N + moe_gemm_tn(qt->quant, told, K) - 1) /
+										    moe_gemm_tn(qt->quant, told, K)),
 								     (unsigned)((em + told - 1) / told), 1,
 								     (unsigned)moe_gemm_threads(qt->quant, told), 1, 1,
 								     (unsigned)moe_gemm_smem(qt->quant, told), stream, params, NULL));

@@ -87,6 +87,10 @@
  * row mode, and two model-like shapes (gate/up N 512 K 2048, down N 1024 K
  * 256 at 16 tokens).
  *
+ * FP8's 16-row tile runs its 64-byte form (moe_gemm.h's MOE_GEMM_K64: 128
+ * columns, block scales applied per half group) on every K up to 1024 ("64-byte
+ * k tiles" in its cases), and its own on the K of 1344 and 1408.
+ *
  * The MOE_GEMM_MULTI row tiles (every quantization at TM 64 and 128) run on the
  * grid x of moe_gemm_rows_cols(), and, flag GRID3, on a grid x of 2 over 3
  * to 8 column tiles (a block's tiles one pipelined sequence: the next
@@ -445,6 +449,8 @@ static void describe(int idx, char *buf, size_t len)
 			n += (size_t)snprintf(buf + n, len - n, "%s", flags[i].what);
 	if ((tc->flags & GRID3) && n < len)
 		n += (size_t)snprintf(buf + n, len - n, "%s", kd->tm < 0 ? ", grid (2, 3)" : ", grid x 2");
+	if (kd->tm > 0 && MOE_GEMM_ROWS_K64(kd->quant, kd->tm, tc->K) && n < len)
+		n += (size_t)snprintf(buf + n, len - n, ", 64-byte k tiles");
 }
 
 /* ------------------------------------------------------------ inputs */
@@ -960,16 +966,19 @@ static double expect(const struct host *hs, int id, int e, int n, double *bound)
 {
 	const struct moe_gemm_args *g = &hs->g;
 	const int row = id / g->top_k, K = g->K;
-	const int gk = hs->quant == MOE_FP8 && g->scale == MOE_SCALE_BLOCK ? g->group_k : K;
+	const int block = hs->quant == MOE_FP8 && g->scale == MOE_SCALE_BLOCK, gk = block ? g->group_k : K;
+	/* the k spans that take their own scale product: a group, or half one where the
+	   16-row tile runs its 64-byte form (MOE_GEMM_K64), whose slices each add theirs */
+	const int gs = block && hs->tc->tm > 0 && MOE_GEMM_ROWS_K64(hs->quant, hs->tc->tm, K) ? gk / 2 : gk;
 	const float *a = hs->ad + (size_t)row * K, *w = hs->wd + ((size_t)e * g->N + n) * K;
 	double v = 0, S = 0, bias = 0, rw = 1, err;
 	int groups = 0;
 
-	for (int k0 = 0; k0 < K; k0 += gk, groups++) {
+	for (int k0 = 0; k0 < K; k0 += gs, groups++) {
 		const double sc = dot_scale(hs, row, e, n, k0 / gk);
 		double dot = 0, mag = 0;
 
-		for (int k = k0; k < K && k < k0 + gk; k++) {
+		for (int k = k0; k < K && k < k0 + gs; k++) {
 			const double p = (double)a[k] * w[k];
 
 			dot += p;

@@ -825,10 +825,22 @@ static void test_moe_decisions(void **state)
 	assert_int_equal(moe_gemm_rows_cols(MOE_NVFP4, 64, 7168, 256, 4096 * 8), 14);
 	assert_int_equal(moe_gemm_rows_cols(MOE_W4A16, 16, 7168, 256, 4096 * 8), 224);
 	assert_int_equal(moe_gemm_rows_cols(MOE_BF16, 16, 7168, 256, 4096 * 8), 28);   /* 4 of 112 tiles of 64 */
+	/* FP8's 16-row tile on a short K, its 64-byte form (MOE_GEMM_K64): 128 columns, 4 k tiles
+	   at K 256 (Kimi's down GEMM at 512 tokens: 4 of 56 tiles a block), 3 at GLM's K 192 (6 of
+	   40, kept to 512 blocks); on the gate/up's long K its own 64 columns, a block each (Kimi
+	   at 512 tokens: 56 k tiles of 128 bytes) */
+	assert_int_equal(moe_gemm_tn(MOE_FP8, 16, 256), MOE_GEMM_K64_TN);
+	assert_int_equal(moe_gemm_tn(MOE_FP8, 16, 1024), MOE_GEMM_K64_TN);
+	assert_int_equal(moe_gemm_tn(MOE_FP8, 16, 1152), 64);
+	assert_int_equal(moe_gemm_tn(MOE_FP8, 32, 256), 128);
+	assert_int_equal(moe_gemm_tn(MOE_BF16, 16, 256), 64);
+	assert_int_equal(moe_gemm_rows_cols(MOE_FP8, 16, 7168, 256, 512 * 8), 14);
+	assert_int_equal(moe_gemm_rows_cols(MOE_FP8, 16, 5120, 192, 512 * 8), 7);
+	assert_int_equal(moe_gemm_rows_cols(MOE_FP8, 16, 512, 7168, 512 * 8), 8);
 	/* the decode kernels: Kimi K2 TP8's gate/up (K 7168) on 16-column tiles, its down
 	   (K 256) on 128; gate/up up to 4 rows an expert (Kimi's 128 tokens: 2.7) on any
-	   BLOCK_SIZE_M, not at 256 tokens (5.3) nor 512; down up to 24 rows an expert in FP8,
-	   8 in bf16 (Kimi's 256 tokens: 5.3, not 512: 10.7) */
+	   BLOCK_SIZE_M, not at 256 tokens (5.3) nor 512; down up to 8 rows an expert
+	   (Kimi's 256 tokens: 5.3, not 512: 10.7) */
 	assert_int_equal(moe_gemm_decode_tn(MOE_BF16, 7168), 16);
 	assert_int_equal(moe_gemm_decode_tn(MOE_FP8, 5120), 16);
 	assert_int_equal(moe_gemm_decode_tn(MOE_BF16, 256), 128);
@@ -951,7 +963,7 @@ static void test_moe_decisions(void **state)
 		{ MOE_BF16, 16, 128, 385, 7168, 1 },
 		{ MOE_BF16, 16, 256, 385, 7168, 0 },
 		{ MOE_FP8, 128, 512, 385, 7168, 0 },
-		{ MOE_FP8, 128, 512, 385, 256, 0 },   /* 10.7 rows: FP8's 32-row tile */
+		{ MOE_FP8, 128, 512, 385, 256, 0 },   /* 10.7 rows: FP8's 16-row tile */
 		{ MOE_FP8, 128, 4096, 385, 256, 0 },
 		{ MOE_BF16, 128, 256, 385, 256, 1 },
 		{ MOE_BF16, 128, 512, 385, 256, 0 },
