@@ -188,7 +188,7 @@ enum moe_scale { MOE_SCALE_NONE = 0, MOE_SCALE_TENSOR, MOE_SCALE_CHANNEL, MOE_SC
  * 0.78-0.79 and 0.70-0.71 (per block), GLM-4.7's at 256 0.70 and 0.56-0.57: hence K
  * decides.  On the gate/up the kernel then runs as without the form (H100, the same tiles
  * in one process against a build of the base as ALT.fatbin: within 0.01).  The plan's
- * figures: gpu_bench_moe_decode.  MOE_GEMM_FP8_K64 0 builds without it.
+ * figures: MOE_DECODE_SHORT_ROWS.  MOE_GEMM_FP8_K64 0 builds without it.
  */
 #ifndef MOE_GEMM_FP8_K64
 #define MOE_GEMM_FP8_K64 1
@@ -836,14 +836,29 @@ static inline int moe_gemm_decode_cols(int quant, int32_t n, int32_t k, int tn, 
  *     rows: since its W scales stopped waiting on their loads (H200, one
  *     run) it ran Kimi's gate/up at 2048 and 4096 tokens (43 and 85 rows)
  *     in 1126 and 2094 us against the decode kernels' 1251 and 2202;
- *   on a short K (moe_gemm_short_k: the down GEMM), MOE_DECODE_SHORT_ROWS:
- *     bf16's 64-row tile on its shallow pipeline passes the decode kernels
- *     from about 10 rows, FP8's 32-row tile (moe_gemm_rows_tile) between 5
- *     and 11 (H200, FP8 per tensor / per block at TP8, one run: Kimi K2 at
- *     256 tokens, 5 rows an expert, 0.50 / 0.46 of the floor on the decode
- *     kernel against 0.49 / 0.48, at 512 tokens, 11 rows, 0.34 / 0.30
- *     against 0.44 / 0.42; GLM-4.7 at 256 tokens, 13 rows, 0.21 / 0.18
- *     against 0.27 / 0.27);
+ *   on a short K (moe_gemm_short_k: the down GEMM), MOE_DECODE_SHORT_ROWS
+ *     (the estimate, which counts E + 1 lists: Kimi K2's 4 rows an expert
+ *     are 3): the four-warp 16-row tiles (moe_gemm_rows_tile; FP8's in its
+ *     64-byte form, MOE_GEMM_K64) pass the decode kernels from 3 to 5 rows.
+ *     The row tile against the decode kernel at SM120's blocks per SM
+ *     (gpu_bench_moe_decode MOE_DECODE_ROWTILES=1, TP8, one run each): FP8
+ *     per tensor on an H200, Kimi K2 at 64, 96, 128, 192, 256 and 384
+ *     tokens (1.3 to 8 rows an expert) 0.57, 0.61, 0.62, 0.61, 0.61 and
+ *     0.57 of the floor against 0.62, 0.61, 0.60, 0.58, 0.54 and 0.43,
+ *     GLM-4.7 at 64, 96 and 128 tokens (3.2, 4.8 and 6.4 rows) 0.39, 0.42
+ *     and 0.44 against 0.42, 0.38 and 0.33; bf16 on an H100, Kimi K2 at 64,
+ *     128, 192, 256 and 384 tokens 0.94, 0.94, 0.93, 0.92 and 0.87 against
+ *     0.94, 0.95, 0.93, 0.90 and 0.82, GLM-4.7 at 64 and 128 0.82 and 0.80
+ *     against 0.83 and 0.73.  (8, the bound before, was measured against
+ *     bf16's shallow 64-row tile and FP8's 32-row one.)  The plan with it
+ *     against the plan before (H100, two runs each, alternating, padded):
+ *     FP8 per tensor, Kimi K2's down GEMM at 256 and 384 tokens 0.72 and
+ *     0.58 of the floor before, 0.81-0.82 and 0.77 after (per block 0.65
+ *     and 0.51-0.53, 0.73 and 0.69; per channel 0.65 and 0.53, 0.77 and
+ *     0.73), GLM-4.7's at 128 tokens 0.45 and 0.59-0.60 (per block
+ *     0.33-0.39 and 0.54); bf16, Kimi K2's at 384 tokens 0.81-0.82 and
+ *     0.91, GLM-4.7's at 128 0.73-0.74 and 0.81, within 0.01 at 128 and 192
+ *     (Kimi K2) and at 256;
  *   on a long K (gate/up), MOE_DECODE_LONG_ROWS: from 5 rows the 64-row
  *     tile reads the weights faster.
  * Measured on an H100 (W4A16: the first figures above) at SM120's blocks per SM
@@ -851,7 +866,7 @@ static inline int moe_gemm_decode_cols(int quant, int32_t n, int32_t k, int tn, 
  * tokens).  (Row mode, one routed row per block, always is.)  Pure, plain C.
  */
 #define MOE_DECODE_W4_ROWS 40
-#define MOE_DECODE_SHORT_ROWS 8
+#define MOE_DECODE_SHORT_ROWS 3
 #define MOE_DECODE_LONG_ROWS 4
 static inline int moe_gemm_decode_wanted(int quant, int32_t block_m, int32_t num_valid, int32_t em, int32_t k)
 {

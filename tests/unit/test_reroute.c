@@ -839,8 +839,8 @@ static void test_moe_decisions(void **state)
 	assert_int_equal(moe_gemm_rows_cols(MOE_FP8, 16, 512, 7168, 512 * 8), 8);
 	/* the decode kernels: Kimi K2 TP8's gate/up (K 7168) on 16-column tiles, its down
 	   (K 256) on 128; gate/up up to 4 rows an expert (Kimi's 128 tokens: 2.7) on any
-	   BLOCK_SIZE_M, not at 256 tokens (5.3) nor 512; down up to 8 rows an expert
-	   (Kimi's 256 tokens: 5.3, not 512: 10.7) */
+	   BLOCK_SIZE_M, not at 256 tokens (5.3) nor 512; down up to 3 rows an expert as
+	   estimated (Kimi's 192 tokens: 4, not 256: 5.3) */
 	assert_int_equal(moe_gemm_decode_tn(MOE_BF16, 7168), 16);
 	assert_int_equal(moe_gemm_decode_tn(MOE_FP8, 5120), 16);
 	assert_int_equal(moe_gemm_decode_tn(MOE_BF16, 256), 128);
@@ -965,10 +965,15 @@ static void test_moe_decisions(void **state)
 		{ MOE_FP8, 128, 512, 385, 7168, 0 },
 		{ MOE_FP8, 128, 512, 385, 256, 0 },   /* 10.7 rows: FP8's 16-row tile */
 		{ MOE_FP8, 128, 4096, 385, 256, 0 },
-		{ MOE_BF16, 128, 256, 385, 256, 1 },
+		{ MOE_BF16, 128, 256, 385, 256, 0 },
 		{ MOE_BF16, 128, 512, 385, 256, 0 },
 		{ MOE_NVFP4, 128, 1, 385, 256, 0 },
-		{ MOE_FP8, 128, 256, 385, 256, 1 },   /* 5.3 rows */
+		{ MOE_FP8, 128, 256, 385, 256, 0 },   /* 5.3 rows: FP8's 16-row tile, in its 64-byte form */
+		{ MOE_FP8, 128, 192, 385, 256, 1 },   /* 4 rows, estimated 3 (E + 1 lists), the decode kernel */
+		{ MOE_FP8, 128, 240, 385, 256, 0 },   /* 5, estimated 4 */
+		{ MOE_FP8, 128, 64, 161, 192, 1 },    /* GLM-4.7's 64 tokens: 3.2 */
+		{ MOE_FP8, 128, 96, 161, 192, 0 },    /* 4.8 */
+		{ MOE_BF16, 128, 192, 385, 256, 1 },  /* bf16's down GEMM alike */
 		/* W4A16: up to 40 rows an expert (GLM-4.7's 768 tokens: 38.4; not its 1024: 51, nor Kimi
 		   K2's 2048: 42.7), gate/up and down alike, 16 rows a pass past 8 rows an expert (Kimi
 		   K2's 512 tokens: 10.7); beyond, the row tiles: GLM-4.7's gate/up (N 384) at 51 rows an
