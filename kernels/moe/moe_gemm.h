@@ -183,10 +183,13 @@ enum moe_scale { MOE_SCALE_NONE = 0, MOE_SCALE_TENSOR, MOE_SCALE_CHANNEL, MOE_SC
  * one without it, two runs each, alternating), this tile's fraction of the floor without
  * the form, then with it: the down GEMM faster, Kimi K2's at 256 tokens 0.55 and 0.60 (per
  * tensor), 0.47 and 0.52 (per block), GLM-4.7's at 256 0.32-0.33 and 0.36, 0.28 and
- * 0.31-0.32, at 512 0.19 and 0.22-0.23, 0.17 and 0.20-0.21, Kimi K2's at 512 within 0.01;
- * the gate/up (long K) slower, Kimi K2's at 512 tokens 0.83-0.84 and 0.80 (per tensor),
- * 0.78-0.79 and 0.70-0.71 (per block), GLM-4.7's at 256 0.70 and 0.56-0.57: hence K
- * decides.  On the gate/up the kernel then runs as without the form (H100, the same tiles
+ * 0.31-0.32, at 512 0.19 and 0.22-0.23, 0.17 and 0.20-0.21, Kimi K2's at 512 within 0.01
+ * (on two H100s slower: the plan's tile 0.73-0.75 and 0.72-0.73 per tensor, 0.66-0.67 and
+ * 0.64-0.65 per block, four runs; faster where it is GLM-4.7's at 192 and 256 tokens,
+ * H100, two runs: 0.50 and 0.56, 0.47 and 0.51 per tensor, 0.45 and 0.51, 0.42 and
+ * 0.45-0.46 per block); the gate/up (long K) slower, Kimi K2's at 512 tokens 0.83-0.84 and
+ * 0.80 (per tensor), 0.78-0.79 and 0.70-0.71 (per block), GLM-4.7's at 256 0.70 and
+ * 0.56-0.57: hence K decides.  On the gate/up the kernel then runs as without the form (H100, the same tiles
  * in one process against a build of the base as ALT.fatbin: within 0.01).  The plan's
  * figures: MOE_DECODE_SHORT_ROWS.  MOE_GEMM_FP8_K64 0 builds without it.
  */
