@@ -216,9 +216,9 @@ __device__ void write_zeros(const moe_gemm_args &a, const rows<TM> &r, int n0)
  */
 template <int QUANT, int TM, bool K64>
 struct loader {
-	using S = shape<QUANT, TM, MOE_GEMM_STAGES(QUANT, TM), K64>;
+	using S = shape<QUANT, TM, K64 ? MOE_GEMM_K64_STAGES(QUANT, TM) : MOE_GEMM_STAGES(QUANT, TM), K64>;
 	/* the threads that copy A: all, or the first TM * ACH where a stage's A has fewer chunks
-	 * (MOE_GEMM_K64: 16 rows of 64 bytes); the others copy W only */
+	 * (MOE_GEMM_K64: 16 or 32 rows of 64 bytes); the others copy W only */
 	static constexpr int A_THREADS = TM * S::ACH < S::THREADS ? TM * S::ACH : S::THREADS;
 	static constexpr int A_PER = TM * S::ACH / A_THREADS;
 	static constexpr int B_PER = S::TN * S::BCH / S::THREADS;
@@ -997,8 +997,8 @@ __device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, i
  * entry - the body of kernel moe_gemm_<QUANT>_m<TM> (block blockIdx): gemm on
  * the kernel's own pipeline, or its shallow one where it has one and
  * args.stages asks (MOE_GEMM_SHALLOW), or its 64-byte form where it has one
- * and K is short (MOE_GEMM_ROWS_K64, as moe_gemm_tn and moe_gemm_rows_cols
- * size the grid for).  @smem, @r as for gemm.
+ * and K asks (MOE_GEMM_ROWS_K64, as moe_gemm_tn and moe_gemm_rows_cols size
+ * the grid for).  @smem, @r as for gemm.
  */
 template <int QUANT, int TM>
 __device__ __forceinline__ void entry(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r)
@@ -1008,8 +1008,8 @@ __device__ __forceinline__ void entry(const moe_gemm_args &a, unsigned char *sme
 		return;
 	}
 	if constexpr (MOE_GEMM_K64(QUANT, TM)) {
-		if (MOE_GEMM_SHORT_K(QUANT, a.K)) {
-			gemm<QUANT, TM, MOE_GEMM_STAGES(QUANT, TM), true>(a, smem, r, blockIdx.x, blockIdx.y);
+		if (MOE_GEMM_ROWS_K64(QUANT, TM, a.K)) {
+			gemm<QUANT, TM, MOE_GEMM_K64_STAGES(QUANT, TM), true>(a, smem, r, blockIdx.x, blockIdx.y);
 			return;
 		}
 	}

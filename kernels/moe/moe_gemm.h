@@ -169,37 +169,49 @@ enum moe_scale { MOE_SCALE_NONE = 0, MOE_SCALE_TENSOR, MOE_SCALE_CHANNEL, MOE_SC
 /* Kernels that take several column tiles per block (above): those whose warps do not split K. */
 #define MOE_GEMM_MULTI(quant, tm) (MOE_GEMM_KSPLIT(quant, tm) == 1)
 /*
- * MOE_GEMM_K64 - the row tiles with a second form, taken on a short K (the down GEMM:
- * MOE_GEMM_ROWS_K64): FP8's four-warp 16-row tile, whose short-K form runs k tiles of 64
- * bytes of a row, not 128, on MOE_GEMM_K64_TN columns (warps of 16 x 32), as Triton's best
- * SM120 configurations of the FP8 down GEMM at 512 tokens do (16 x 128 x 64 for Kimi K2, 32 x
- * 128 x 64 for GLM-4.7: 4 warps, 3 stages; bench_moe.py's search, H100).  A column tile then
- * streams twice the W bytes (K 256: 32 KiB) over four k tiles, not two, before its epilogue;
- * its three stages take 27888 bytes (the kernel's declared 30960 launch it: three blocks per
- * SM on SM120 either way).  The same sums, in the same order within each 128-k group, but for
- * the FP8 block scales' (one 128-k group is two slices: each adds its own dot times the
- * group's scales).  Measured on an H200 at SM120's blocks per SM (gpu_bench_moe_decode
- * MOE_DECODE_ROWTILES=1, BLOCK_SIZE_M 128, a build running the form in every launch and
- * one without it, two runs each, alternating), this tile's fraction of the floor without
- * the form, then with it: the down GEMM faster, Kimi K2's at 256 tokens 0.55 and 0.60 (per
- * tensor), 0.47 and 0.52 (per block), GLM-4.7's at 256 0.32-0.33 and 0.36, 0.28 and
- * 0.31-0.32, at 512 0.19 and 0.22-0.23, 0.17 and 0.20-0.21, Kimi K2's at 512 within 0.01
- * (on two H100s slower: the plan's tile 0.73-0.75 and 0.72-0.73 per tensor, 0.66-0.67 and
- * 0.64-0.65 per block, four runs; faster where it is GLM-4.7's at 192 and 256 tokens,
- * H100, two runs: 0.50 and 0.56, 0.47 and 0.51 per tensor, 0.45 and 0.51, 0.42 and
- * 0.45-0.46 per block); the gate/up (long K) slower, Kimi K2's at 512 tokens 0.83-0.84 and
- * 0.80 (per tensor), 0.78-0.79 and 0.70-0.71 (per block), GLM-4.7's at 256 0.70 and
- * 0.56-0.57: hence K decides.  On the gate/up the kernel then runs as without the form (H100, the same tiles
- * in one process against a build of the base as ALT.fatbin: within 0.01).  The plan's
- * figures: MOE_DECODE_SHORT_ROWS.  MOE_GEMM_FP8_K64 0 builds without it.
+ * MOE_GEMM_K64 - the row tiles with a second form for the down GEMM's short K
+ * (MOE_GEMM_ROWS_K64): k tiles of 64 bytes of a row, not 128, on MOE_GEMM_K64_TN columns, as
+ * Triton's best SM120 configurations of the FP8 down GEMM at 512 tokens have (16 or 32 x 128 x
+ * 64, 4 warps, 3 stages: bench_moe.py's search, H100).  A column tile then streams its W bytes
+ * over twice the k tiles before its epilogue (K 256: four, not two), and GLM-4.7's K 192 fills
+ * its last k tile (the 128-byte form's is half empty).  The same sums, in the same order within
+ * each 128-k group, but for the FP8 block scales' (a group is two slices: each adds its own dot
+ * times the group's scales).  The kernel picks the form from K; moe_gemm_tn and
+ * moe_gemm_rows_cols size the grid for it.  Two tiles have it:
+ *   FP8's four-warp 16-row tile, on any short K: 128 columns (warps of 16 x 32), three stages
+ *   (27888 bytes: three blocks per SM on SM120 as before);
+ *   FP8's 32-row tile, where K ends mid-way through a 128-byte k tile (GLM-4.7's 192): warps
+ *   2 x 4 of 16 x 32 as before, four stages (41536 bytes: two blocks per SM on SM120 as before).
+ * Measured, this tile's fraction of the floor at SM120's blocks per SM without the form, then
+ * with it (gpu_bench_moe_decode MOE_DECODE_ROWTILES=1, BLOCK_SIZE_M 128, two builds, two runs
+ * each, alternating):
+ *   the 16-row tile on an H200 (the form in every launch): Kimi K2's down GEMM at 256 tokens
+ *   0.55 and 0.60 (per tensor), 0.47 and 0.52 (per block); GLM-4.7's at 256 0.32-0.33 and
+ *   0.36, 0.28 and 0.31-0.32, at 512 0.19 and 0.22-0.23, 0.17 and 0.20-0.21; Kimi K2's at 512
+ *   within 0.01; the gate/up (long K) slower, Kimi K2's at 512 tokens 0.83-0.84 and 0.80 (per
+ *   tensor), 0.78-0.79 and 0.70-0.71 (per block), GLM-4.7's at 256 0.70 and 0.56-0.57: hence
+ *   K decides;
+ *   the 16-row tile on two H100s (the plan's tile): GLM-4.7's down GEMM at 192 and 256 tokens
+ *   0.50 and 0.56, 0.47 and 0.51 (per tensor), 0.45 and 0.51, 0.42 and 0.45-0.46 (per block);
+ *   Kimi K2's at 512 slower, 0.73-0.75 and 0.72-0.73 (per tensor), 0.66-0.67 and 0.64-0.65
+ *   (per block), four runs; on the gate/up the kernel runs as before (the same tiles in one
+ *   process against the base build as ALT.fatbin: within 0.01);
+ *   the 32-row tile on an H100 (the form on every short K): GLM-4.7's down GEMM at 512 tokens
+ *   0.33-0.35 and 0.37-0.38 (per tensor), 0.32 and 0.41 (per block); Kimi K2's at 1024 (K
+ *   256) slower, 0.57 and 0.51 (per tensor), 0.53-0.55 and 0.53-0.54 (per block): hence K
+ *   192 only.
+ * The plan's figures: MOE_DECODE_SHORT_ROWS.  MOE_GEMM_FP8_K64 0 builds without the form.
  */
 #ifndef MOE_GEMM_FP8_K64
 #define MOE_GEMM_FP8_K64 1
 #endif
-#define MOE_GEMM_K64(quant, tm) (MOE_GEMM_FP8_K64 && (quant) == MOE_FP8 && MOE_GEMM_WARPS(quant, tm) == 4)
+#define MOE_GEMM_K64(quant, tm) \
+	(MOE_GEMM_FP8_K64 && (quant) == MOE_FP8 && (MOE_GEMM_WARPS(quant, tm) == 4 || (tm) == 32))
 #define MOE_GEMM_K64_TN 128
+#define MOE_GEMM_K64_STAGES(quant, tm) ((tm) == 32 ? 4 : 3)
 /* MOE_GEMM_ROWS_K64 - whether a launch of moe_gemm_<quant>_m<tm> on K @k runs the 64-byte form */
-#define MOE_GEMM_ROWS_K64(quant, tm, k) (MOE_GEMM_K64(quant, tm) && MOE_GEMM_SHORT_K(quant, k))
+#define MOE_GEMM_ROWS_K64(quant, tm, k) \
+	(MOE_GEMM_K64(quant, tm) && MOE_GEMM_SHORT_K(quant, k) && ((tm) != 32 || (k) % 128 != 0))
 
 #define MOE_GEMM_KERNELS(X)                                 \
 	X(MOE_BF16, 16, moe_gemm_bf16_m16)                  \
@@ -340,8 +352,14 @@ static inline const char *moe_gemm_kernel_name(int quant, int tm)
 /* The dynamic shared memory of a @stages-deep pipeline of moe_gemm_<quant>_m<tm>. */
 #define MOE_GEMM_PIPE_BYTES(quant, tm, stages) \
 	((stages) * (MOE_GEMM_STAGE_BYTES(quant, tm) + MOE_GEMM_GSCALE_BYTES(quant, tm)))
-/* moe_gemm_smem - the dynamic shared memory of a kernel (its deepest pipeline). */
-#define moe_gemm_smem(quant, tm) MOE_GEMM_PIPE_BYTES(quant, tm, MOE_GEMM_STAGES(quant, tm))
+/* The dynamic shared memory of the 64-byte form (MOE_GEMM_K64) of moe_gemm_<quant>_m<tm>. */
+#define MOE_GEMM_K64_PIPE_BYTES(quant, tm) \
+	(MOE_GEMM_K64_STAGES(quant, tm) * ((tm) * 64 + MOE_GEMM_K64_TN * 64 + MOE_GEMM_GSCALE_BYTES(quant, tm)))
+/* moe_gemm_smem - the dynamic shared memory of a kernel (its deepest pipeline, of either form). */
+#define moe_gemm_smem(quant, tm)                                                                              \
+	(MOE_GEMM_K64(quant, tm) && MOE_GEMM_K64_PIPE_BYTES(quant, tm) > MOE_GEMM_PIPE_BYTES(quant, tm, MOE_GEMM_STAGES(quant, tm)) \
+		 ? MOE_GEMM_K64_PIPE_BYTES(quant, tm)                                                               \
+		 : MOE_GEMM_PIPE_BYTES(quant, tm, MOE_GEMM_STAGES(quant, tm)))
 
 /*
  * The shallow pipeline: a MOE_GEMM_SHALLOW kernel (bf16 at TM 64 and 32,

@@ -89,7 +89,8 @@
  *
  * FP8's 16-row tile runs its 64-byte form (moe_gemm.h's MOE_GEMM_K64: 128
  * columns, block scales applied per half group) on every K up to 1024 ("64-byte
- * k tiles" in its cases), and its own on the K of 1344 and 1408.
+ * k tiles" in its cases), and its own on the K of 1344 and 1408; FP8's 32-row
+ * tile its form on K 48, 192 and 208, its own on 1024 and 1344.
  *
  * The MOE_GEMM_MULTI row tiles (every quantization at TM 64 and 128) run on the
  * grid x of moe_gemm_rows_cols(), and, flag GRID3, on a grid x of 2 over 3
@@ -368,6 +369,7 @@ static const struct tcase cases[] = {
 	{ FP8, 32, 7, 3, 6, 200, 192, 32, TENSOR, 0, BIAS | SHORT | GRID3 },
 	{ FP8, 32, 33, 4, 8, 72, 48, 64, CHANNEL, 0, RW | DROP },
 	{ FP8, 32, 300, 8, 16, 456, 1024, 64, BLOCK, 0, RW | BIAS | PAD | SAMPLE },
+	{ FP8, 32, 33, 8, 9, 200, 1344, 64, BLOCK, 0, RW | PAD | OFF | GRID3 },
 	/* bf16 at TM 32 on its shallow two-stage pipeline: the down GEMM's short K over several
 	   column tiles a block, and a K past the stages */
 	{ BF16, 32, 33, 8, 9, 456, 192, 64, 0, 0, RW | BIAS | PAD | OFF | GRID3 | SHALLOW },

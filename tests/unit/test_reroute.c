@@ -833,6 +833,16 @@ static void test_moe_decisions(void **state)
 	assert_int_equal(moe_gemm_tn(MOE_FP8, 16, 1024), MOE_GEMM_K64_TN);
 	assert_int_equal(moe_gemm_tn(MOE_FP8, 16, 1152), 64);
 	assert_int_equal(moe_gemm_tn(MOE_FP8, 32, 256), 128);
+	/* FP8's 32-row tile takes the form where K ends mid-way through a 128-byte k tile (GLM's
+	   192: 3 k tiles, 6 of 40 column tiles a block, kept to 512 blocks: 7), its four stages
+	   within the kernel's shared memory; not Kimi's 256 (2 k tiles of 128 bytes, 8 of 56) */
+	assert_true(MOE_GEMM_ROWS_K64(MOE_FP8, 32, 192) && !MOE_GEMM_ROWS_K64(MOE_FP8, 32, 256));
+	assert_true(!MOE_GEMM_ROWS_K64(MOE_FP8, 32, 7168) && !MOE_GEMM_ROWS_K64(MOE_BF16, 16, 192));
+	assert_int_equal(moe_gemm_rows_cols(MOE_FP8, 32, 5120, 192, 512 * 8), 7);
+	assert_int_equal(moe_gemm_rows_cols(MOE_FP8, 32, 7168, 256, 1024 * 8), 7);
+	assert_int_equal(moe_gemm_smem(MOE_FP8, 32), MOE_GEMM_K64_PIPE_BYTES(MOE_FP8, 32));
+	assert_int_equal(MOE_GEMM_K64_PIPE_BYTES(MOE_FP8, 32), 4 * (32 * 64 + 128 * 64 + 144));
+	assert_true(MOE_GEMM_K64_PIPE_BYTES(MOE_FP8, 16) < moe_gemm_smem(MOE_FP8, 16));
 	assert_int_equal(moe_gemm_tn(MOE_BF16, 16, 256), 64);
 	assert_int_equal(moe_gemm_rows_cols(MOE_FP8, 16, 7168, 256, 512 * 8), 14);
 	assert_int_equal(moe_gemm_rows_cols(MOE_FP8, 16, 5120, 192, 512 * 8), 7);
