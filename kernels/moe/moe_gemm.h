@@ -356,10 +356,11 @@ static inline const char *moe_gemm_kernel_name(int quant, int tm)
 #define MOE_GEMM_K64_PIPE_BYTES(quant, tm) \
 	(MOE_GEMM_K64_STAGES(quant, tm) * ((tm) * 64 + MOE_GEMM_K64_TN * 64 + MOE_GEMM_GSCALE_BYTES(quant, tm)))
 /* moe_gemm_smem - the dynamic shared memory of a kernel (its deepest pipeline, of either form). */
-#define moe_gemm_smem(quant, tm)                                                                              \
-	(MOE_GEMM_K64(quant, tm) && MOE_GEMM_K64_PIPE_BYTES(quant, tm) > MOE_GEMM_PIPE_BYTES(quant, tm, MOE_GEMM_STAGES(quant, tm)) \
-		 ? MOE_GEMM_K64_PIPE_BYTES(quant, tm)                                                               \
-		 : MOE_GEMM_PIPE_BYTES(quant, tm, MOE_GEMM_STAGES(quant, tm)))
+#define MOE_GEMM_OWN_PIPE_BYTES(quant, tm) MOE_GEMM_PIPE_BYTES(quant, tm, MOE_GEMM_STAGES(quant, tm))
+#define moe_gemm_smem(quant, tm)                                                                       \
+	(MOE_GEMM_K64(quant, tm) && MOE_GEMM_K64_PIPE_BYTES(quant, tm) > MOE_GEMM_OWN_PIPE_BYTES(quant, tm) \
+		 ? MOE_GEMM_K64_PIPE_BYTES(quant, tm)                                                        \
+		 : MOE_GEMM_OWN_PIPE_BYTES(quant, tm))
 
 /*
  * The shallow pipeline: a MOE_GEMM_SHALLOW kernel (bf16 at TM 64 and 32,
