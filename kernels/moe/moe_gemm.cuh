@@ -54,7 +54,7 @@ struct shape {
 	static constexpr int WM = TM / WARPS_M, WN = TN / WARPS_N;
 	static constexpr int MI = WM / 16;            /* m16 fragments per warp */
 	static constexpr int NI = WN / 8;             /* n8 fragments per warp */
-	static constexpr int KROW = K64 ? 64 : MOE_GEMM_KROW;  /* bytes of an A row a warp slice */
+	static constexpr int KROW = K64 ? MOE_GEMM_K64_KROW : MOE_GEMM_KROW;   /* bytes of an A row a warp slice */
 	static constexpr int KE = KROW / (QUANT == MOE_FP8 ? 1 : 2);   /* k per warp slice */
 	static constexpr int KSTEPS = KROW / 32;               /* its mma k steps (32 bytes of A) */
 	/* (FP8: a slice's k steps past K, half of GLM-4.7's last slice at TP8, K 192, are multiplied
@@ -122,9 +122,11 @@ struct shape {
 		      "one thread stages the 4 scales of one column");
 	static_assert(STAGES >= 2, "a pipeline needs two stages");
 	static_assert(K64 ? MOE_GEMM_K64(QUANT, TM) && !PACKED && GCOLS == 1 &&
-				    STAGES * (STAGE + GSC) <= moe_gemm_smem(QUANT, TM)
+				    STAGES == MOE_GEMM_K64_STAGES(QUANT, TM) &&
+				    STAGES * (STAGE + GSC) == MOE_GEMM_K64_PIPE_BYTES(QUANT, TM) &&
+				    MOE_GEMM_K64_PIPE_BYTES(QUANT, TM) <= moe_gemm_smem(QUANT, TM)
 			  : STAGE == MOE_GEMM_STAGE_BYTES(QUANT, TM),
-		      "the 64-byte form: its kernels', within the kernel's declared shared memory");
+		      "the 64-byte form: its kernels', the bytes moe_gemm.h gives, within the declared shared memory");
 	static_assert(GSC == 0 || (TM * KS <= GS_W && KS * GCOLS <= THREADS - GS_W),
 		      "threads below GS_W copy the activation scales, the rest the weight scales");
 	static_assert(KS > 1 || WARPS * ER * EPITCH <= (MULTI ? STAGE : STAGES * STAGE),

@@ -208,6 +208,7 @@ enum moe_scale { MOE_SCALE_NONE = 0, MOE_SCALE_TENSOR, MOE_SCALE_CHANNEL, MOE_SC
 #define MOE_GEMM_K64(quant, tm) \
 	(MOE_GEMM_FP8_K64 && (quant) == MOE_FP8 && (MOE_GEMM_WARPS(quant, tm) == 4 || (tm) == 32))
 #define MOE_GEMM_K64_TN 128
+#define MOE_GEMM_K64_KROW 64   /* bytes of an A (and a W) row a k tile */
 #define MOE_GEMM_K64_STAGES(quant, tm) ((tm) == 32 ? 4 : 3)
 /* MOE_GEMM_ROWS_K64 - whether a launch of moe_gemm_<quant>_m<tm> on K @k runs the 64-byte form */
 #define MOE_GEMM_ROWS_K64(quant, tm, k) \
@@ -353,8 +354,9 @@ static inline const char *moe_gemm_kernel_name(int quant, int tm)
 #define MOE_GEMM_PIPE_BYTES(quant, tm, stages) \
 	((stages) * (MOE_GEMM_STAGE_BYTES(quant, tm) + MOE_GEMM_GSCALE_BYTES(quant, tm)))
 /* The dynamic shared memory of the 64-byte form (MOE_GEMM_K64) of moe_gemm_<quant>_m<tm>. */
-#define MOE_GEMM_K64_PIPE_BYTES(quant, tm) \
-	(MOE_GEMM_K64_STAGES(quant, tm) * ((tm) * 64 + MOE_GEMM_K64_TN * 64 + MOE_GEMM_GSCALE_BYTES(quant, tm)))
+#define MOE_GEMM_K64_PIPE_BYTES(quant, tm)                                                               \
+	(MOE_GEMM_K64_STAGES(quant, tm) *                                                                 \
+	 (((tm) + MOE_GEMM_K64_TN) * MOE_GEMM_K64_KROW + MOE_GEMM_GSCALE_BYTES(quant, tm)))
 /* moe_gemm_smem - the dynamic shared memory of a kernel (its deepest pipeline, of either form). */
 #define MOE_GEMM_OWN_PIPE_BYTES(quant, tm) MOE_GEMM_PIPE_BYTES(quant, tm, MOE_GEMM_STAGES(quant, tm))
 #define moe_gemm_smem(quant, tm)                                                                       \
@@ -572,7 +574,7 @@ static inline int moe_gemm_rows_cols(int quant, int tm, int32_t n, int32_t k, in
 {
 	const int tn = moe_gemm_tn(quant, tm, k);
 	const int64_t tiles = ((int64_t)n + tn - 1) / tn;
-	const int kb = MOE_GEMM_ROWS_K64(quant, tm, k) ? 64 : MOE_GEMM_KROW;   /* A bytes of a k tile */
+	const int kb = MOE_GEMM_ROWS_K64(quant, tm, k) ? MOE_GEMM_K64_KROW : MOE_GEMM_KROW;   /* A bytes a k tile */
 	const int ke = kb / (quant == MOE_FP8 ? 1 : 2);
 	const int64_t nk = ((int64_t)k + ke - 1) / ke;
 	const int64_t rows = num_valid / tm > 1 ? num_valid / tm : 1;
