@@ -459,7 +459,24 @@ static inline int moe_gemm_wide_waste(int32_t n)
  * down GEMM: moe_gemm_rows_stages), and for bf16 and FP8 on an N that
  * wastes the wide tiles (moe_gemm_wide_waste); FP8 takes 32 up to 32 rows
  * an expert, where its 64-row tile's registers (161 on sm_120) leave one
- * block per SM and the 32-row tile's two stages and 113 registers two.
+ * block per SM and the 32-row tile's two stages and 113 registers two, and
+ * at any count on a short K (the down GEMM, whose column tiles are two k
+ * tiles of 128 bytes, between epilogues, on the 64- and 128-row tiles' one
+ * block per SM on SM120).  Measured on an H100 at SM120's blocks per SM
+ * (gpu_bench_moe_decode MOE_DECODE_ROWTILES=1, the down GEMM at TP8, one
+ * run, per tensor, then per block): Kimi K2 at 2048 and 4096 tokens (43
+ * and 85 rows an expert) on BLOCK_SIZE_M 64 0.34 and 0.21 of the floor on
+ * the 32-row tile against 0.26 and 0.15 on the 64-row one (0.32 and 0.19
+ * against 0.28 and 0.16), on BLOCK_SIZE_M 128 at 4096 0.21 against the
+ * 128-row tile's 0.15 (0.19 against 0.12-0.13); GLM-4.7 at 1024, 2048 and
+ * 4096 (51, 102 and 205 rows) on BLOCK_SIZE_M 64 0.23, 0.13 and 0.07
+ * against 0.17, 0.09 and 0.05 (0.26, 0.15 and 0.08 against 0.18, 0.10
+ * and 0.06), on BLOCK_SIZE_M 128 0.13 and 0.07 against the 128-row tile's
+ * 0.10 and 0.05 (0.15 and 0.08 against 0.09 and 0.04); the 16-row tile
+ * 0.01-0.15 slower padded (plain, from 0.08 slower to 0.04 faster).  Not
+ * the gate/up: there the 32-row tile ran within 0.05 of the plan's, either
+ * way (Kimi K2 at 4096 tokens, BLOCK_SIZE_M 128: 0.40 against the 128-row
+ * tile's 0.43 per tensor, 0.35 against 0.30 per block).
  * Measured on an H200 (gpu_bench_moe_decode MOE_DECODE_ROWTILES=1, FP8
  * per tensor and per block at TP8, BLOCK_SIZE_M 128, one run): Kimi K2's
  * gate/up at 256, 512 and 1024 tokens (5, 11 and 21 rows an expert) 0.75,
@@ -524,7 +541,9 @@ static inline int moe_gemm_rows_tile(int quant, int32_t block_m, int32_t num_val
 					 (MOE_GEMM_PARTS(quant, 16) && per <= MOE_GEMM_M16_PARTS_ROWS &&
 					  (quant == MOE_FP8 || moe_gemm_short_k(quant, k)))
 				 ? 16
-			 : per <= 32 && (quant == MOE_FP8 || (quant == MOE_BF16 && !moe_gemm_short_k(quant, k))) ? 32
+			 : (quant == MOE_FP8 && (per <= 32 || moe_gemm_short_k(quant, k))) ||
+					   (per <= 32 && quant == MOE_BF16 && !moe_gemm_short_k(quant, k))
+				 ? 32
 			 : (quant != MOE_W4A16 && (per <= 64 || narrow)) || paired	? 64
 											: 128;
 	int i;

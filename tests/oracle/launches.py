@@ -516,7 +516,7 @@ CASES = {
     "vllm-0.33.0-moe-glm-tp8-down-fp8chan-m2048": (
         with_(vllm_moe, down=True),
         ("0.33.0", "fp8_channel", 2048, 160, 8, 5120, 192, tuned(128, 256, 128, 32, 8, 4)),
-        {"fused_moe_kernel": ("vllm-moe-main", "moe_gemm_fp8_m128")}),
+        {"fused_moe_kernel": ("vllm-moe-main", "moe_gemm_fp8_m32")}),
     "sglang-0.5.9-moe-kimi-tp8-gateup-bf16-m512": (
         with_(sglang_moe, config=tuned(128, 256, 64, 32, 8, 4)),
         ("0.5.9", "bf16", 512, 384, 8, 512, 7168),
@@ -538,7 +538,7 @@ CASES = {
     "sglang-0.5.9-moe-glm-tp8-down-fp8tensor-m2048-no-settings": (
         with_(sglang_moe, down=True, settings={}),
         ("0.5.9", "fp8_tensor", 2048, 161, 9, 5120, 192),
-        {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_fp8_m128")}),
+        {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_fp8_m32")}),
     # F3: an fp16 model (compute_type fp16, fp16 output) is refused, not
     # written as bf16 bits; the same for fp16 attention.
     "sglang-0.5.9-moe-kimi-tp8-gateup-fp8block-m512-fp16": (
