@@ -199,7 +199,17 @@ enum moe_scale { MOE_SCALE_NONE = 0, MOE_SCALE_TENSOR, MOE_SCALE_CHANNEL, MOE_SC
  *   the 32-row tile on an H100 (the form on every short K): GLM-4.7's down GEMM at 512 tokens
  *   0.33-0.35 and 0.37-0.38 (per tensor), 0.32 and 0.41 (per block); Kimi K2's at 1024 (K
  *   256) slower, 0.57 and 0.51 (per tensor), 0.53-0.55 and 0.53-0.54 (per block): hence K
- *   192 only.
+ *   192 only (with its column tiles a block counted in bytes, not k tiles, 16 a block: 0.55
+ *   and 0.57 against the 128-byte form's 0.56 and 0.54 on the plan's grid, mixed).
+ * Other shapes of the 16-row tile's form ran slower at SM120's blocks per SM (Kimi K2's down
+ * GEMM at 256, 384 and 512 tokens, per tensor, padded; two runs each, alternating with this
+ * form's three stages of 64 bytes, which ran 0.81, 0.77 and 0.72 on an H100 and 0.59, 0.55
+ * and 0.51 on an H200): two stages (H100) 0.77, 0.74 and 0.69; four (two blocks per SM, H200)
+ * 0.46, 0.43 and 0.39-0.40; 128-byte k tiles on the 128 columns, the geometry of Triton's best
+ * SM120 configuration there, on two stages (36 KiB: two blocks per SM, H100) 0.75-0.76, 0.70-0.71
+ * and 0.65-0.66, per block 0.66 against 0.72 at 256 (plain, at this GPU's four blocks per SM,
+ * per tensor within 0.02 of the form, per block up to 0.05 faster: 0.78-0.79 against 0.74 at
+ * 512), and on three (one block per SM, H200) 0.31, 0.28 and 0.26.
  * The plan's figures: MOE_DECODE_SHORT_ROWS.  MOE_GEMM_FP8_K64 0 builds without the form.
  */
 #ifndef MOE_GEMM_FP8_K64
