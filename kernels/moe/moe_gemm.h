@@ -470,8 +470,8 @@ static inline int moe_gemm_wide_waste(int32_t n)
  * wastes the wide tiles (moe_gemm_wide_waste); FP8 takes 32 up to 32 rows
  * an expert, where its 64-row tile's registers (161 on sm_120) leave one
  * block per SM and the 32-row tile's two stages and 113 registers two, and
- * at any count on a short K (the down GEMM, whose column tiles are two k
- * tiles of 128 bytes, between epilogues, on the 64- and 128-row tiles' one
+ * at any count on a short K (the down GEMM: a column tile is two to eight
+ * k tiles of 128 bytes between epilogues, on the 64- and 128-row tiles' one
  * block per SM on SM120).  Measured on an H100 at SM120's blocks per SM
  * (gpu_bench_moe_decode MOE_DECODE_ROWTILES=1, the down GEMM at TP8, one
  * run, per tensor, then per block): Kimi K2 at 2048 and 4096 tokens (43
@@ -482,11 +482,16 @@ static inline int moe_gemm_wide_waste(int32_t n)
  * 4096 (51, 102 and 205 rows) on BLOCK_SIZE_M 64 0.23, 0.13 and 0.07
  * against 0.17, 0.09 and 0.05 (0.26, 0.15 and 0.08 against 0.18, 0.10
  * and 0.06), on BLOCK_SIZE_M 128 0.13 and 0.07 against the 128-row tile's
- * 0.10 and 0.05 (0.15 and 0.08 against 0.09 and 0.04); the 16-row tile
- * 0.01-0.15 slower padded (plain, from 0.08 slower to 0.04 faster).  Not
- * the gate/up: there the 32-row tile ran within 0.05 of the plan's, either
- * way (Kimi K2 at 4096 tokens, BLOCK_SIZE_M 128: 0.40 against the 128-row
- * tile's 0.43 per tensor, 0.35 against 0.30 per block).
+ * 0.10 and 0.05 (0.15 and 0.08 against 0.09 and 0.04); Kimi K2 at TP4
+ * and TP2 (K 512 and 1024, MOE_DECODE_MODEL kimi_tp4 and kimi_tp2) at 2048
+ * and 4096 tokens 0.45 and 0.27, 0.53-0.54 and 0.32-0.33 against the 64-row
+ * tile's 0.37 and 0.21, 0.46 and 0.26 (BLOCK_SIZE_M 64), the 128-row
+ * tile's 0.29 and 0.22, 0.39 and 0.30 (BLOCK_SIZE_M 128), per block
+ * likewise; the 16-row tile 0.01-0.15 slower padded (plain, from 0.08
+ * slower to 0.04 faster).  Not the gate/up: there the 32-row tile ran
+ * within 0.05 of the plan's, either way (Kimi K2 at 4096 tokens,
+ * BLOCK_SIZE_M 128: 0.40 against the 128-row tile's 0.43 per tensor, 0.35
+ * against 0.30 per block).
  * Measured on an H200 (gpu_bench_moe_decode MOE_DECODE_ROWTILES=1, FP8
  * per tensor and per block at TP8, BLOCK_SIZE_M 128, one run): Kimi K2's
  * gate/up at 256, 512 and 1024 tokens (5, 11 and 21 rows an expert) 0.75,

@@ -25,8 +25,9 @@
  * MOE_DECODE_BM (the framework's BLOCK_SIZE_M, default 128: the over-limit
  * Hopper configurations the shim reroutes; 16 is a small-batch tuned one),
  * MOE_DECODE_QUANT (quantizations by name, default all: bf16, fp8_tensor,
- * fp8_channel, fp8_block, int4), MOE_DECODE_MODEL (kimi, glm, or glm_tp1:
- * GLM-4.7 unsplit, the reference engine's shapes; default kimi and glm),
+ * fp8_channel, fp8_block, int4), MOE_DECODE_MODEL (kimi, glm, glm_tp1:
+ * GLM-4.7 unsplit, the reference engine's shapes, or kimi_tp4 and kimi_tp2:
+ * Kimi K2 at TP4 and TP2; default kimi and glm),
  * MOE_DECODE_HALF (gateup or down, default both), MOE_DECODE_ROWTILES=1 (a
  * second line per case: every row tile on a block per column tile and on the plan's grid,
  * plain and padded to SM120's blocks per SM, and a kernel's shallow
@@ -88,11 +89,14 @@ struct model {
 	int named;   /* run only when MOE_DECODE_MODEL names it */
 };
 
-/* TP8 shapes; glm_tp1 is GLM-4.7 unsplit, as the reference engine runs it (N 3072 x K 5120) */
+/* TP8 shapes; glm_tp1 is GLM-4.7 unsplit, as the reference engine runs it (N 3072 x K 5120);
+ * kimi_tp4 and kimi_tp2 Kimi K2 at TP4 and TP2 (the down GEMM's K 512 and 1024) */
 static const struct model models[] = {
 	{ "kimi", 384, 7168, 256, 0 },
 	{ "glm", 160, 5120, 192, 0 },
 	{ "glm_tp1", 160, 5120, 1536, 1 },
+	{ "kimi_tp4", 384, 7168, 512, 1 },
+	{ "kimi_tp2", 384, 7168, 1024, 1 },
 };
 
 struct quant {
