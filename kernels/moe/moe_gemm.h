@@ -548,19 +548,19 @@ static inline int moe_gemm_rows_tile(int quant, int32_t block_m, int32_t num_val
 				     int32_t k)
 {
 	const int64_t per = moe_gemm_rows_per_expert(block_m, num_valid, em);
-	const int narrow = (MOE_GEMM_SHALLOW(quant, 64) && moe_gemm_short_k(quant, k)) ||
+	const int short_k = moe_gemm_short_k(quant, k);
+	const int narrow = (MOE_GEMM_SHALLOW(quant, 64) && short_k) ||
 			   (!MOE_GEMM_PACKED(quant) && moe_gemm_wide_waste(n));
-	const int paired = MOE_GEMM_PAIRED(quant, 64) && per <= 64 &&
-			   (moe_gemm_short_k(quant, k) || moe_gemm_wide_waste(n));
+	const int paired = MOE_GEMM_PAIRED(quant, 64) && per <= 64 && (short_k || moe_gemm_wide_waste(n));
+	/* the 32-row tile: FP8 up to 32 rows an expert and at any count on a short K, bf16 up to 32 on a long K */
+	const int rows32 = quant == MOE_FP8 ? per <= 32 || short_k : quant == MOE_BF16 && per <= 32 && !short_k;
 	const int want = per <= MOE_GEMM_M16_ROWS(quant) ||
 					 (MOE_GEMM_PARTS(quant, 16) && per <= MOE_GEMM_M16_PARTS_ROWS &&
-					  (quant == MOE_FP8 || moe_gemm_short_k(quant, k)))
+					  (quant == MOE_FP8 || short_k))
 				 ? 16
-			 : (quant == MOE_FP8 && (per <= 32 || moe_gemm_short_k(quant, k))) ||
-					   (per <= 32 && quant == MOE_BF16 && !moe_gemm_short_k(quant, k))
-				 ? 32
-			 : (quant != MOE_W4A16 && (per <= 64 || narrow)) || paired	? 64
-											: 128;
+			 : rows32 ? 32
+			 : (quant != MOE_W4A16 && (per <= 64 || narrow)) || paired ? 64
+										   : 128;
 	int i;
 
 	for (i = MOE_GEMM_NKERNELS - 1; i >= 0; i--)   /* the format's tiles, largest first */
