@@ -81,8 +81,9 @@ enum moe_scale { MOE_SCALE_NONE = 0, MOE_SCALE_TENSOR, MOE_SCALE_CHANNEL, MOE_SC
 
 /*
  * Kernels: moe_gemm_<quant>_m<TM>: a block computes TM consecutive rows of
- * sorted_ids (block_m must be a multiple of TM) and MOE_GEMM_TN(quant, TM)
- * output columns with MOE_GEMM_WARPS(quant, TM) warps, 8 unless noted:
+ * sorted_ids (block_m must be a multiple of TM) and moe_gemm_tn(quant, TM, K)
+ * output columns (MOE_GEMM_TN(quant, TM), but on MOE_GEMM_ROWS_K64's short K)
+ * with MOE_GEMM_WARPS(quant, TM) warps, 8 unless noted:
  *   TM 16   bf16 and FP8: 64 columns, 4 warps of 16 x 16 on three stages
  *           (MOE_GEMM_WARPS); the packed formats 32 columns, the warps
  *           splitting K (MOE_GEMM_KSPLIT ways), each 16 x 32 on its own k
