@@ -235,14 +235,51 @@ __device__ __forceinline__ void mma_f16(float c[4], const uint32_t a[4], uint32_
 		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-/* c += a * b for one 16x8x32 tile, FP8 E4M3 inputs, fp32 accumulators (the
- * same register layout as mma_bf16 with four bytes where it has two halves). */
+/* Four E4M3 bytes -> two f16x2: bytes 0,1 -> lo, bytes 2,3 -> hi (the lower
+ * byte in the lower half), exact. */
+__device__ __forceinline__ void e4m3x4_to_f16x2(uint32_t x, uint32_t &lo, uint32_t &hi)
+{
+	asm("{\n\t.reg .b16 l, h;\n\tmov.b32 {l, h}, %2;\n\tcvt.rn.f16x2.e4m3x2 %0, l;\n\t"
+	    "cvt.rn.f16x2.e4m3x2 %1, h;\n}\n"
+	    : "=r"(lo), "=r"(hi)
+	    : "r"(x));
+}
+
+/*
+ * c += a * b for one 16x8x32 tile, FP8 E4M3 inputs, fp32 accumulators (the
+ * same register layout as mma_bf16 with four bytes where it has two halves).
+ *
+ * sm_90 has no e4m3 mma.sync; ptxas emulates it with two f16 MMAs from zero
+ * and four FADDs into c per call, which makes the FP8 tiles issue-bound
+ * there (about 45 instructions per FP8 MMA) where SM120's is one native
+ * instruction.  So on sm_90 each byte quad is converted exactly to f16
+ * (e4m3 -> f16 is exact) and two m16n8k16 f16 MMAs accumulate into c
+ * directly: the first takes bytes 0,1 of every A and B register (k 4q, 4q+1
+ * of lane quad q's k 4q..4q+3) at f16 k 2q, 2q+1 and bytes 2,3 at 8+2q, 9+2q;
+ * A and B are permuted alike, so each MMA sums over the same products as the
+ * e4m3 MMA's first and second 16 k.  Products of two e4m3 values are exact
+ * in fp32; only the order of the fp32 additions differs.  sm_120 compiles
+ * the native instruction.
+ */
 __device__ __forceinline__ void mma_e4m3(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
 {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900
+	uint32_t lo[4], hi[4], b[4];
+
+	e4m3x4_to_f16x2(a[0], lo[0], lo[2]);
+	e4m3x4_to_f16x2(a[1], lo[1], lo[3]);
+	e4m3x4_to_f16x2(a[2], hi[0], hi[2]);
+	e4m3x4_to_f16x2(a[3], hi[1], hi[3]);
+	e4m3x4_to_f16x2(b0, b[0], b[1]);
+	e4m3x4_to_f16x2(b1, b[2], b[3]);
+	mma_f16(c, lo, b[0], b[1]);
+	mma_f16(c, hi, b[2], b[3]);
+#else
 	asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 "
 		     "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
 		     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
 		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
 }
 
 /* An 8x8 b16 matrix, one row per lane quad, transposed across the warp. */
@@ -336,16 +373,6 @@ __device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint32_t v)
 	asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(h2) : "h"(in));
 	__half2 h = *(__half2 *)&h2;
 	return pack_bf16(__low2float(h), __high2float(h));
-}
-
-/* Four E4M3 bytes -> two f16x2: bytes 0,1 -> lo, bytes 2,3 -> hi (the lower
- * byte in the lower half), exact. */
-__device__ __forceinline__ void e4m3x4_to_f16x2(uint32_t x, uint32_t &lo, uint32_t &hi)
-{
-	asm("{\n\t.reg .b16 l, h;\n\tmov.b32 {l, h}, %2;\n\tcvt.rn.f16x2.e4m3x2 %0, l;\n\t"
-	    "cvt.rn.f16x2.e4m3x2 %1, h;\n}\n"
-	    : "=r"(lo), "=r"(hi)
-	    : "r"(x));
 }
 
 /*
