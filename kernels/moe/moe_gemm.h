@@ -919,7 +919,28 @@ static inline int moe_gemm_decode_cols(int quant, int32_t n, int32_t k, int tn, 
  *     0.91, GLM-4.7's at 128 0.73-0.74 and 0.81, within 0.01 at 128 and 192
  *     (Kimi K2) and at 256;
  *   on a long K (gate/up), MOE_DECODE_LONG_ROWS: from 5 rows the 64-row
- *     tile reads the weights faster.
+ *     tile reads the weights faster; for FP8 also fewer than
+ *     MOE_DECODE_FP8_LONG_VALID routed rows in all (Kimi K2 and GLM-4.7
+ *     below 6 tokens).  Past them FP8's 16-row tile streams the weights
+ *     faster since its MMAs stopped waiting on sm_90's emulation (mma_e4m3),
+ *     as they never do on SM120's native FP8 MMA.  Measured on an H200 at
+ *     SM120's blocks per SM (gpu_bench_moe_decode, gate/up at TP8, 1 to 96
+ *     tokens, BLOCK_SIZE_M 16, 64 and 128, the row tile against the decode
+ *     kernel of the plan before): per tensor, Kimi K2 at 6, 12, 24, 48 and
+ *     96 tokens 0.72, 0.77, 0.83, 0.85 and 0.88 of the floor against 0.54,
+ *     0.60, 0.68, 0.70 and 0.72, GLM-4.7 0.56, 0.52, 0.73, 0.68 and 0.70
+ *     against 0.47, 0.54, 0.61, 0.63 and 0.58; per block Kimi K2 0.69,
+ *     0.69, 0.72, 0.80 and 0.81 against 0.51, 0.58, 0.64, 0.66 and 0.67;
+ *     per channel as per tensor; at 8 tokens Kimi K2 0.57 against 0.60, at
+ *     4 0.62 against 0.53 per tensor but 0.46 and GLM-4.7's 0.35 against
+ *     0.48 and 0.39 per block, so 4 tokens keep the decode kernels.  In
+ *     tests/gpu/bench_moe.sh (H200, two runs, padded, the Hopper
+ *     configurations' BLOCK_SIZE_M, the L2 flushed by a write): GLM-4.7 at
+ *     8 tokens 0.43, 0.43 and 0.41 of the floor before, 0.53, 0.52 and 0.50
+ *     after (per tensor, channel, block), Kimi K2 at 16 0.63, 0.62 and 0.60,
+ *     0.67, 0.67 and 0.61-0.62; but GLM-4.7 at 16 per block 0.51 and
+ *     0.46-0.47 (per tensor and channel 0.53 and 0.52), Kimi K2 at 8 per
+ *     block 0.47 and 0.45-0.46 (per tensor 0.54 both).
  * Measured on an H100 (W4A16: the first figures above) at SM120's blocks per SM
  * (tests/gpu/bench_moe_decode.c, Kimi K2 and GLM-4.7 at TP8, 8 to 2048
  * tokens).  (Row mode, one routed row per block, always is.)  Pure, plain C.
@@ -927,6 +948,7 @@ static inline int moe_gemm_decode_cols(int quant, int32_t n, int32_t k, int tn, 
 #define MOE_DECODE_W4_ROWS 40
 #define MOE_DECODE_SHORT_ROWS 3
 #define MOE_DECODE_LONG_ROWS 4
+#define MOE_DECODE_FP8_LONG_VALID 48
 static inline int moe_gemm_decode_wanted(int quant, int32_t block_m, int32_t num_valid, int32_t em, int32_t k)
 {
 	const int64_t per = moe_gemm_rows_per_expert(block_m, num_valid, em);
@@ -937,7 +959,7 @@ static inline int moe_gemm_decode_wanted(int quant, int32_t block_m, int32_t num
 		return per <= MOE_DECODE_W4_ROWS || block_m % 64;
 	if (moe_gemm_short_k(quant, k))
 		return per <= MOE_DECODE_SHORT_ROWS;
-	return per <= MOE_DECODE_LONG_ROWS;
+	return per <= MOE_DECODE_LONG_ROWS && (quant != MOE_FP8 || num_valid < MOE_DECODE_FP8_LONG_VALID);
 }
 
 /*

@@ -589,11 +589,12 @@ CASES = {
         {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_fp8_m64")}),
     # E=256,N=256,device_name=NVIDIA_B200,dtype=fp8_w8a8,block_shape=[128, 128].json,
     # bucket 8: BLOCK_SIZE_M 16 (105472 B on sm_120; swapped on sm_90: 140288 B),
-    # DeepSeek-V3 at TP8 (256 experts, top_k 8, hidden 7168, gate/up N 512).
+    # DeepSeek-V3 at TP8 (256 experts, top_k 8, hidden 7168, gate/up N 512):
+    # 64 routed rows, FP8's 16-row tile (the decode kernels take fewer than 48).
     "sglang-0.5.9-moe-dsv3-tp8-gateup-fp8block-m8-bm16": (
         with_(sglang_moe, config=tuned(16, 256, 128, 32, 8, 4)),
         ("0.5.9", "fp8_block", 8, 256, 8, 512, 7168),
-        {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_fp8_d32")}),
+        {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_fp8_m16")}),
     # E=160,N=384,device_name=NVIDIA_B200,dtype=fp8_w8a8.json, bucket 3072:
     # BLOCK_SIZE_M 256, 256x64, 5 stages (131072 B on sm_120, 163840 B on sm_90).
     "sglang-0.5.9-moe-glm-tp8-gateup-fp8tensor-m3072-bm256": (
@@ -602,10 +603,11 @@ CASES = {
         {"fused_moe_kernel": ("sglang-moe-2026-03", "moe_gemm_fp8_m64")}),
     # vLLM 0.33 E=256,N=256,device_name=NVIDIA_B200,dtype=fp8_w8a8,block_shape=[128,128].json,
     # bucket 8 (16x256x128, 8 warps, 4 stages), DeepSeek-V3 at TP8 with 10 tokens
-    # (10 x 8 x 4 > 256 experts: the aligned routing), through vLLM's own kernel.
+    # (10 x 8 x 4 > 256 experts: the aligned routing), through vLLM's own kernel:
+    # 80 routed rows, FP8's 16-row tile.
     "vllm-0.33.0-moe-dsv3-tp8-gateup-fp8block-m10-bm16": (
         vllm_moe, ("0.33.0", "fp8_block", 10, 256, 8, 512, 7168, tuned(16, 256, 128, 32, 8, 4)),
-        {"fused_moe_kernel": ("vllm-moe-main", "moe_gemm_fp8_d32")}),
+        {"fused_moe_kernel": ("vllm-moe-main", "moe_gemm_fp8_m16")}),
     # ... with 4 tokens vLLM takes its naive small-batch assignment (sorted_token_ids
     # None, naive_block_assignment 1: 4 x 8 x 4 <= 256 experts): moe_gemm's row
     # mode, one routed row per block, with the facts only (rules/AUDIT.md).

@@ -591,13 +591,23 @@ static void test_fused_moe(void **state)
 	assert_int_equal(plan.grid[0], 32);   /* 32 tiles x 32 block rows: a tile a block */
 	assert_int_equal(plan.grid[1], 32);
 	assert_int_equal(plan.dynamic_smem, 0);
-	/* ... 8 tokens (64 routed rows): the decode kernel of twice the columns */
+	/* ... 8 tokens (64 routed rows): FP8's 16-row tile (on a long K the decode kernels take
+	   fewer than MOE_DECODE_FP8_LONG_VALID routed rows), bf16's decode kernel of twice the
+	   columns (MOE_DECODE_WIDE_ROWS) */
 	kimi_moe(&f, "vllm-moe-main");
 	set(&f, "num_valid_tokens", 64), set(&f, "EM", 64 + 385 * 127);
 	f.l.grid[0] = ((64 + 385 * 127 + 127) / 128) * 2;
 	expect_plan(&f, "vllm-moe-main", NULL, &plan);
-	assert_string_equal(plan.kernel, moe_gemm_decode_name(MOE_FP8, 32, 8));
-	assert_int_equal(plan.grid[0], moe_gemm_decode_cols(MOE_FP8, 512, 7168, 32, 64 + 385 * 127, 128, 64));
+	assert_string_equal(plan.kernel, moe_gemm_kernel_name(MOE_FP8, 16));
+	kimi_moe(&f, "sglang-moe-2026-03");
+	drop(&f, "a_scale_ptr"), drop(&f, "b_scale_ptr");
+	set(&f, "num_valid_tokens", 64), set(&f, "EM", 64 + 385 * 127);
+	f.l.grid[0] = ((64 + 385 * 127 + 127) / 128) * 2;
+	expect_plan(&f, "sglang-moe-2026-03", "sglang-moe-main", &plan);
+	assert_int_equal(moe_gemm_decode_tile(MOE_BF16, 7168, 64), 2 * moe_gemm_decode_tn(MOE_BF16, 7168));
+	assert_string_equal(plan.kernel, moe_gemm_decode_name(MOE_BF16, moe_gemm_decode_tile(MOE_BF16, 7168, 64), 8));
+	assert_int_equal(plan.grid[0], moe_gemm_decode_cols(MOE_BF16, 512, 7168, moe_gemm_decode_tile(MOE_BF16, 7168, 64),
+							    64 + 385 * 127, 128, 64));
 	/* bf16 (128 x 256 x 64 has the FP8 tile's size): no scale pointers; 6.25 rows an expert on
 	   the gate/up's long K: the 32-row tile, its four stages */
 	kimi_moe(&f, "sglang-moe-2026-03");
@@ -967,6 +977,13 @@ static void test_moe_decisions(void **state)
 		int want;
 	} wanted[] = {
 		{ MOE_FP8, 128, 1, 385, 7168, 1 },
+		/* FP8 on a long K: fewer than 48 routed rows (MOE_DECODE_FP8_LONG_VALID), then its
+		   16-row tile; bf16 keeps the decode kernels to its rows-an-expert bound */
+		{ MOE_FP8, 128, 5, 385, 7168, 1 },
+		{ MOE_FP8, 128, 6, 385, 7168, 0 },
+		{ MOE_FP8, 16, 16, 385, 7168, 0 },
+		{ MOE_FP8, 128, 5, 161, 5120, 1 },
+		{ MOE_FP8, 128, 6, 161, 5120, 0 },
 		{ MOE_BF16, 128, 8, 385, 7168, 1 },
 		{ MOE_BF16, 128, 16, 385, 7168, 1 },
 		{ MOE_BF16, 128, 128, 385, 7168, 1 },
