@@ -418,9 +418,12 @@ static int plan(const struct adapter_input *in, const struct moe_launch *l, stru
 			    &a.mul_routed_weight, why)) {
 		return -EINVAL;
 	}
+	if (quant == MOE_FP8 && (rc = scales(in, l, &a, why)) != 0)
+		return rc;
 	/* decode batches (a few rows per expert; row mode: one per block) on the decode kernels,
-	 * the rest on a row tile; the launches admitted the same either way */
-	choice = moe_gemm_choose(quant, (int32_t)bm, l->num_valid, l->em, l->n, l->k, naive);
+	 * the rest on a row tile (FP8's by its scale layout); the launches admitted the same
+	 * either way */
+	choice = moe_gemm_choose(quant, a.scale, (int32_t)bm, l->num_valid, l->em, l->n, l->k, naive);
 	tm = choice.tm, tn = choice.tn;
 	if (!tm)
 		return sm_err_set(why, -EINVAL, "BLOCK_SIZE_M %g is not a multiple of 16", bm);
@@ -438,8 +441,6 @@ static int plan(const struct adapter_input *in, const struct moe_launch *l, stru
 	a.N = l->n, a.K = l->k, a.EM = l->em, a.num_valid = l->num_valid;
 	a.block_m = (int32_t)bm;
 	a.stages = tn ? 0 : choice.stages;
-	if (quant == MOE_FP8 && (rc = scales(in, l, &a, why)) != 0)
-		return rc;
 	if (quant == MOE_W4A16) {
 		a.group_size = l->group_size;
 		a.bs_stride_e = l->bse, a.bs_stride_n = l->bsn, a.bs_stride_k = 1;

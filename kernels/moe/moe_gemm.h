@@ -444,7 +444,8 @@ static inline int moe_gemm_wide_waste(int32_t n)
 
 /*
  * moe_gemm_rows_tile - the row tile TM (16, 32, 64 or 128) of the
- * moe_gemm_<quant>_m<TM> kernel for a launch of @quant with N @n and K @k
+ * moe_gemm_<quant>_m<TM> kernel for a launch of @quant (FP8: its scale
+ * layout @scale, enum moe_scale; others MOE_SCALE_NONE) with N @n and K @k
  * (@block_m, @num_valid, @em as for moe_gemm_rows_per_expert): the largest
  * tile of @quant up to the wanted one that divides @block_m (a block of the
  * framework is then whole blocks of ours); 0 if none does.  (Under
@@ -489,10 +490,23 @@ static inline int moe_gemm_wide_waste(int32_t n)
  * tile's 0.37 and 0.21, 0.46 and 0.26 (BLOCK_SIZE_M 64), the 128-row
  * tile's 0.29 and 0.22, 0.39 and 0.30 (BLOCK_SIZE_M 128), per block
  * likewise; the 16-row tile 0.01-0.15 slower padded (plain, from 0.08
- * slower to 0.04 faster).  Not the gate/up: there the 32-row tile ran
- * within 0.05 of the plan's, either way (Kimi K2 at 4096 tokens,
- * BLOCK_SIZE_M 128: 0.40 against the 128-row tile's 0.43 per tensor, 0.35
- * against 0.30 per block).
+ * slower to 0.04 faster).  On the gate/up FP8 takes 32 rows at any count
+ * with 128 x 128 block scales only (whose per-group scaling of the 64- and
+ * 128-row tiles' wider accumulators costs them more): per tensor the 32-row
+ * tile ran within 0.05 of the plan's, either way (Kimi K2 at 4096 tokens,
+ * BLOCK_SIZE_M 128, H100: 0.40 against the 128-row tile's 0.43), per block
+ * faster (0.35 against 0.30).  On an H200 (gpu_bench_moe_decode
+ * MOE_DECODE_ROWTILES=1, the gate/up at TP8, after mma_e4m3's sm_90 form)
+ * per block Kimi K2 at 2048 and 4096 tokens 0.45 and 0.28 of the floor
+ * against 0.41 on the 64-row tile and 0.23 on the 128-row one (BLOCK_SIZE_M
+ * 64: 0.46 and 0.28 against 0.42 and 0.25), GLM-4.7 (N 384, the 64-row
+ * tile) at 2048 and 4096 0.22 and 0.12 against 0.20 and 0.11, at 1024 0.37
+ * against 0.38; per tensor Kimi K2 at 2048 and 4096 0.49 and 0.31 against
+ * 0.52 and 0.35.  tests/gpu/bench_moe.sh, per block, padded, two runs on
+ * an H200, before and after: Kimi K2 at 2048 and 4096 tokens 0.739 and
+ * 1.379 ms, 0.700 and 1.135 ms (0.72 and 0.65 of the best SM120 Triton's
+ * speed, 0.76-0.77 and 0.79-0.80), GLM-4.7 0.335 and 0.606 ms, 0.323 and
+ * 0.591 ms.
  * Measured on an H200 (gpu_bench_moe_decode MOE_DECODE_ROWTILES=1, FP8
  * per tensor and per block at TP8, BLOCK_SIZE_M 128, one run): Kimi K2's
  * gate/up at 256, 512 and 1024 tokens (5, 11 and 21 rows an expert) 0.75,
@@ -545,16 +559,18 @@ static inline int moe_gemm_wide_waste(int32_t n)
  */
 #define MOE_GEMM_M16_ROWS(quant) ((quant) == MOE_NVFP4 ? 24 : 4)
 #define MOE_GEMM_M16_PARTS_ROWS 16
-static inline int moe_gemm_rows_tile(int quant, int32_t block_m, int32_t num_valid, int32_t em, int32_t n,
-				     int32_t k)
+static inline int moe_gemm_rows_tile(int quant, int scale, int32_t block_m, int32_t num_valid, int32_t em,
+				     int32_t n, int32_t k)
 {
 	const int64_t per = moe_gemm_rows_per_expert(block_m, num_valid, em);
 	const int short_k = moe_gemm_short_k(quant, k);
 	const int narrow = (MOE_GEMM_SHALLOW(quant, 64) && short_k) ||
 			   (!MOE_GEMM_PACKED(quant) && moe_gemm_wide_waste(n));
 	const int paired = MOE_GEMM_PAIRED(quant, 64) && per <= 64 && (short_k || moe_gemm_wide_waste(n));
-	/* the 32-row tile: FP8 up to 32 rows an expert and at any count on a short K, bf16 up to 32 on a long K */
-	const int rows32 = quant == MOE_FP8 ? per <= 32 || short_k : quant == MOE_BF16 && per <= 32 && !short_k;
+	/* the 32-row tile: FP8 up to 32 rows an expert and at any count on a short K or with block
+	 * scales, bf16 up to 32 on a long K */
+	const int rows32 = quant == MOE_FP8 ? per <= 32 || short_k || scale == MOE_SCALE_BLOCK
+					    : quant == MOE_BF16 && per <= 32 && !short_k;
 	const int want = per <= MOE_GEMM_M16_ROWS(quant) ||
 					 (MOE_GEMM_PARTS(quant, 16) && per <= MOE_GEMM_M16_PARTS_ROWS &&
 					  (quant == MOE_FP8 || short_k))
@@ -1042,11 +1058,11 @@ static inline int64_t moe_gemm_rows_grid(int tm, int32_t block_m, int32_t em, in
 }
 
 /*
- * moe_gemm_choose - the plan's whole choice for a launch of @quant with N
- * @n and K @k (@block_m, @num_valid, @em as for moe_gemm_rows_per_expert;
- * @naive: row mode), from the rules above: the row tile tm
- * (moe_gemm_rows_tile; 0 if none divides block_m; row mode: 16) and its
- * args.stages (moe_gemm_rows_stages), and the decode kernel where one takes
+ * moe_gemm_choose - the plan's whole choice for a launch of @quant (@scale
+ * as for moe_gemm_rows_tile) with N @n and K @k (@block_m, @num_valid, @em
+ * as for moe_gemm_rows_per_expert; @naive: row mode), from the rules
+ * above: the row tile tm (moe_gemm_rows_tile; 0 if none divides block_m;
+ * row mode: 16) and its args.stages (moe_gemm_rows_stages), and the decode kernel where one takes
  * the launch (moe_gemm_decode_wanted; row mode always): its column tile tn
  * (moe_gemm_decode_tile; row mode moe_gemm_decode_tn's: one routed row a
  * block; 0: the row tile runs) and its rows a pass (moe_gemm_decode_rows;
@@ -1060,12 +1076,12 @@ struct moe_gemm_choice {
 	int parts;        /* the row tile's args.row_parts */
 };
 
-static inline struct moe_gemm_choice moe_gemm_choose(int quant, int32_t block_m, int32_t num_valid, int32_t em,
-						     int32_t n, int32_t k, int naive)
+static inline struct moe_gemm_choice moe_gemm_choose(int quant, int scale, int32_t block_m, int32_t num_valid,
+						     int32_t em, int32_t n, int32_t k, int naive)
 {
 	struct moe_gemm_choice c;
 
-	c.tm = naive ? 16 : moe_gemm_rows_tile(quant, block_m, num_valid, em, n, k);
+	c.tm = naive ? 16 : moe_gemm_rows_tile(quant, scale, block_m, num_valid, em, n, k);
 	c.stages = c.tm ? moe_gemm_rows_stages(quant, c.tm, block_m, num_valid, em, k) : 0;
 	c.tn = naive ? moe_gemm_decode_tn(quant, k)
 	       : moe_gemm_decode_wanted(quant, block_m, num_valid, em, k) ? moe_gemm_decode_tile(quant, k, num_valid)

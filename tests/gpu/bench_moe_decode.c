@@ -684,7 +684,7 @@ int main(int argc, char **argv)
 
 					/* old: the row tile the plan picks where it picks no decode kernel, on its
 					 * grid and pipeline; padded to SM120's blocks per SM */
-					choice = moe_gemm_choose(qt->quant, bm, nv, em, N, K, 0);
+					choice = moe_gemm_choose(qt->quant, qt->scale, bm, nv, em, N, K, 0);
 					told = choice.tm;
 					a.stages = choice.stages;
 					a.row_parts = parts_of(qt->quant, told, bm, nv, em);

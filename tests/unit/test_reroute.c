@@ -579,6 +579,19 @@ static void test_fused_moe(void **state)
 	assert_int_equal(a.group_k, 128);
 	assert_int_equal(a.as_stride_m, 56);
 	assert_int_equal(a.bs_stride_n, 56);
+	/* ... at 4096 tokens (85 rows an expert) the 32-row tile; per tensor the 128-row one */
+	for (i = 0; i < 2; i++) {
+		kimi_moe(&f, "sglang-moe-main");
+		if (i == 0) {
+			set(&f, "stride_asm", 56), set(&f, "stride_bse", 4 * 56), set(&f, "stride_bsn", 56);
+			drop(&f, "stride_ask"), drop(&f, "stride_bsk");
+		}
+		set(&f, "num_valid_tokens", 4096 * 8), set(&f, "EM", 4096 * 8 + 385 * 127);
+		f.l.grid[0] = ((4096 * 8 + 385 * 127 + 127) / 128) * 2;
+		expect_plan(&f, "sglang-moe-main", "sglang-moe-2026-03", &plan);
+		assert_string_equal(plan.kernel, moe_gemm_kernel_name(MOE_FP8, i == 0 ? 32 : 128));
+		assert_int_equal(plan.grid[1], (4096 * 8 + 385 * 127 + (i == 0 ? 31 : 127)) / (i == 0 ? 32 : 128));
+	}
 	/* vLLM: its own list, same plan; 4 tokens: the decode kernel, 16 columns a block
 	   (K 7168), one block row per routed row at most */
 	kimi_moe(&f, "vllm-moe-main");
@@ -755,10 +768,26 @@ static void test_moe_decisions(void **state)
 	for (i = 0; i < sizeof(tiles) / sizeof(tiles[0]); i++) {
 		const int32_t rows = tiles[i].tokens * 8, em = rows + (tiles[i].experts + 1) * (tiles[i].block_m - 1);
 
-		assert_int_equal(moe_gemm_rows_tile(tiles[i].quant, tiles[i].block_m, rows, em, tiles[i].n, tiles[i].k),
+		const int scale = tiles[i].quant == MOE_FP8 ? MOE_SCALE_TENSOR : MOE_SCALE_NONE;
+
+		assert_int_equal(moe_gemm_rows_tile(tiles[i].quant, scale, tiles[i].block_m, rows, em, tiles[i].n,
+						    tiles[i].k),
 				 tiles[i].tm);
 	}
-	assert_int_equal(moe_gemm_rows_tile(MOE_BF16, 8, 8, 8, 512, 7168), 0);
+	assert_int_equal(moe_gemm_rows_tile(MOE_BF16, MOE_SCALE_NONE, 8, 8, 8, 512, 7168), 0);
+	/* FP8 with 128x128 block scales: 32 rows at any count on the gate/up too (Kimi K2 at 2048
+	   and 4096 tokens, GLM-4.7's N 384 at 4096), where the other layouts take 64 and 128;
+	   BLOCK_SIZE_M 16 keeps 16 */
+	for (i = 0; i < 4; i++) {
+		static const int32_t kimi[4][3] = { { 128, 2048, 64 }, { 128, 4096, 128 }, { 64, 4096, 64 }, { 16, 4096, 16 } };
+		const int32_t bm = kimi[i][0], rows = kimi[i][1] * 8, em = rows + 385 * (bm - 1);
+
+		assert_int_equal(moe_gemm_rows_tile(MOE_FP8, MOE_SCALE_BLOCK, bm, rows, em, 512, 7168), bm < 32 ? 16 : 32);
+		assert_int_equal(moe_gemm_rows_tile(MOE_FP8, MOE_SCALE_TENSOR, bm, rows, em, 512, 7168), kimi[i][2]);
+		assert_int_equal(moe_gemm_rows_tile(MOE_FP8, MOE_SCALE_CHANNEL, bm, rows, em, 512, 7168), kimi[i][2]);
+	}
+	assert_int_equal(moe_gemm_rows_tile(MOE_FP8, MOE_SCALE_BLOCK, 128, 4096 * 8, 4096 * 8 + 161 * 127, 384, 5120), 32);
+	assert_int_equal(moe_gemm_rows_tile(MOE_FP8, MOE_SCALE_TENSOR, 128, 4096 * 8, 4096 * 8 + 161 * 127, 384, 5120), 64);
 	/* the kernel table: every row found at its own index, named as the X-macro names it, each
 	   format's tiles ascending (moe_gemm_rows_tile walks them down); pairs without a kernel */
 	for (i = 0; i < MOE_GEMM_NKERNELS; i++) {
@@ -885,17 +914,17 @@ static void test_moe_decisions(void **state)
 	   K); GLM-4.7's bf16 gate/up at 4096 tokens on the shallow 64-row tile, no decode
 	   kernel; row mode on the 16-row tile or the narrow decode tile, 8 rows a pass */
 	{
-		struct moe_gemm_choice c = moe_gemm_choose(MOE_W4A16, 128, 4096, 4096 + 385 * 127, 512, 7168, 0);
+		struct moe_gemm_choice c = moe_gemm_choose(MOE_W4A16, MOE_SCALE_NONE, 128, 4096, 4096 + 385 * 127, 512, 7168, 0);
 
 		assert_int_equal(c.tm, 128);
 		assert_int_equal(c.stages, 0);
 		assert_int_equal(c.tn, 32);
 		assert_int_equal(c.rows, 16);
-		c = moe_gemm_choose(MOE_BF16, 128, 32768, 32768 + 161 * 127, 384, 5120, 0);
+		c = moe_gemm_choose(MOE_BF16, MOE_SCALE_NONE, 128, 32768, 32768 + 161 * 127, 384, 5120, 0);
 		assert_int_equal(c.tm, 64);
 		assert_int_equal(c.stages, MOE_GEMM_SHALLOW_STAGES);
 		assert_int_equal(c.tn, 0);
-		c = moe_gemm_choose(MOE_FP8, 16, 96, 96 * 16, 512, 7168, 1);
+		c = moe_gemm_choose(MOE_FP8, MOE_SCALE_TENSOR, 16, 96, 96 * 16, 512, 7168, 1);
 		assert_int_equal(c.tm, 16);
 		assert_int_equal(c.tn, moe_gemm_decode_tn(MOE_FP8, 7168));
 		assert_int_equal(c.rows, 8);
@@ -907,12 +936,12 @@ static void test_moe_decisions(void **state)
 	{
 		const int em = 4096 + 385 * 127;
 
-		assert_int_equal(moe_gemm_choose(MOE_FP8, 128, 4096, em, 4096, 7168, 0).tm, 16);
-		assert_int_equal(moe_gemm_choose(MOE_FP8, 128, 4096, em, 4096, 7168, 0).parts, 2);
-		assert_int_equal(moe_gemm_choose(MOE_BF16, 128, 4096, em, 4096, 7168, 0).tm, 32);
-		assert_int_equal(moe_gemm_choose(MOE_BF16, 128, 4096, em, 4096, 7168, 0).parts, 2);
-		assert_int_equal(moe_gemm_choose(MOE_BF16, 128, 8192, 8192 + 161 * 127, 384, 5120, 0).parts, 0);
-		assert_int_equal(moe_gemm_choose(MOE_FP8, 16, 96, 96 * 16, 512, 7168, 1).parts, 0);
+		assert_int_equal(moe_gemm_choose(MOE_FP8, MOE_SCALE_TENSOR, 128, 4096, em, 4096, 7168, 0).tm, 16);
+		assert_int_equal(moe_gemm_choose(MOE_FP8, MOE_SCALE_TENSOR, 128, 4096, em, 4096, 7168, 0).parts, 2);
+		assert_int_equal(moe_gemm_choose(MOE_BF16, MOE_SCALE_NONE, 128, 4096, em, 4096, 7168, 0).tm, 32);
+		assert_int_equal(moe_gemm_choose(MOE_BF16, MOE_SCALE_NONE, 128, 4096, em, 4096, 7168, 0).parts, 2);
+		assert_int_equal(moe_gemm_choose(MOE_BF16, MOE_SCALE_NONE, 128, 8192, 8192 + 161 * 127, 384, 5120, 0).parts, 0);
+		assert_int_equal(moe_gemm_choose(MOE_FP8, MOE_SCALE_TENSOR, 16, 96, 96 * 16, 512, 7168, 1).parts, 0);
 		assert_int_equal(moe_gemm_row_parts(MOE_BF16, 16, 128, 512, 512 + 385 * 127), 2);
 		assert_int_equal(moe_gemm_row_parts(MOE_BF16, 16, 128, 8192, 8192 + 385 * 127), 3);
 		assert_int_equal(moe_gemm_row_parts(MOE_BF16, 16, 128, 32768, 32768 + 385 * 127), 7);
@@ -941,10 +970,10 @@ static void test_moe_decisions(void **state)
 		assert_int_equal(moe_gemm_rows_grid(16, 128, em, 0, 0), (em + 15) / 16);
 		assert_int_equal(moe_gemm_rows_grid(16, 64, 96 * 64, 0, 1), 96);
 	}
-	assert_int_equal(moe_gemm_rows_tile(MOE_W4A16, 128, 1024 * 8, 1024 * 8 + 161 * 127, 384, 5120), 64);
-	assert_int_equal(moe_gemm_rows_tile(MOE_W4A16, 128, 2048 * 8, 2048 * 8 + 385 * 127, 7168, 256), 64);
-	assert_int_equal(moe_gemm_rows_tile(MOE_W4A16, 128, 2048 * 8, 2048 * 8 + 385 * 127, 512, 7168), 128);
-	assert_int_equal(moe_gemm_rows_tile(MOE_W4A16, 64, 2048 * 8, 2048 * 8 + 385 * 63, 512, 7168), 64);
+	assert_int_equal(moe_gemm_rows_tile(MOE_W4A16, MOE_SCALE_NONE, 128, 1024 * 8, 1024 * 8 + 161 * 127, 384, 5120), 64);
+	assert_int_equal(moe_gemm_rows_tile(MOE_W4A16, MOE_SCALE_NONE, 128, 2048 * 8, 2048 * 8 + 385 * 127, 7168, 256), 64);
+	assert_int_equal(moe_gemm_rows_tile(MOE_W4A16, MOE_SCALE_NONE, 128, 2048 * 8, 2048 * 8 + 385 * 127, 512, 7168), 128);
+	assert_int_equal(moe_gemm_rows_tile(MOE_W4A16, MOE_SCALE_NONE, 64, 2048 * 8, 2048 * 8 + 385 * 63, 512, 7168), 64);
 	assert_int_equal(moe_gemm_decode_rows(MOE_W4A16, 128, 256 * 8, 256 * 8 + 385 * 127), 8);
 	assert_int_equal(moe_gemm_decode_rows(MOE_W4A16, 128, 512 * 8, 512 * 8 + 385 * 127), 16);
 	assert_int_equal(moe_gemm_decode_rows(MOE_BF16, 128, 512 * 8, 512 * 8 + 385 * 127), 8);
