@@ -197,10 +197,10 @@ print("limit: floor / max(the time of bench_peaks.cu's stream_rw moving only the
       "M 512: .9) reads \"limit x < goal\".  goal: met, or each unmet part of it.")
 print("bf16px (FP8 rows): this row's floor / the bundled bf16 kernel's time on the same half, "
       "model and M (the same tiles with bf16 mma.sync, twice the weight bytes): sm_90 has no native "
-      "FP8 mma.sync, so the FP8 kernels here run ptxas's emulation (f16 MMAs on converted "
-      "operands: their sm_90 code takes more registers and instructions than their sm_120 code, "
-      "which runs QMMA); on SM120, whose FP8 mma.sync is native, the FP8 row is expected to be no "
-      "slower than this proxy.")
+      "FP8 mma.sync, so the bundled FP8 kernels here emulate it (primitives.cuh's mma_e4m3 on "
+      "sm_90: the operands converted to f16, two f16 MMAs: more instructions and registers than "
+      "their sm_120 code, which runs QMMA); on SM120, whose FP8 mma.sync is native, the FP8 row is "
+      "expected to be no slower than this proxy.")
 if fp8_mma:
     print(f"* {fp8_mma} FP8 rows are bound by the MMA rate at the FP8 or at the bf16 mma.sync "
           "rate: sm_90 has no native FP8 mma.sync (ptxas emulates it with f16 MMAs: the FP8 ceiling "
