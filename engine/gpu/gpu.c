@@ -1294,7 +1294,8 @@ static int moe(struct ref_gpu *g, struct glayer *gl, int n, struct sm_err *err)
 	const struct ref_config *c = g->c;
 	struct scratch *s = &g->s;
 	int E = c->n_routed, K = c->top_k, H = c->hidden, I = gl->w2.k, numel = n * K, rc;
-	int bm = gl->w13.quant == MOE_NVFP4 ? choose(MOE_NVFP4, MOE_SCALE_NONE, numel, gl->w13.n, gl->w13.k, E).tm : STANDIN_MOE_BM;
+	int bm = gl->w13.quant == MOE_NVFP4 ? choose(MOE_NVFP4, MOE_SCALE_NONE, numel, gl->w13.n, gl->w13.k, E).tm
+					    : STANDIN_MOE_BM;
 	int em = numel + E * (bm - 1), norm = c->norm_topk_prob, ng = c->n_group, tg = c->topk_group;
 	float scaling = c->routed_scaling;
 	int64_t ld2 = 2 * (int64_t)I;

@@ -581,6 +581,8 @@ static void test_fused_moe(void **state)
 	assert_int_equal(a.bs_stride_n, 56);
 	/* ... at 4096 tokens (85 rows an expert) the 32-row tile; per tensor the 128-row one */
 	for (i = 0; i < 2; i++) {
+		const int tm = i == 0 ? 32 : 128;
+
 		kimi_moe(&f, "sglang-moe-main");
 		if (i == 0) {
 			set(&f, "stride_asm", 56), set(&f, "stride_bse", 4 * 56), set(&f, "stride_bsn", 56);
@@ -589,8 +591,8 @@ static void test_fused_moe(void **state)
 		set(&f, "num_valid_tokens", 4096 * 8), set(&f, "EM", 4096 * 8 + 385 * 127);
 		f.l.grid[0] = ((4096 * 8 + 385 * 127 + 127) / 128) * 2;
 		expect_plan(&f, "sglang-moe-main", "sglang-moe-2026-03", &plan);
-		assert_string_equal(plan.kernel, moe_gemm_kernel_name(MOE_FP8, i == 0 ? 32 : 128));
-		assert_int_equal(plan.grid[1], (4096 * 8 + 385 * 127 + (i == 0 ? 31 : 127)) / (i == 0 ? 32 : 128));
+		assert_string_equal(plan.kernel, moe_gemm_kernel_name(MOE_FP8, tm));
+		assert_int_equal(plan.grid[1], (4096 * 8 + 385 * 127 + tm - 1) / tm);
 	}
 	/* vLLM: its own list, same plan; 4 tokens: the decode kernel, 16 columns a block
 	   (K 7168), one block row per routed row at most */
