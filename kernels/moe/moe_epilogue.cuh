@@ -2,7 +2,8 @@
  * moe_epilogue.cuh - the output step that moe_gemm.cuh's tiles and
  * moe_decode.cuh's decode kernels share: one fp32 sum of a routed row and
  * output column turned into moe_gemm.h's result (the FP8 scales, the bias,
- * the routed weight) and a pair of them stored as bf16.  Device code only.
+ * the routed weight; values: several columns at once) and a pair of them
+ * stored as bf16.  Device code only.
  */
 #ifndef SM120_KERNELS_MOE_EPILOGUE_CUH
 #define SM120_KERNELS_MOE_EPILOGUE_CUH
@@ -37,6 +38,44 @@ __device__ __forceinline__ float value(const moe_gemm_args &a, float x, int64_t 
 	if (a.mul_routed_weight)
 		x *= w;
 	return x;
+}
+
+/*
+ * values - value() of the @NV sums @x of expert @e at output columns @n ..
+ * @n + NV - 1 into @v, 0 for a column at or past N.  Where the launch has no
+ * bias and every column lies below N, the sums are only scaled, x * f * w,
+ * f the per-tensor scale or the row's activation scale times the column's
+ * weight scale (FP8 per channel, those read from one row address), 1.0
+ * standing for an absent factor: the same products as value()'s, bit for
+ * bit, without its per-column tests and addresses (on sm_90 those were half
+ * the instructions of Kimi K2's FP8 down GEMM at 4096 tokens on the 32-row
+ * tile: ncu).
+ */
+template <int QUANT, int NV>
+__device__ __forceinline__ void values(const moe_gemm_args &a, const float x[NV], int64_t e, int n, float ts,
+				       float as, float w, float v[NV])
+{
+	if (!a.bias && n + NV <= a.N) {
+		const float g = a.mul_routed_weight ? w : 1.0f;
+
+		if (QUANT == MOE_FP8 && a.scale == MOE_SCALE_CHANNEL) {
+			const float *bs = (const float *)a.b_scale + e * a.bs_stride_e + (int64_t)n * a.bs_stride_n;
+
+#pragma unroll
+			for (int j = 0; j < NV; j++)
+				v[j] = x[j] * (as * __ldg(bs + j * a.bs_stride_n)) * g;
+		} else {
+			const float f = QUANT == MOE_FP8 && a.scale == MOE_SCALE_TENSOR ? ts : 1.0f;
+
+#pragma unroll
+			for (int j = 0; j < NV; j++)
+				v[j] = x[j] * f * g;
+		}
+		return;
+	}
+#pragma unroll
+	for (int j = 0; j < NV; j++)
+		v[j] = n + j < a.N ? value<QUANT>(a, x[j], e, n + j, ts, as, w) : 0.0f;
 }
 
 /*

@@ -634,17 +634,16 @@ __device__ void tile(const moe_gemm_args &a, unsigned char *smem, const rows<TM>
 							continue;
 						const uint4 lo = lds128(ep + row * S::EPITCH + c % CPR * 32);
 						const uint4 hi = lds128(ep + row * S::EPITCH + c % CPR * 32 + 16);
-						const uint32_t x[8] = { lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w };
-						float as, w, v[8] = {};
+						const float x[8] = { __uint_as_float(lo.x), __uint_as_float(lo.y),
+								     __uint_as_float(lo.z), __uint_as_float(lo.w),
+								     __uint_as_float(hi.x), __uint_as_float(hi.y),
+								     __uint_as_float(hi.z), __uint_as_float(hi.w) };
+						float as, w, v[8];
 						if constexpr (S::PRE)
 							as = 1.0f, w = pre_w[pre_slot(mi, h0, (c - lane) / 32)];
 						else
 							row_factors(id, as, w);
-#pragma unroll
-						for (int j = 0; j < 8; j++)
-							if (n + j < a.N)
-								v[j] = moe_epilogue::value<QUANT>(a, __uint_as_float(x[j]), e, n + j,
-												  ts, as, w);
+						moe_epilogue::values<QUANT, 8>(a, x, e, n, ts, as, w, v);
 						if (wide && n + 8 <= a.N)
 							*(uint4 *)((__nv_bfloat16 *)a.c + (int64_t)id * a.c_stride_m + n) =
 								make_uint4(pack_bf16(v[0], v[1]), pack_bf16(v[2], v[3]),
@@ -691,12 +690,8 @@ __device__ void tile(const moe_gemm_args &a, unsigned char *smem, const rows<TM>
 #pragma unroll
 				for (int ni = 0; ni < S::NI; ni++) {
 					const int n = n0 + wn * S::WN + ni * 8 + (lane & 3) * 2;
-					float v[2] = {};
-#pragma unroll
-					for (int j = 0; j < 2; j++)
-						if (n + j < a.N)
-							v[j] = moe_epilogue::value<QUANT>(a, acc[mi][ni][h * 2 + j], e, n + j,
-											  ts, as, w);
+					float v[2];
+					moe_epilogue::values<QUANT, 2>(a, &acc[mi][ni][h * 2], e, n, ts, as, w, v);
 					moe_epilogue::store_pair(a, id, n, v);
 				}
 			}
