@@ -25,7 +25,7 @@
  * MOE_DECODE_BM (the framework's BLOCK_SIZE_M, default 128: the over-limit
  * Hopper configurations the shim reroutes; 16 is a small-batch tuned one),
  * MOE_DECODE_QUANT (quantizations by name, default all: bf16, fp8_tensor,
- * fp8_channel, fp8_block, int4), MOE_DECODE_MODEL (kimi, glm, glm_tp1:
+ * fp8_channel, fp8_block, int4), MOE_DECODE_MODEL (comma-separated: kimi, glm, glm_tp1:
  * GLM-4.7 unsplit, the reference engine's shapes, or kimi_tp4 and kimi_tp2:
  * Kimi K2 at TP4 and TP2; default kimi and glm),
  * MOE_DECODE_HALF (gateup or down, default both), MOE_DECODE_ROWTILES=1 (a
@@ -400,10 +400,18 @@ static void row_tiles(CUmodule mod, CUmodule alt, int quant, int N, int K, int e
 	printf("\n");
 }
 
-/* model_run - whether MOE_DECODE_MODEL (@env, NULL: unset) runs model @md. */
+/* model_run - whether MOE_DECODE_MODEL (@env, a comma-separated list of names; NULL: unset)
+ * runs model @md. */
 static int model_run(const struct model *md, const char *env)
 {
-	return env ? !strcmp(env, md->name) : !md->named;
+	const size_t len = strlen(md->name);
+
+	if (!env)
+		return !md->named;
+	for (const char *p = env; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+		if (!strncmp(p, md->name, len) && (p[len] == ',' || p[len] == 0))
+			return 1;
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -473,6 +481,11 @@ int main(int argc, char **argv)
 
 		if (model_run(&models[m], model_env))
 			wbytes = b > wbytes ? b : wbytes;
+	}
+	if (!wbytes) {
+		fprintf(stderr, "MOE_DECODE_MODEL=%s names no model: give kimi, glm, glm_tp1, kimi_tp4 or kimi_tp2, "
+			"comma-separated\n", model_env);
+		return 2;
 	}
 	wbytes = (wbytes + 4095) & ~(size_t)4095;
 	if (flush_write)
