@@ -34,6 +34,9 @@ struct adapter_input {
 	   unknown; when present, select.c has already read the parameters as it states
 	   and checked every value of the rule and tile it states */
 	const char *compiled;
+	/* the launching device's multiprocessors, 0 if unknown: a plan may size its grid
+	   to them (the fused-MoE decode tile, moe_gemm_decode_tile) */
+	int sms;
 };
 
 #define REROUTE_MAX_ARGS 512

@@ -423,7 +423,7 @@ static int plan(const struct adapter_input *in, const struct moe_launch *l, stru
 	/* decode batches (a few rows per expert; row mode: one per block) on the decode kernels,
 	 * the rest on a row tile (FP8's by its scale layout); the launches admitted the same
 	 * either way */
-	choice = moe_gemm_choose(quant, a.scale, (int32_t)bm, l->num_valid, l->em, l->n, l->k, naive);
+	choice = moe_gemm_choose(quant, a.scale, (int32_t)bm, l->num_valid, l->em, l->n, l->k, naive, in->sms);
 	tm = choice.tm, tn = choice.tn;
 	if (!tm)
 		return sm_err_set(why, -EINVAL, "BLOCK_SIZE_M %g is not a multiple of 16", bm);

@@ -128,7 +128,7 @@ static void try_rule(const struct rule *r, const struct select_launch *l, struct
 		     int *differ)
 {
 	struct adapter_input in = { .rule = r, .params = l->params, .dynamic_smem = l->dynamic_smem,
-				    .setting = l->setting, .compiled = l->compiled };
+				    .setting = l->setting, .compiled = l->compiled, .sms = l->sms };
 	adapter_fn *adapt = adapter_find(r->adapter);
 	struct rule_generic_tile generic;
 	uint64_t ways[MAX_WAYS];

@@ -22,6 +22,8 @@ struct select_launch {
 					     (core/rules/compiled.h), NULL if unknown */
 	int sm;                           /* the architecture it was compiled for (compute
 					     capability x 10), 0 if unknown (core/rules/generic.h) */
+	int sms;                          /* the launching device's multiprocessors, 0 if
+					     unknown (adapter_input) */
 };
 
 /*

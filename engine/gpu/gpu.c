@@ -822,11 +822,12 @@ static int alloc_scratch(struct ref_gpu *g, struct sm_err *err)
 /* ---- the forward pass ----------------------------------------------------------- */
 
 /* choose - moe_gemm's choice (its row tile and pipeline depth) for @rows routed rows of @quant
- * (FP8: scale layout @scale) with N @n and K @k over @experts: the shim's own
+ * (FP8: scale layout @scale) with N @n and K @k over @experts on @g's GPU: the shim's own
  * (moe_gemm_choose), on the align step's EM bound at 128. */
-static struct moe_gemm_choice choose(int quant, int scale, int rows, int n, int k, int experts)
+static struct moe_gemm_choice choose(const struct ref_gpu *g, int quant, int scale, int rows, int n, int k,
+				     int experts)
 {
-	return moe_gemm_choose(quant, scale, 128, rows, rows + experts * 127, n, k, 0);
+	return moe_gemm_choose(quant, scale, 128, rows, rows + experts * 127, n, k, 0, g->sms);
 }
 
 /*
@@ -874,7 +875,7 @@ static int linear(struct ref_gpu *g, const struct dmat *d, CUdeviceptr x, int ro
 		  struct sm_err *err)
 {
 	struct moe_gemm_args a = { 0 };
-	const struct moe_gemm_choice c = choose(d->quant, d->scale, rows, d->n, d->k, 1);
+	const struct moe_gemm_choice c = choose(g, d->quant, d->scale, rows, d->n, d->k, 1);
 	int tm = c.tm, em = cdiv(rows, tm) * tm, rc;
 
 	if ((rc = quant_act(g, d, x, rows, d->k, &a, err)))
@@ -1294,7 +1295,7 @@ static int moe(struct ref_gpu *g, struct glayer *gl, int n, struct sm_err *err)
 	const struct ref_config *c = g->c;
 	struct scratch *s = &g->s;
 	int E = c->n_routed, K = c->top_k, H = c->hidden, I = gl->w2.k, numel = n * K, rc;
-	int bm = gl->w13.quant == MOE_NVFP4 ? choose(MOE_NVFP4, MOE_SCALE_NONE, numel, gl->w13.n, gl->w13.k, E).tm
+	int bm = gl->w13.quant == MOE_NVFP4 ? choose(g, MOE_NVFP4, MOE_SCALE_NONE, numel, gl->w13.n, gl->w13.k, E).tm
 					    : STANDIN_MOE_BM;
 	int em = numel + E * (bm - 1), norm = c->norm_topk_prob, ng = c->n_group, tg = c->topk_group;
 	float scaling = c->routed_scaling;

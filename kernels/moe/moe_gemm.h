@@ -805,29 +805,6 @@ static inline int moe_gemm_decode_tn(int quant, int32_t k)
 	return 128;
 }
 
-/*
- * moe_gemm_decode_tile - the column tile of the decode kernel for a
- * sorted-mode launch of @quant with K @k and @num_valid routed rows:
- * moe_gemm_decode_tn's, twice as wide (at most 128) from
- * MOE_DECODE_WIDE_ROWS routed rows (8 tokens of top_k 8), where the
- * launch's experts (about 60 and more for Kimi K2 and GLM-4.7) give every
- * SM blocks enough on the wider tile, whose warps then stream twice the k
- * steps a tile.  Measured on an H200 (gpu_bench_moe_decode, gate/up of
- * Kimi K2 and GLM-4.7 at TP8, 8 to 128 tokens, bf16, FP8 per tensor /
- * channel / block and W4A16; the down GEMM's short K is on 128 columns
- * already): in the run on this rule, equal or up to 11% faster in 32 of
- * 36 rows, 2% slower in 3 and 8% in one (GLM's W4A16 at 64 tokens, equal
- * in the run before); at one token the narrow tile stays far ahead (Kimi
- * bf16: 0.51 of the floor against 0.39).  Pure, plain C.
- */
-#define MOE_DECODE_WIDE_ROWS 64
-static inline int moe_gemm_decode_tile(int quant, int32_t k, int32_t num_valid)
-{
-	const int tn = moe_gemm_decode_tn(quant, k);
-
-	return tn && tn < 128 && num_valid >= MOE_DECODE_WIDE_ROWS ? 2 * tn : tn;
-}
-
 /* moe_gemm_decode_blocks - the decode grid's y: one block per framework block
  * up to the routed rows' count (each block below num_tokens_post_padded
  * holds one at least), at most 65535; the blocks loop over the rest. */
@@ -886,6 +863,79 @@ static inline int moe_gemm_decode_cols(int quant, int32_t n, int32_t k, int tn, 
 	if (per < 1)
 		per = 1;
 	return (int)((tiles + per - 1) / per);
+}
+
+/*
+ * moe_gemm_decode_tile - the column tile of the decode kernel for a
+ * sorted-mode launch of @quant with N @n and K @k (@em, @block_m,
+ * @num_valid as for moe_gemm_decode_blocks) on a GPU of @sms
+ * multiprocessors (0: unknown): moe_gemm_decode_tn's, twice as wide (at
+ * most 128) from MOE_DECODE_WIDE_ROWS routed rows (8 tokens of top_k 8),
+ * where the launch's experts (about 60 and more for Kimi K2 and GLM-4.7)
+ * give every SM blocks enough on the wider tile, whose warps then stream
+ * twice the k steps a tile.  Below that, the widest of the tile, twice it
+ * and four times it (at most 128) whose blocks fill the GPU's block slots
+ * (@sms times MOE_DECODE_SM_BLOCKS) in waves as full as the narrowest
+ * tile's, within MOE_DECODE_FILL_SLACK percent: a wave's fill is the
+ * blocks (moe_gemm_decode_cols' columns times moe_gemm_decode_blocks' rows:
+ * one a routed row at these counts, an upper bound on the experts they
+ * hit) over the slots of the waves they take (moe_gemm_decode_fill); with
+ * @sms 0 the tile itself.
+ * Measured on an H200 (gpu_bench_moe_decode, gate/up of Kimi K2 and GLM-4.7
+ * at TP8, 8 to 128 tokens, bf16, FP8 per tensor / channel / block and
+ * W4A16; the down GEMM's short K is on 128 columns already): the doubling
+ * from 64 rows was equal or up to 11% faster in 32 of 36 rows, 2% slower in
+ * 3 and 8% in one (GLM's W4A16 at 64 tokens, equal in the run before); at
+ * one token the narrow tile stays far ahead (Kimi bf16: 0.51 of the floor
+ * against 0.39).  The fill rule, on an H200 (132 SMs, 2 blocks each) at 1
+ * to 6 tokens, those five formats, both models (60 rows, one run): it took
+ * the fastest tile in 47 rows, one within 0.02 of it in 5 and one 0.04-0.09
+ * slower in 8 (GLM-4.7 at 6 tokens, whose 48 rows hit about 42 of its 160
+ * experts, bf16 0.70 against 0.78; Kimi K2's W4A16 at 5 tokens 0.34 against
+ * 0.38), none slower than the narrowest tile, the rule before, and 0.04-0.10
+ * faster than it in 23 rows: at 2 tokens every format on its 32-column tile
+ * (one wave, as full as two of the 16-column), e.g. Kimi K2's bf16 0.70 of
+ * the floor against 0.66, FP8 per block 0.48 against 0.43; at 4 tokens Kimi
+ * K2's on its 64-column tile (a 0.94-full wave), bf16 0.82 against 0.75,
+ * W4A16 0.42 against 0.32; no tile gained where the wider one's last wave
+ * is emptier (Kimi K2 at 3 tokens: 0.69 on 16 columns, 0.66 on 32).
+ * SM120's cards have other SM counts (188 on an RTX PRO 6000), so the
+ * tile follows the device's.  Pure, plain C.
+ */
+#define MOE_DECODE_WIDE_ROWS 64
+#define MOE_DECODE_SM_BLOCKS 2      /* decode kernels an SM holds: their registers, SM120 as sm_90 */
+#define MOE_DECODE_FILL_SLACK 5
+
+/* moe_gemm_decode_fill - the fill of @blocks over waves of @slots, in per mille (0: none). */
+static inline int64_t moe_gemm_decode_fill(int64_t blocks, int64_t slots)
+{
+	if (blocks <= 0 || slots <= 0)
+		return 0;
+	return blocks * 1000 / ((blocks + slots - 1) / slots * slots);
+}
+
+static inline int moe_gemm_decode_tile(int quant, int32_t n, int32_t k, int32_t em, int32_t block_m,
+				       int32_t num_valid, int sms)
+{
+	const int tn = moe_gemm_decode_tn(quant, k);
+	const int64_t slots = (int64_t)sms * MOE_DECODE_SM_BLOCKS;
+	const int64_t y = moe_gemm_decode_blocks(em, block_m, num_valid);
+	int64_t least;
+	int best = tn;
+
+	if (!tn || tn >= 128)
+		return tn;
+	if (num_valid >= MOE_DECODE_WIDE_ROWS)
+		return 2 * tn;
+	if (sms <= 0 || num_valid < 1)
+		return tn;
+	least = moe_gemm_decode_fill((int64_t)moe_gemm_decode_cols(quant, n, k, tn, em, block_m, num_valid) * y,
+				     slots) - MOE_DECODE_FILL_SLACK * 10;
+	for (int t = 2 * tn; t <= 4 * tn && t <= 128; t *= 2)
+		if (moe_gemm_decode_fill((int64_t)moe_gemm_decode_cols(quant, n, k, t, em, block_m, num_valid) * y,
+					 slots) >= least)
+			best = t;
+	return best;
 }
 
 /*
@@ -956,7 +1006,11 @@ static inline int moe_gemm_decode_cols(int quant, int32_t n, int32_t k, int tn, 
  *     after (per tensor, channel, block), Kimi K2 at 16 0.63, 0.62 and 0.60,
  *     0.67, 0.67 and 0.61-0.62; but GLM-4.7 at 16 per block 0.51 and
  *     0.46-0.47 (per tensor and channel 0.53 and 0.52), Kimi K2 at 8 per
- *     block 0.47 and 0.45-0.46 (per tensor 0.54 both).
+ *     block 0.47 and 0.45-0.46 (per tensor 0.54 both).  That flush writes
+ *     back up to the L2's size while the kernel reads, which a decode step's
+ *     small activations do not: flushed by rotating weight copies instead,
+ *     GLM-4.7 at 16 tokens per block ran 0.54-0.55 on the row tile and 0.55
+ *     on the decode kernel, by the write 0.48 and 0.52 (two runs each).
  * Measured on an H100 (W4A16: the first figures above) at SM120's blocks per SM
  * (tests/gpu/bench_moe_decode.c, Kimi K2 and GLM-4.7 at TP8, 8 to 2048
  * tokens).  (Row mode, one routed row per block, always is.)  Pure, plain C.
@@ -1060,7 +1114,8 @@ static inline int64_t moe_gemm_rows_grid(int tm, int32_t block_m, int32_t em, in
 /*
  * moe_gemm_choose - the plan's whole choice for a launch of @quant (@scale
  * as for moe_gemm_rows_tile) with N @n and K @k (@block_m, @num_valid, @em
- * as for moe_gemm_rows_per_expert; @naive: row mode), from the rules
+ * as for moe_gemm_rows_per_expert; @naive: row mode) on a GPU of @sms
+ * multiprocessors (0: unknown; moe_gemm_decode_tile), from the rules
  * above: the row tile tm (moe_gemm_rows_tile; 0 if none divides block_m;
  * row mode: 16) and its args.stages (moe_gemm_rows_stages), and the decode kernel where one takes
  * the launch (moe_gemm_decode_wanted; row mode always): its column tile tn
@@ -1077,15 +1132,16 @@ struct moe_gemm_choice {
 };
 
 static inline struct moe_gemm_choice moe_gemm_choose(int quant, int scale, int32_t block_m, int32_t num_valid,
-						     int32_t em, int32_t n, int32_t k, int naive)
+						     int32_t em, int32_t n, int32_t k, int naive, int sms)
 {
 	struct moe_gemm_choice c;
 
 	c.tm = naive ? 16 : moe_gemm_rows_tile(quant, scale, block_m, num_valid, em, n, k);
 	c.stages = c.tm ? moe_gemm_rows_stages(quant, c.tm, block_m, num_valid, em, k) : 0;
 	c.tn = naive ? moe_gemm_decode_tn(quant, k)
-	       : moe_gemm_decode_wanted(quant, block_m, num_valid, em, k) ? moe_gemm_decode_tile(quant, k, num_valid)
-									    : 0;
+	       : moe_gemm_decode_wanted(quant, block_m, num_valid, em, k)
+		       ? moe_gemm_decode_tile(quant, n, k, em, block_m, num_valid, sms)
+		       : 0;
 	c.rows = naive ? 8 : moe_gemm_decode_rows(quant, block_m, num_valid, em);
 	c.parts = naive || !c.tm ? 0 : moe_gemm_row_parts(quant, c.tm, block_m, num_valid, em);
 	return c;

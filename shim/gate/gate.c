@@ -139,6 +139,7 @@ static void report(struct kernel_rec *r, const struct verdict *v, const struct t
 			settings[i] = c->settings[i];
 		e.settings = settings;
 		e.compiled = r ? atomic_load(&r->compiled) : NULL;
+		e.sms = shim_device_sms();
 	}
 	shim_log_event(&e);
 	if (strcmp(v->action, "library") == 0) {
@@ -210,7 +211,8 @@ static void gather(struct kernel_rec *r, const struct shim_launch *l, uint32_t *
 		.event = ROUTE_EVENT_LAUNCH, .static_smem = r ? r->static_smem : 0,
 		.sel = { .kernel = k ? r->name : NULL, .param_sizes = sizes, .n_params = n,
 			 .params = l->params, .dynamic_smem = l->smem, .setting = shim_setting,
-			 .compiled = r ? atomic_load(&r->compiled) : NULL, .sm = shim_device_sm() },
+			 .compiled = r ? atomic_load(&r->compiled) : NULL, .sm = shim_device_sm(),
+			 .sms = shim_device_sms() },
 	};
 	rl->evidence = emulated ? ev : NULL; /* auto: nothing is emulated, nothing to weigh */
 	memcpy(rl->sel.grid, l->grid, sizeof(rl->sel.grid));

@@ -262,6 +262,8 @@ void shim_log_event(const struct shim_event *e)
 	o = add_num(buf, o, n, "kernels", e->kernels);
 	o = add_num(buf, o, n, "regs", e->regs);
 	o = add_num(buf, o, n, "param_bytes", e->param_bytes);
+	if (e->sms > 0)
+		o = add_num(buf, o, n, "sms", e->sms);
 	for (i = 0; i < e->n_params && o + 24 < n; i++)
 		o += (size_t)snprintf(buf + o, n - o, "%s%u", i ? "," : ",\"param_sizes\":[",
 				      e->params[i].size);

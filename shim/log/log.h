@@ -68,6 +68,8 @@ struct shim_event {
 	int64_t kernels;         /* loads: kernels in the image */
 	int64_t regs;
 	int64_t param_bytes;
+	int64_t sms;             /* launches: the device's multiprocessors, which a plan may weigh
+				    (adapter_input), so `sm120 route` replays with them; 0: none */
 	uint32_t n_params;       /* "param_sizes" when non-zero */
 	const struct img_param *params;
 	void *const *args;       /* launches: kernelParams, written as "args" (each parameter's

@@ -158,6 +158,23 @@ int shim_device_sm_of(CUdevice dev)
 	return sm;
 }
 
+int shim_device_sms(void)
+{
+	/* A device's multiprocessor count never changes: asked once per device (0: not yet). */
+	static atomic_int known[64];
+	shim_fn_cuDeviceGetAttribute *get = shim_real(SHIM_HOOK_cuDeviceGetAttribute);
+	const CUdevice dev = shim_current_device();
+	int sms = 0;
+
+	if (dev >= 0 && dev < 64 && (sms = atomic_load(&known[dev])) != 0)
+		return sms;
+	if (!get || get(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) != CUDA_SUCCESS || sms < 0)
+		return 0;
+	if (dev >= 0 && dev < 64)
+		atomic_store(&known[dev], sms);
+	return sms;
+}
+
 void shim_runtime_compiled(int on)
 {
 	runtime_compiled = on != 0;

@@ -95,4 +95,7 @@ int shim_device_sm_of(CUdevice dev);
 /* shim_device_sm - compute capability * 10 of the current device, 0 if the driver cannot say. */
 int shim_device_sm(void);
 
+/* shim_device_sms - the current device's multiprocessors, 0 if the driver cannot say. */
+int shim_device_sms(void);
+
 #endif

@@ -697,7 +697,7 @@ int main(int argc, char **argv)
 
 					/* old: the row tile the plan picks where it picks no decode kernel, on its
 					 * grid and pipeline; padded to SM120's blocks per SM */
-					choice = moe_gemm_choose(qt->quant, qt->scale, bm, nv, em, N, K, 0);
+					choice = moe_gemm_choose(qt->quant, qt->scale, bm, nv, em, N, K, 0, sms);
 					told = choice.tm;
 					a.stages = choice.stages;
 					a.row_parts = parts_of(qt->quant, told, bm, nv, em);
@@ -735,7 +735,7 @@ int main(int argc, char **argv)
 					}
 					if (moe_gemm_decode_name(qt->quant, 16, 16)) {
 						/* the bytes of 16 rows a pass against 8 rows a pass on the plan's tile */
-						const int dt = moe_gemm_decode_tile(qt->quant, K, nv);
+						const int dt = moe_gemm_decode_tile(qt->quant, N, K, em, bm, nv, sms);
 						const unsigned gx = (unsigned)moe_gemm_decode_cols(qt->quant, N, K, dt, em, bm, nv);
 						const unsigned gy = (unsigned)moe_gemm_decode_blocks(em, bm, nv);
 						uint16_t *c0 = malloc(cbytes), *c1 = malloc(cbytes);

@@ -606,6 +606,22 @@ static void test_fused_moe(void **state)
 	assert_int_equal(plan.grid[0], 32);   /* 32 tiles x 32 block rows: a tile a block */
 	assert_int_equal(plan.grid[1], 32);
 	assert_int_equal(plan.dynamic_smem, 0);
+	/* the same launch on a GPU whose multiprocessors the launch names (the shim's device):
+	   on 132 SMs (2 decode blocks each) 1024 blocks of 16 columns fill 4 waves 0.97 full, and
+	   256 of 64 columns one as full: the 64-column tile; on 188 (an RTX PRO 6000) the wider
+	   tiles' waves are emptier (0.68 against 0.91): the 16-column tile */
+	kimi_moe(&f, "vllm-moe-main");
+	set(&f, "num_valid_tokens", 32), set(&f, "EM", 32 + 385 * 127);
+	f.l.grid[0] = ((32 + 385 * 127 + 127) / 128) * 2;
+	f.l.sms = 132;
+	expect_plan(&f, "vllm-moe-main", NULL, &plan);
+	assert_string_equal(plan.kernel, moe_gemm_decode_name(MOE_FP8, 64, 8));
+	assert_int_equal(plan.grid[0], 8);
+	assert_int_equal(plan.grid[1], 32);
+	f.l.sms = 188;
+	expect_plan(&f, "vllm-moe-main", NULL, &plan);
+	assert_string_equal(plan.kernel, moe_gemm_decode_name(MOE_FP8, 16, 8));
+	f.l.sms = 0;
 	/* ... 8 tokens (64 routed rows): FP8's 16-row tile (on a long K the decode kernels take
 	   fewer than MOE_DECODE_FP8_LONG_VALID routed rows), bf16's decode kernel of twice the
 	   columns (MOE_DECODE_WIDE_ROWS) */
@@ -619,9 +635,10 @@ static void test_fused_moe(void **state)
 	set(&f, "num_valid_tokens", 64), set(&f, "EM", 64 + 385 * 127);
 	f.l.grid[0] = ((64 + 385 * 127 + 127) / 128) * 2;
 	expect_plan(&f, "sglang-moe-2026-03", "sglang-moe-main", &plan);
-	assert_int_equal(moe_gemm_decode_tile(MOE_BF16, 7168, 64), 2 * moe_gemm_decode_tn(MOE_BF16, 7168));
-	assert_string_equal(plan.kernel, moe_gemm_decode_name(MOE_BF16, moe_gemm_decode_tile(MOE_BF16, 7168, 64), 8));
-	assert_int_equal(plan.grid[0], moe_gemm_decode_cols(MOE_BF16, 512, 7168, moe_gemm_decode_tile(MOE_BF16, 7168, 64),
+	assert_int_equal(moe_gemm_decode_tile(MOE_BF16, 512, 7168, 64 + 385 * 127, 128, 64, 0),
+			 2 * moe_gemm_decode_tn(MOE_BF16, 7168));
+	assert_string_equal(plan.kernel, moe_gemm_decode_name(MOE_BF16, 2 * moe_gemm_decode_tn(MOE_BF16, 7168), 8));
+	assert_int_equal(plan.grid[0], moe_gemm_decode_cols(MOE_BF16, 512, 7168, 2 * moe_gemm_decode_tn(MOE_BF16, 7168),
 							    64 + 385 * 127, 128, 64));
 	/* bf16 (128 x 256 x 64 has the FP8 tile's size): no scale pointers; 6.25 rows an expert on
 	   the gate/up's long K: the 32-row tile, its four stages */
@@ -903,30 +920,58 @@ static void test_moe_decisions(void **state)
 	assert_int_equal(moe_gemm_decode_tn(MOE_W4A16, 256), 128);
 	assert_int_equal(moe_gemm_decode_tn(MOE_W4A16, 2048), 64);   /* 32-column warps: 8 along K on 32 columns */
 	assert_int_equal(moe_gemm_decode_tn(MOE_NVFP4, 7168), 0);
-	/* twice as wide from 64 routed rows (8 tokens of top_k 8), at most 128 */
-	assert_int_equal(moe_gemm_decode_tile(MOE_BF16, 7168, 8), 16);
-	assert_int_equal(moe_gemm_decode_tile(MOE_BF16, 7168, 63), 16);
-	assert_int_equal(moe_gemm_decode_tile(MOE_BF16, 7168, 64), 32);
-	assert_int_equal(moe_gemm_decode_tile(MOE_FP8, 2048, 128), 64);
-	assert_int_equal(moe_gemm_decode_tile(MOE_W4A16, 7168, 4096), 32);
-	assert_int_equal(moe_gemm_decode_tile(MOE_FP8, 256, 4096), 128);
-	assert_int_equal(moe_gemm_decode_tile(MOE_NVFP4, 7168, 4096), 0);
+	/* twice as wide from 64 routed rows (8 tokens of top_k 8), at most 128, on any GPU;
+	   below them the narrowest tile where the GPU is unknown (sms 0) */
+	{
+		const int em = 385 * 127;   /* plus the rows: Kimi K2's list at BLOCK_SIZE_M 128 */
+
+		assert_int_equal(moe_gemm_decode_tile(MOE_BF16, 512, 7168, em + 8, 128, 8, 0), 16);
+		assert_int_equal(moe_gemm_decode_tile(MOE_BF16, 512, 7168, em + 63, 128, 63, 0), 16);
+		assert_int_equal(moe_gemm_decode_tile(MOE_BF16, 512, 7168, em + 64, 128, 64, 0), 32);
+		assert_int_equal(moe_gemm_decode_tile(MOE_BF16, 512, 7168, em + 64, 128, 64, 132), 32);
+		assert_int_equal(moe_gemm_decode_tile(MOE_FP8, 512, 2048, em + 128, 128, 128, 0), 64);
+		assert_int_equal(moe_gemm_decode_tile(MOE_W4A16, 512, 7168, em + 4096, 128, 4096, 0), 32);
+		assert_int_equal(moe_gemm_decode_tile(MOE_FP8, 7168, 256, em + 4096, 128, 4096, 0), 128);
+		assert_int_equal(moe_gemm_decode_tile(MOE_FP8, 7168, 256, em + 16, 128, 16, 132), 128);
+		assert_int_equal(moe_gemm_decode_tile(MOE_NVFP4, 512, 7168, em + 4096, 128, 4096, 132), 0);
+		/* below 64 rows, the widest of 16, 32 and 64 columns whose waves are as full as 16's
+		   (within 5%) on 2 blocks an SM: Kimi K2's gate/up (N 512) at 1 token on 132 SMs, 256
+		   blocks of 16 (0.97 of a wave) against 128 of 32: 16; at 2 (16 rows) 512 blocks
+		   in two waves 0.97 full, 256 in one as full: 32; at 3 (24) 768 in three 0.97 full,
+		   384 in two 0.73 full: 16; at 4 (32): 64 (above) */
+		assert_int_equal(moe_gemm_decode_tile(MOE_FP8, 512, 7168, em + 8, 128, 8, 132), 16);
+		assert_int_equal(moe_gemm_decode_tile(MOE_FP8, 512, 7168, em + 16, 128, 16, 132), 32);
+		assert_int_equal(moe_gemm_decode_tile(MOE_BF16, 512, 7168, em + 16, 128, 16, 132), 32);
+		assert_int_equal(moe_gemm_decode_tile(MOE_FP8, 512, 7168, em + 24, 128, 24, 132), 16);
+		assert_int_equal(moe_gemm_decode_tile(MOE_W4A16, 512, 7168, em + 32, 128, 32, 132), 64);
+		/* the waves' fill: per mille, full waves count whole */
+		assert_int_equal(moe_gemm_decode_fill(264, 264), 1000);
+		assert_int_equal(moe_gemm_decode_fill(265, 264), 501);
+		assert_int_equal(moe_gemm_decode_fill(0, 264), 0);
+		assert_int_equal(moe_gemm_decode_fill(10, 0), 0);
+		/* one expert's rows in one block row (the engine's dense linears: EM one tile):
+		   N 7168's 448 blocks of 16 columns (two waves 0.85 full on 132 SMs) against
+		   224 of 32 (one wave 0.85 full): 32 */
+		assert_int_equal(moe_gemm_decode_blocks(16, 16, 4), 1);
+		assert_int_equal(moe_gemm_decode_tile(MOE_BF16, 7168, 7168, 16, 16, 4, 132), 32);
+	}
 	/* the whole choice: Kimi K2's INT4 gate/up at 512 tokens (10.7 rows an expert) on the
 	   decode kernel of 32 columns and 16 rows a pass, its row tile 128 (W4A16's on a long
 	   K); GLM-4.7's bf16 gate/up at 4096 tokens on the shallow 64-row tile, no decode
 	   kernel; row mode on the 16-row tile or the narrow decode tile, 8 rows a pass */
 	{
-		struct moe_gemm_choice c = moe_gemm_choose(MOE_W4A16, MOE_SCALE_NONE, 128, 4096, 4096 + 385 * 127, 512, 7168, 0);
+		struct moe_gemm_choice c =
+			moe_gemm_choose(MOE_W4A16, MOE_SCALE_NONE, 128, 4096, 4096 + 385 * 127, 512, 7168, 0, 132);
 
 		assert_int_equal(c.tm, 128);
 		assert_int_equal(c.stages, 0);
 		assert_int_equal(c.tn, 32);
 		assert_int_equal(c.rows, 16);
-		c = moe_gemm_choose(MOE_BF16, MOE_SCALE_NONE, 128, 32768, 32768 + 161 * 127, 384, 5120, 0);
+		c = moe_gemm_choose(MOE_BF16, MOE_SCALE_NONE, 128, 32768, 32768 + 161 * 127, 384, 5120, 0, 132);
 		assert_int_equal(c.tm, 64);
 		assert_int_equal(c.stages, MOE_GEMM_SHALLOW_STAGES);
 		assert_int_equal(c.tn, 0);
-		c = moe_gemm_choose(MOE_FP8, MOE_SCALE_TENSOR, 16, 96, 96 * 16, 512, 7168, 1);
+		c = moe_gemm_choose(MOE_FP8, MOE_SCALE_TENSOR, 16, 96, 96 * 16, 512, 7168, 1, 132);
 		assert_int_equal(c.tm, 16);
 		assert_int_equal(c.tn, moe_gemm_decode_tn(MOE_FP8, 7168));
 		assert_int_equal(c.rows, 8);
@@ -938,12 +983,12 @@ static void test_moe_decisions(void **state)
 	{
 		const int em = 4096 + 385 * 127;
 
-		assert_int_equal(moe_gemm_choose(MOE_FP8, MOE_SCALE_TENSOR, 128, 4096, em, 4096, 7168, 0).tm, 16);
-		assert_int_equal(moe_gemm_choose(MOE_FP8, MOE_SCALE_TENSOR, 128, 4096, em, 4096, 7168, 0).parts, 2);
-		assert_int_equal(moe_gemm_choose(MOE_BF16, MOE_SCALE_NONE, 128, 4096, em, 4096, 7168, 0).tm, 32);
-		assert_int_equal(moe_gemm_choose(MOE_BF16, MOE_SCALE_NONE, 128, 4096, em, 4096, 7168, 0).parts, 2);
-		assert_int_equal(moe_gemm_choose(MOE_BF16, MOE_SCALE_NONE, 128, 8192, 8192 + 161 * 127, 384, 5120, 0).parts, 0);
-		assert_int_equal(moe_gemm_choose(MOE_FP8, MOE_SCALE_TENSOR, 16, 96, 96 * 16, 512, 7168, 1).parts, 0);
+		assert_int_equal(moe_gemm_choose(MOE_FP8, MOE_SCALE_TENSOR, 128, 4096, em, 4096, 7168, 0, 132).tm, 16);
+		assert_int_equal(moe_gemm_choose(MOE_FP8, MOE_SCALE_TENSOR, 128, 4096, em, 4096, 7168, 0, 132).parts, 2);
+		assert_int_equal(moe_gemm_choose(MOE_BF16, MOE_SCALE_NONE, 128, 4096, em, 4096, 7168, 0, 132).tm, 32);
+		assert_int_equal(moe_gemm_choose(MOE_BF16, MOE_SCALE_NONE, 128, 4096, em, 4096, 7168, 0, 132).parts, 2);
+		assert_int_equal(moe_gemm_choose(MOE_BF16, MOE_SCALE_NONE, 128, 8192, 8192 + 161 * 127, 384, 5120, 0, 132).parts, 0);
+		assert_int_equal(moe_gemm_choose(MOE_FP8, MOE_SCALE_TENSOR, 16, 96, 96 * 16, 512, 7168, 1, 132).parts, 0);
 		assert_int_equal(moe_gemm_row_parts(MOE_BF16, 16, 128, 512, 512 + 385 * 127), 2);
 		assert_int_equal(moe_gemm_row_parts(MOE_BF16, 16, 128, 8192, 8192 + 385 * 127), 3);
 		assert_int_equal(moe_gemm_row_parts(MOE_BF16, 16, 128, 32768, 32768 + 385 * 127), 7);

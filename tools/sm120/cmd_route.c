@@ -266,7 +266,7 @@ static int on_event(void *ctx, const cJSON *j, const char *event)
 	struct target_limits t;
 	struct sm_err why = { "" };
 	int mode = r->o->mode >= 0 ? r->o->mode : route_mode_parse(mode_name), agrees, bad;
-	int64_t st = jsonl_num(j, "static_smem"), dyn = jsonl_num(j, "dynamic_smem");
+	int64_t st = jsonl_num(j, "static_smem"), dyn = jsonl_num(j, "dynamic_smem"), sms;
 
 	if (strcmp(event, "launch") != 0 && strcmp(event, "set_attribute") != 0)
 		return 0;
@@ -292,6 +292,8 @@ static int on_event(void *ctx, const cJSON *j, const char *event)
 	l.sel.params = a.have_values ? a.params : NULL;
 	l.sel.setting = setting;
 	l.sel.compiled = jsonl_str(j, "compiled"); /* what Triton compiled in, or NULL */
+	sms = jsonl_num(j, "sms");                 /* the device's multiprocessors, if logged */
+	l.sel.sms = sms > 0 && sms <= INT32_MAX ? (int)sms : 0;
 	if (strcmp(event, "set_attribute") == 0) {
 		l.event = ROUTE_EVENT_SET_ATTRIBUTE;
 		l.attr_value = dyn;
