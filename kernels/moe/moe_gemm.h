@@ -987,7 +987,7 @@ static inline int moe_gemm_decode_tile(int quant, int32_t n, int32_t k, int32_t 
  *   on a long K (gate/up), MOE_DECODE_LONG_ROWS: from 5 rows the 64-row
  *     tile reads the weights faster; for FP8 also fewer than
  *     MOE_DECODE_FP8_LONG_VALID routed rows in all (Kimi K2 and GLM-4.7
- *     below 6 tokens).  Past them FP8's 16-row tile streams the weights
+ *     below 5 tokens).  Past them FP8's 16-row tile streams the weights
  *     faster since its MMAs stopped waiting on sm_90's emulation (mma_e4m3),
  *     as they never do on SM120's native FP8 MMA.  Measured on an H200 at
  *     SM120's blocks per SM (gpu_bench_moe_decode, gate/up at TP8, 1 to 96
@@ -1011,6 +1011,12 @@ static inline int moe_gemm_decode_tile(int quant, int32_t n, int32_t k, int32_t 
  *     small activations do not: flushed by rotating weight copies instead,
  *     GLM-4.7 at 16 tokens per block ran 0.54-0.55 on the row tile and 0.55
  *     on the decode kernel, by the write 0.48 and 0.52 (two runs each).
+ *     The bound was 48 (6 tokens); at 5 tokens, with moe_gemm_decode_tile's
+ *     fill rule, Kimi K2's row tile ran 0.65, 0.64-0.66 and 0.56 (per
+ *     tensor, channel, block) against the decode kernels' 0.49, 0.52 and
+ *     0.47-0.48, GLM-4.7's 0.48, 0.47 and 0.38 against 0.47, 0.47 and 0.44
+ *     (H200, padded, two runs), and at 4 tokens the decode kernels stay
+ *     within 0.03 of it or ahead (Kimi K2 per block 0.55-0.56 against 0.49).
  * Measured on an H100 (W4A16: the first figures above) at SM120's blocks per SM
  * (tests/gpu/bench_moe_decode.c, Kimi K2 and GLM-4.7 at TP8, 8 to 2048
  * tokens).  (Row mode, one routed row per block, always is.)  Pure, plain C.
@@ -1018,7 +1024,7 @@ static inline int moe_gemm_decode_tile(int quant, int32_t n, int32_t k, int32_t 
 #define MOE_DECODE_W4_ROWS 40
 #define MOE_DECODE_SHORT_ROWS 3
 #define MOE_DECODE_LONG_ROWS 4
-#define MOE_DECODE_FP8_LONG_VALID 48
+#define MOE_DECODE_FP8_LONG_VALID 40
 static inline int moe_gemm_decode_wanted(int quant, int32_t block_m, int32_t num_valid, int32_t em, int32_t k)
 {
 	const int64_t per = moe_gemm_rows_per_expert(block_m, num_valid, em);

@@ -1053,13 +1053,13 @@ static void test_moe_decisions(void **state)
 		int want;
 	} wanted[] = {
 		{ MOE_FP8, 128, 1, 385, 7168, 1 },
-		/* FP8 on a long K: fewer than 48 routed rows (MOE_DECODE_FP8_LONG_VALID), then its
+		/* FP8 on a long K: fewer than 40 routed rows (MOE_DECODE_FP8_LONG_VALID), then its
 		   16-row tile; bf16 keeps the decode kernels to its rows-an-expert bound */
-		{ MOE_FP8, 128, 5, 385, 7168, 1 },
-		{ MOE_FP8, 128, 6, 385, 7168, 0 },
+		{ MOE_FP8, 128, 4, 385, 7168, 1 },
+		{ MOE_FP8, 128, 5, 385, 7168, 0 },
 		{ MOE_FP8, 16, 16, 385, 7168, 0 },
-		{ MOE_FP8, 128, 5, 161, 5120, 1 },
-		{ MOE_FP8, 128, 6, 161, 5120, 0 },
+		{ MOE_FP8, 128, 4, 161, 5120, 1 },
+		{ MOE_FP8, 128, 5, 161, 5120, 0 },
 		{ MOE_BF16, 128, 8, 385, 7168, 1 },
 		{ MOE_BF16, 128, 16, 385, 7168, 1 },
 		{ MOE_BF16, 128, 128, 385, 7168, 1 },
