@@ -944,6 +944,9 @@ static void test_moe_decisions(void **state)
 		assert_int_equal(moe_gemm_decode_tile(MOE_BF16, 512, 7168, em + 16, 128, 16, 132), 32);
 		assert_int_equal(moe_gemm_decode_tile(MOE_FP8, 512, 7168, em + 24, 128, 24, 132), 16);
 		assert_int_equal(moe_gemm_decode_tile(MOE_W4A16, 512, 7168, em + 32, 128, 32, 132), 64);
+		/* a launch far below one wave keeps its tile: 32 blocks of 16 columns on 2000
+		   slots (fill 0.016) against 16 of 32 (0.008) */
+		assert_int_equal(moe_gemm_decode_tile(MOE_BF16, 512, 7168, em + 1, 128, 1, 1000), 16);
 		/* the waves' fill: per mille, full waves count whole */
 		assert_int_equal(moe_gemm_decode_fill(264, 264), 1000);
 		assert_int_equal(moe_gemm_decode_fill(265, 264), 501);
