@@ -33,12 +33,12 @@
 
 MOE_GEMM_KERNELS(MOE_GEMM_DEFINE)
 
-/* The decode kernels: static shared memory only; two blocks per SM on SM120 and Hopper
- * alike (their registers: 128 each), so that one block's k-step loads overlap the other's.
- * The staged ones (a pass's A rows in shared memory) likewise. */
+/* The decode kernels: static shared memory only; MOE_DECODE_SM_BLOCKS (two) blocks per SM on
+ * SM120 and Hopper alike (their registers: 128 each), so that one block's k-step loads overlap
+ * the other's.  The staged ones (a pass's A rows in shared memory) likewise. */
 #define MOE_DECODE_DEFINE_AS(quant, tn, rows, name, staged)                                  \
 	SM120_DYNAMIC_SMEM(name, 0);                                                         \
-	extern "C" __global__ void __launch_bounds__(MOE_GEMM_THREADS, 2)                    \
+	extern "C" __global__ void __launch_bounds__(MOE_GEMM_THREADS, MOE_DECODE_SM_BLOCKS) \
 		name(const struct moe_gemm_args a)                                           \
 	{                                                                                    \
 		__shared__ moe_decode::smem<quant, tn, (rows) / 8, staged> moe_decode_smem_; \

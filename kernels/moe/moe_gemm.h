@@ -892,7 +892,7 @@ static inline int moe_gemm_decode_cols(int quant, int32_t n, int32_t k, int tn, 
  * the fastest tile in 47 rows, one within 0.02 of it in 5 and one 0.04-0.09
  * slower in 8 (GLM-4.7 at 6 tokens, whose 48 rows hit about 42 of its 160
  * experts, bf16 0.70 against 0.78; Kimi K2's W4A16 at 5 tokens 0.34 against
- * 0.38), none slower than the narrowest tile, the rule before, and 0.04-0.10
+ * 0.38), none slower than the narrowest tile, the rule before, and 0.03-0.10
  * faster than it in 23 rows: at 2 tokens every format on its 32-column tile
  * (one wave, as full as two of the 16-column), e.g. Kimi K2's bf16 0.70 of
  * the floor against 0.66, FP8 per block 0.48 against 0.43; at 4 tokens Kimi
@@ -907,7 +907,7 @@ static inline int moe_gemm_decode_cols(int quant, int32_t n, int32_t k, int tn, 
  * tile follows the device's.  Pure, plain C.
  */
 #define MOE_DECODE_WIDE_ROWS 64
-#define MOE_DECODE_SM_BLOCKS 2      /* decode kernels an SM holds: their registers, SM120 as sm_90 */
+#define MOE_DECODE_SM_BLOCKS 2      /* decode blocks an SM holds (moe_gemm.cu's launch bounds) */
 #define MOE_DECODE_FILL_SLACK 5
 
 /* moe_gemm_decode_fill - the fill of @blocks over waves of @slots, in per mille (0: none). */

@@ -2,12 +2,13 @@
 # test_route_cli.sh - `sm120 route` replays real shim logs through the same
 # decision the shim made: logs written by the shim under the fake driver
 # (an SGLang extend launch at 106496 B, in reroute, enforce and diagnose
-# modes, with and without the setting it needs) replay to the logged
+# modes, with and without the setting it needs; each launch event names the
+# device's multiprocessors, which the replay reads) replay to the logged
 # decisions; options change the decision; a changed, broken or incomplete
 # log is reported; a library kernel under emulation replays as one from the
 # evidence in its log, and a judged one as judged.  Prints "ok - ...".
 set -u
-echo 1..21 # plan: the number of checks below
+echo 1..22 # plan: the number of checks below
 B=${SM120_BUILD:-build}
 T=$B/test
 SHIM=$(pwd)/$B/libsm120shim.so
@@ -33,6 +34,9 @@ for name in reroute nosetting enforce diagnose; do
 	check "$name: every logged launch and attribute set replays to the logged decision" 0 \
 		"$B/sm120" route "$work/$name.jsonl"
 done
+grep '"event":"launch"' "$work/reroute.jsonl" >"$out"
+expect "a launch event logs the device's multiprocessors (the fake driver's 132), which a plan may weigh" \
+	'"sms":132'
 "$B/sm120" route "$work/reroute.jsonl" >"$out" 2>&1
 expect "the launch replays as rerouted by its rule to the bundled kernel" \
 	"launch _fwd_kernel: reroute by sglang-extend-2025-08 to attn_extend_mla576_bf16 (logged: reroute)"
