@@ -139,40 +139,44 @@ int shim_device_sm(void)
 	return shim_device_sm_of(shim_current_device());
 }
 
+/* Devices whose attributes are kept once read (others are asked at each call). */
+#define MAX_DEVICES 64
+
+/*
+ * device_attr - attribute @a of device @dev from the real driver, -1 if it
+ * cannot say.  A device's attributes never change: each is asked once per
+ * device and kept in @known[dev] as its value + 1 (0: not read yet).
+ */
+static int device_attr(atomic_int known[MAX_DEVICES], CUdevice dev, CUdevice_attribute a)
+{
+	shim_fn_cuDeviceGetAttribute *get = shim_real(SHIM_HOOK_cuDeviceGetAttribute);
+	const int kept = dev >= 0 && dev < MAX_DEVICES;
+	int v;
+
+	if (kept && (v = atomic_load(&known[dev])) != 0)
+		return v - 1;
+	if (!get || get(&v, a, dev) != CUDA_SUCCESS || v < 0)
+		return -1;
+	if (kept)
+		atomic_store(&known[dev], v + 1);
+	return v;
+}
+
 int shim_device_sm_of(CUdevice dev)
 {
-	/* A device's architecture never changes: asked once per device (0: not yet). */
-	static atomic_int known[64];
-	shim_fn_cuDeviceGetAttribute *get = shim_real(SHIM_HOOK_cuDeviceGetAttribute);
-	int major = 0, minor = 0, sm;
+	static atomic_int major[MAX_DEVICES], minor[MAX_DEVICES];
+	const int ma = device_attr(major, dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+	const int mi = device_attr(minor, dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
 
-	if (dev >= 0 && dev < 64 && (sm = atomic_load(&known[dev])) != 0)
-		return sm;
-
-	if (!get || get(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) != CUDA_SUCCESS ||
-	    get(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) != CUDA_SUCCESS)
-		return 0;
-	sm = major * 10 + minor;
-	if (dev >= 0 && dev < 64)
-		atomic_store(&known[dev], sm);
-	return sm;
+	return ma < 0 || mi < 0 ? 0 : ma * 10 + mi;
 }
 
 int shim_device_sms(void)
 {
-	/* A device's multiprocessor count never changes: asked once per device (0: not yet). */
-	static atomic_int known[64];
-	shim_fn_cuDeviceGetAttribute *get = shim_real(SHIM_HOOK_cuDeviceGetAttribute);
-	const CUdevice dev = shim_current_device();
-	int sms = 0;
+	static atomic_int known[MAX_DEVICES];
+	const int sms = device_attr(known, shim_current_device(), CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
 
-	if (dev >= 0 && dev < 64 && (sms = atomic_load(&known[dev])) != 0)
-		return sms;
-	if (!get || get(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) != CUDA_SUCCESS || sms < 0)
-		return 0;
-	if (dev >= 0 && dev < 64)
-		atomic_store(&known[dev], sms);
-	return sms;
+	return sms > 0 ? sms : 0;
 }
 
 void shim_runtime_compiled(int on)
