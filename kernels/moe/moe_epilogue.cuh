@@ -2,8 +2,9 @@
  * moe_epilogue.cuh - the output step that moe_gemm.cuh's tiles and
  * moe_decode.cuh's decode kernels share: one fp32 sum of a routed row and
  * output column turned into moe_gemm.h's result (the FP8 scales, the bias,
- * the routed weight; values: several columns at once) and a pair of them
- * stored as bf16.  Device code only.
+ * the routed weight; values: several columns at once, col_scales: their
+ * per-channel weight scales) and a pair of them stored as bf16.  Device
+ * code only.
  */
 #ifndef SM120_KERNELS_MOE_EPILOGUE_CUH
 #define SM120_KERNELS_MOE_EPILOGUE_CUH
@@ -41,29 +42,51 @@ __device__ __forceinline__ float value(const moe_gemm_args &a, float x, int64_t 
 }
 
 /*
+ * col_scales - the FP8 per-channel weight scales of expert @e at output
+ * columns @n .. @n + NV - 1 into @cw, for values(): a row tile's lane keeps
+ * the same columns through its whole epilogue, so it reads them once, not
+ * once for each of its rows (0 for a column at or past N, which values()
+ * does not read).  Only for an FP8 per-channel launch.  With it, and the
+ * row's activation scale found without a division where top_k is 1
+ * (moe_gemm.cuh row_factors), the per-channel down GEMM ran at SM120's
+ * blocks per SM (H200, gpu_bench_moe_decode MOE_DECODE_ROWTILES=1 against
+ * the kernels before, same process, the same output bytes): Kimi K2 at 512
+ * tokens 0.57 -> 0.63 of the floor on the 32-row tile and 0.34 -> 0.40 on
+ * the 64-row one, at 4096 0.19 -> 0.20; GLM-4.7 at 512 0.31 -> 0.34 (per
+ * tensor: 0.68 and 0.37; the scales alone gave 0.60 and 0.32).
+ */
+template <int NV>
+__device__ __forceinline__ void col_scales(const moe_gemm_args &a, int64_t e, int n, float cw[NV])
+{
+	const float *bs = (const float *)a.b_scale + e * a.bs_stride_e + (int64_t)n * a.bs_stride_n;
+
+#pragma unroll
+	for (int j = 0; j < NV; j++)
+		cw[j] = n + j < a.N ? __ldg(bs + j * a.bs_stride_n) : 0.0f;
+}
+
+/*
  * values - value() of the @NV sums @x of expert @e at output columns @n ..
- * @n + NV - 1 into @v, 0 for a column at or past N.  Where the launch has no
- * bias and every column lies below N, the sums are only scaled, x * f * w,
- * f the per-tensor scale or the row's activation scale times the column's
- * weight scale (FP8 per channel, those read from one row address), 1.0
- * standing for an absent factor: the same products as value()'s, bit for
- * bit, without its per-column tests and addresses (on sm_90 those were half
- * the instructions of Kimi K2's FP8 down GEMM at 4096 tokens on the 32-row
- * tile: ncu).
+ * @n + NV - 1 into @v, 0 for a column at or past N; @cw: those columns'
+ * weight scales from col_scales (FP8 per channel; not read otherwise).
+ * Where the launch has no bias and every column lies below N, the sums are
+ * only scaled, x * f * w, f the per-tensor scale or the row's activation
+ * scale times the column's weight scale, 1.0 standing for an absent factor:
+ * the same products as value()'s, bit for bit, without its per-column tests
+ * and addresses (on sm_90 those were half the instructions of Kimi K2's FP8
+ * down GEMM at 4096 tokens on the 32-row tile: ncu).
  */
 template <int QUANT, int NV>
 __device__ __forceinline__ void values(const moe_gemm_args &a, const float x[NV], int64_t e, int n, float ts,
-				       float as, float w, float v[NV])
+				       float as, float w, const float cw[NV], float v[NV])
 {
 	if (!a.bias && n + NV <= a.N) {
 		const float g = a.mul_routed_weight ? w : 1.0f;
 
 		if (QUANT == MOE_FP8 && a.scale == MOE_SCALE_CHANNEL) {
-			const float *bs = (const float *)a.b_scale + e * a.bs_stride_e + (int64_t)n * a.bs_stride_n;
-
 #pragma unroll
 			for (int j = 0; j < NV; j++)
-				v[j] = x[j] * (as * __ldg(bs + j * a.bs_stride_n)) * g;
+				v[j] = x[j] * (as * cw[j]) * g;
 		} else {
 			const float f = QUANT == MOE_FP8 && a.scale == MOE_SCALE_TENSOR ? ts : 1.0f;
 

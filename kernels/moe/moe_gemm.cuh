@@ -594,12 +594,13 @@ __device__ void tile(const moe_gemm_args &a, unsigned char *smem, const rows<TM>
 		float ts = 1.0f;
 		if (QUANT == MOE_FP8 && a.scale == MOE_SCALE_TENSOR)
 			ts = __ldg(a.a_scale) * __ldg((const float *)a.b_scale + e * a.bs_stride_e);
-		/* the per-row factors of routed row @id: activation scale (FP8 per channel) and
+		/* the per-row factors of routed row @id: activation scale (FP8 per channel: its
+		 * token's, id / top_k, no division where top_k is 1, as in the down GEMM) and
 		 * routed weight */
 		auto row_factors = [&](int id, float &as, float &w) {
 			as = w = 1.0f;
 			if (QUANT == MOE_FP8 && a.scale == MOE_SCALE_CHANNEL)
-				as = __ldg(a.a_scale + (int64_t)(id / a.top_k) * a.as_stride_m);
+				as = __ldg(a.a_scale + (int64_t)(a.top_k == 1 ? id : id / a.top_k) * a.as_stride_m);
 			if (a.mul_routed_weight)
 				w = __ldg(a.topk_weights + id);
 		};
@@ -613,6 +614,11 @@ __device__ void tile(const moe_gemm_args &a, unsigned char *smem, const rows<TM>
 			const uint32_t ep = base + stage + warp * ER * S::EPITCH;
 			const bool wide = a.c_stride_m % 8 == 0 && ((uintptr_t)a.c & 15) == 0;
 			constexpr int CPR = S::WN / 8;   /* 8-column chunks per row */
+			static_assert(32 % CPR == 0, "a lane's chunks c = lane + 32 p share one column");
+			/* FP8 per channel: the weight scales of this lane's 8 columns, read once */
+			float cw[8];
+			if (QUANT == MOE_FP8 && a.scale == MOE_SCALE_CHANNEL)
+				moe_epilogue::col_scales<8>(a, e, n0 + wn * S::WN + lane % CPR * 8, cw);
 
 			__syncthreads();   /* every warp is done with the stage's k tile */
 #pragma unroll
@@ -643,7 +649,7 @@ __device__ void tile(const moe_gemm_args &a, unsigned char *smem, const rows<TM>
 							as = 1.0f, w = pre_w[pre_slot(mi, h0, (c - lane) / 32)];
 						else
 							row_factors(id, as, w);
-						moe_epilogue::values<QUANT, 8>(a, x, e, n, ts, as, w, v);
+						moe_epilogue::values<QUANT, 8>(a, x, e, n, ts, as, w, cw, v);
 						if (wide && n + 8 <= a.N)
 							*(uint4 *)((__nv_bfloat16 *)a.c + (int64_t)id * a.c_stride_m + n) =
 								make_uint4(pack_bf16(v[0], v[1]), pack_bf16(v[2], v[3]),
@@ -677,7 +683,13 @@ __device__ void tile(const moe_gemm_args &a, unsigned char *smem, const rows<TM>
 				(&acc[0][0][0])[i] += src[i * 32 + lane];
 		}
 
-		/* the fragments' pairs straight from registers: scale, bias, routed weight, bf16 */
+		/* the fragments' pairs straight from registers: scale, bias, routed weight, bf16;
+		 * FP8 per channel: the weight scales of the lane's columns, read once */
+		float cw[S::NI][2];
+		if (QUANT == MOE_FP8 && a.scale == MOE_SCALE_CHANNEL)
+#pragma unroll
+			for (int ni = 0; ni < S::NI; ni++)
+				moe_epilogue::col_scales<2>(a, e, n0 + wn * S::WN + ni * 8 + (lane & 3) * 2, cw[ni]);
 #pragma unroll
 		for (int mi = 0; mi < S::MI; mi++)
 #pragma unroll
@@ -691,7 +703,7 @@ __device__ void tile(const moe_gemm_args &a, unsigned char *smem, const rows<TM>
 				for (int ni = 0; ni < S::NI; ni++) {
 					const int n = n0 + wn * S::WN + ni * 8 + (lane & 3) * 2;
 					float v[2];
-					moe_epilogue::values<QUANT, 2>(a, &acc[mi][ni][h * 2], e, n, ts, as, w, v);
+					moe_epilogue::values<QUANT, 2>(a, &acc[mi][ni][h * 2], e, n, ts, as, w, cw[ni], v);
 					moe_epilogue::store_pair(a, id, n, v);
 				}
 			}
