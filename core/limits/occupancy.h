@@ -9,11 +9,16 @@
  * memory makes the device run the target's count.  The model is the CUDA
  * toolkit's own (cuda_occupancy.h): a block takes static + dynamic + the
  * reserved KiB rounded up to the allocation unit (128 B from cc 8.0) of the
- * SM's shared memory, ceil(threads / warp) of its warp slots and one of its
- * block slots.  Registers are left out: every profile here and the Hopper
- * devices have 64 Ki registers per SM, 256 per thread at most, allocated per
- * warp in units of 256, so a kernel's register limit is the same number on
- * both, and matching the other three limits matches the minimum of all four.
+ * SM's shared memory, ceil(threads / warp) of its warp slots, one of its
+ * block slots, and registers: each warp regs x warp rounded up to 256, from
+ * one of the SM's four register partitions (regs per SM / 4 each).  Every
+ * profile here and the Hopper devices have 64 Ki registers per SM and per
+ * block, so a kernel the registers hold to fewer blocks than the other
+ * limits keeps that count on both, and is left unpadded: padding it would
+ * change nothing but the L1 cache it leaves.  The registers counted are
+ * those of the code that runs here; the target's own build of the kernel
+ * may take a few more or fewer (the bundled kernels' sm_120 and sm_90
+ * counts differ by a few).
  * Pure: no driver, no environment, no global state.
  */
 #ifndef SM120_CORE_LIMITS_OCCUPANCY_H
@@ -32,13 +37,16 @@ struct occ_sm {
 	uint32_t blocks_per_sm;      /* attribute 106 */
 	uint32_t warp;               /* attribute 10 */
 	uint32_t granularity;        /* shared-memory allocation unit in bytes */
+	uint32_t regs_per_sm;        /* attribute 82; 0: registers not counted */
+	uint32_t regs_per_block;     /* attribute 12 */
 };
 
 /* The CUDA device attributes (cuda.h's numbers) an occ_sm is read from, in
  * the order occupancy_from_attrs takes their values: shared memory per SM,
  * opt-in per block, reserved per block, threads per SM, blocks per SM, warp
- * size, compute capability major and minor. */
-#define OCC_DEVICE_ATTRS 8
+ * size, registers per SM, registers per block, compute capability major and
+ * minor. */
+#define OCC_DEVICE_ATTRS 10
 extern const int occupancy_device_attrs[OCC_DEVICE_ATTRS];
 
 /* occupancy_from_attrs - a real device's occ_sm into @out from @v, the values of
@@ -46,12 +54,14 @@ extern const int occupancy_device_attrs[OCC_DEVICE_ATTRS];
 void occupancy_from_attrs(const int v[OCC_DEVICE_ATTRS], struct occ_sm *out);
 
 /*
- * occupancy_arch - the per-SM thread and block limits and the shared-memory
- * allocation unit of compute capability @sm (cc * 10), from the CUDA
- * toolkit's cuda_occupancy.h and CCCL's arch_traits.h: sm_120/121 keep 1536
- * threads and 24 blocks per SM, sm_90/100 2048 and 32.  Fills @out's
- * threads_per_sm, blocks_per_sm, warp and granularity (the shared-memory
- * fields are left as they are).  Returns 0, or -1 for a capability it does
+ * occupancy_arch - the per-SM thread, block and register limits and the
+ * shared-memory allocation unit of compute capability @sm (cc * 10), from
+ * the CUDA toolkit's cuda_occupancy.h, CCCL's arch_traits.h and the CUDA
+ * programming guide's table of capabilities: sm_120/121 keep 1536 threads
+ * and 24 blocks per SM, sm_90/100 2048 and 32, all 64 Ki registers per SM
+ * and per block.  Fills @out's threads_per_sm, blocks_per_sm, warp,
+ * granularity, regs_per_sm and regs_per_block (the shared-memory fields are
+ * left as they are).  Returns 0, or -1 for a capability it does
  * not know (then @out is unchanged).
  */
 int occupancy_arch(int sm, struct occ_sm *out);
@@ -62,7 +72,7 @@ uint32_t occupancy_granularity(int sm);
 
 /*
  * occupancy_target - the target's occ_sm: shared memory from @t; threads,
- * blocks, warp and allocation unit from occupancy_arch(@t->sm), or, for a
+ * blocks, warp, allocation unit and registers from occupancy_arch(@t->sm), or, for a
  * target without a known capability (a byte count), the @device's own, so
  * that only shared memory is emulated then.
  */
@@ -71,13 +81,15 @@ void occupancy_target(const struct target_limits *t, const struct occ_sm *device
 
 /*
  * occupancy_blocks - resident blocks per SM of a launch of @threads threads
- * per block whose blocks use @smem bytes (static + dynamic, without the
- * reserved bytes, which are added here), on @sm: the least of the warp, block
- * and shared-memory limits.  0 when one block does not fit (@smem over the
- * opt-in per block, no threads, more threads than the SM holds) or when @sm
- * is incomplete (a zero field).
+ * per block of @regs registers each (0: unknown, not counted) whose blocks
+ * use @smem bytes (static + dynamic, without the reserved bytes, which are
+ * added here), on @sm: the least of the warp, block, register and
+ * shared-memory limits.  0 when one block does not fit (@smem over the
+ * opt-in per block, no threads, more threads than the SM holds, more
+ * registers than a thread (255) or a block may have) or when @sm is
+ * incomplete (a zero field other than the registers').
  */
-uint32_t occupancy_blocks(const struct occ_sm *sm, uint64_t threads, uint64_t smem);
+uint32_t occupancy_blocks(const struct occ_sm *sm, uint64_t threads, uint32_t regs, uint64_t smem);
 
 enum occ_verdict {
 	OCC_SAME = 0,        /* the device runs no more blocks than the target: unchanged */
@@ -90,7 +102,7 @@ enum occ_verdict {
 /* A padding decision. */
 struct occ_pad {
 	enum occ_verdict verdict;
-	uint32_t target_blocks;   /* resident blocks per SM on the target */
+	uint32_t target_blocks;   /* resident blocks per SM on the target (registers counted) */
 	uint32_t device_blocks;   /* ... on the device, unpadded */
 	uint32_t padded_blocks;   /* ... on the device with out->dynamic (= device_blocks
 				     unless OCC_PAD) */
@@ -102,8 +114,9 @@ struct occ_pad {
 
 /*
  * occupancy_pad - the dynamic shared memory that makes @device keep no more
- * blocks per SM than @target for a launch of @threads threads per block,
- * @static_smem declared and @dynamic_smem dynamic bytes:
+ * blocks per SM than @target for a launch of @threads threads per block of
+ * @regs registers (0: unknown), @static_smem declared and @dynamic_smem
+ * dynamic bytes:
  *   the target keeps none (over its limits)        OCC_TARGET_NONE
  *   the device keeps none                          OCC_DEVICE_NONE
  *   the device keeps at most the target's count    OCC_SAME
@@ -116,7 +129,7 @@ struct occ_pad {
  * allows no size in between (padded_blocks says so).  @out is always filled.
  */
 void occupancy_pad(const struct occ_sm *target, const struct occ_sm *device, uint64_t threads,
-		   uint32_t static_smem, uint32_t dynamic_smem, struct occ_pad *out);
+		   uint32_t regs, uint32_t static_smem, uint32_t dynamic_smem, struct occ_pad *out);
 
 /* occupancy_verdict_name - "same", "pad", "target_none", "device_none", "impossible". */
 const char *occupancy_verdict_name(enum occ_verdict v);

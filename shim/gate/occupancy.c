@@ -119,19 +119,18 @@ static struct occ_state *insert(struct kernel_rec *r, int dev, int value)
 	return NULL;
 }
 
-/* driver_get - the driver's MAX_DYNAMIC_SHARED_SIZE_BYTES of @r's kernel; 0, or -1. */
-static int driver_get(const struct kernel_rec *r, void *handle, CUdevice dev, int *value)
+/* driver_attr - the driver's @attr of @r's kernel (a CUkernel on @dev); 0, or -1. */
+static int driver_attr(const struct kernel_rec *r, void *handle, CUdevice dev, CUfunction_attribute attr,
+		       int *value)
 {
 	shim_fn_cuFuncGetAttribute *fget = shim_real(SHIM_HOOK_cuFuncGetAttribute);
 	shim_fn_cuKernelGetAttribute *kget = shim_real(SHIM_HOOK_cuKernelGetAttribute);
 	CUresult rc = CUDA_ERROR_NOT_FOUND;
 
 	if (r->is_kernel && kget)
-		rc = kget(value, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (CUkernel)handle,
-			  dev);
+		rc = kget(value, attr, (CUkernel)handle, dev);
 	else if (!r->is_kernel && fget)
-		rc = fget(value, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-			  (CUfunction)handle);
+		rc = fget(value, attr, (CUfunction)handle);
 	return rc == CUDA_SUCCESS && *value >= 0 ? 0 : -1;
 }
 
@@ -180,7 +179,7 @@ static struct occ_state *allow(struct kernel_rec *r, const struct shim_launch *l
 
 	occ_lock();
 	s = find(r, key);
-	if (!s && driver_get(r, l->f, dev, &cur) == 0)
+	if (!s && driver_attr(r, l->f, dev, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, &cur) == 0)
 		s = insert(r, key, cur);
 	if (s) {
 		a = attr_of(s);
@@ -271,10 +270,11 @@ static int pad_on(void)
 }
 
 /*
- * decide - occupancy_pad for @threads, @static_smem, @dynamic on device @dev
- * against the target into @p; @dev's limits, or NULL when they are unknown.
+ * decide - occupancy_pad for @threads of @regs registers (0: unknown),
+ * @static_smem, @dynamic on device @dev against the target into @p; @dev's
+ * limits, or NULL when they are unknown.
  */
-static const struct occ_sm *decide(CUdevice dev, uint64_t threads, uint32_t static_smem,
+static const struct occ_sm *decide(CUdevice dev, uint64_t threads, uint32_t regs, uint32_t static_smem,
 				   unsigned int dynamic, struct occ_pad *p)
 {
 	const struct occ_sm *d = device_occ(dev);
@@ -283,8 +283,21 @@ static const struct occ_sm *decide(CUdevice dev, uint64_t threads, uint32_t stat
 	if (!d)
 		return NULL;
 	occupancy_target(&shim_config()->target, d, &t);
-	occupancy_pad(&t, d, threads, static_smem, dynamic, p);
+	occupancy_pad(&t, d, threads, regs, static_smem, dynamic, p);
 	return d;
+}
+
+/* regs_of - the registers a thread of @r's kernel @handle (on @dev) takes, as the driver
+ * says (the code it runs), else as its loaded image says; 0 when neither does. */
+static uint32_t regs_of(struct kernel_rec *r, void *handle, CUdevice dev)
+{
+	const struct kernel_rec *k;
+	int regs;
+
+	if (driver_attr(r, handle, dev, CU_FUNC_ATTRIBUTE_NUM_REGS, &regs) == 0 && regs > 0)
+		return (uint32_t)regs;
+	k = shim_kernel_facts(r);
+	return k && k->facts.regs > 0 ? (uint32_t)k->facts.regs : 0;
 }
 
 /* key_of - the state key of @r on @dev (< 0: the current device). */
@@ -322,7 +335,8 @@ static __attribute__((noinline)) int pad_launch(const struct shim_launch *l, uns
 		if (atomic_load(&s->off))
 			return 0;
 	}
-	if (!(d = decide(dev, threads_of(l->block), r->static_smem, l->smem, &p)))
+	if (!(d = decide(dev, threads_of(l->block), regs_of(r, l->f, dev), r->static_smem, l->smem,
+			 &p)))
 		return 0;
 	if (p.verdict == OCC_IMPOSSIBLE)
 		log_impossible(r, l, &p, d);
@@ -364,19 +378,20 @@ void shim_occupancy_failed(const struct shim_launch *l, unsigned int padded, CUr
 		      "is not padded again", r->name, padded, (int)padded_rc, l->smem);
 	snprintf(why, sizeof(why), "the padded launch was refused (CUresult %d): launched "
 		 "unpadded, not padded again", (int)padded_rc);
-	if (!decide(shim_current_device(), threads_of(l->block), r->static_smem, l->smem, &p))
+	if (!decide(shim_current_device(), threads_of(l->block),
+		    regs_of(r, l->f, shim_current_device()), r->static_smem, l->smem, &p))
 		memset(&p, 0, sizeof(p));
 	p.dynamic = padded;
 	log_event(r, l, "failed", &p, why);
 }
 
-unsigned int shim_occupancy_bundled(const char *name, uint32_t static_smem,
+unsigned int shim_occupancy_bundled(const char *name, uint32_t static_smem, uint32_t regs,
 				    const unsigned int block[3], unsigned int dynamic)
 {
 	struct occ_pad p;
 	char key[320];
 
-	if (!pad_on() || !decide(shim_current_device(), threads_of(block), static_smem, dynamic,
+	if (!pad_on() || !decide(shim_current_device(), threads_of(block), regs, static_smem, dynamic,
 				 &p) || p.verdict != OCC_PAD)
 		return dynamic;
 	snprintf(key, sizeof(key), "occupancy|bundled|%s|%u", name, dynamic);
@@ -391,7 +406,8 @@ unsigned int shim_occupancy_bundled(const char *name, uint32_t static_smem,
 			.event = "occupancy", .level = "info", .action = "pad", .kernel = name,
 			.via = "bundled", .target = c->target.name, .mode = route_mode_name(c->mode),
 			.origin = "bundled", .static_smem = static_smem, .dynamic_smem = dynamic,
-			.limit = -1, .kernels = -1, .regs = -1, .param_bytes = -1, .pad = &pad,
+			.limit = -1, .kernels = -1, .regs = regs ? (int)regs : -1, .param_bytes = -1,
+			.pad = &pad,
 		};
 
 		memcpy(e.block, l.block, sizeof(e.block));

@@ -53,11 +53,11 @@ void shim_occupancy_failed(const struct shim_launch *l, unsigned int padded, CUr
 
 /*
  * shim_occupancy_bundled - the dynamic bytes to launch bundled kernel @name
- * (@static_smem declared, its attribute already at the device's opt-in) with,
- * in @block threads, instead of @dynamic (reroute_pad_fn).  Logged once per
- * kernel and size.
+ * (@static_smem declared, @regs registers a thread or 0 if unknown, its
+ * attribute already at the device's opt-in) with, in @block threads,
+ * instead of @dynamic (reroute_pad_fn).  Logged once per kernel and size.
  */
-unsigned int shim_occupancy_bundled(const char *name, uint32_t static_smem,
+unsigned int shim_occupancy_bundled(const char *name, uint32_t static_smem, uint32_t regs,
 				    const unsigned int block[3], unsigned int dynamic);
 
 /* A MAX_DYNAMIC_SHARED_SIZE_BYTES set in the driver: cuFuncSetAttribute or cuKernelSetAttribute. */

@@ -31,6 +31,7 @@ struct loaded_bundle {
 		const char *name;        /* owned by the driver while the module lives */
 		CUfunction fn;
 		uint32_t static_smem;    /* declared __shared__ bytes */
+		uint32_t regs;           /* registers a thread (0: the driver did not say) */
 	} kernels[MAX_BUNDLED];
 };
 
@@ -79,6 +80,17 @@ static uint32_t allow_dynamic(CUfunction fn)
 	return st > 0 ? (uint32_t)st : 0;
 }
 
+/* regs_of - the registers a thread of @fn takes, 0 if the driver does not say. */
+static uint32_t regs_of(CUfunction fn)
+{
+	shim_fn_cuFuncGetAttribute *get = shim_real(SHIM_HOOK_cuFuncGetAttribute);
+	int regs = 0;
+
+	if (!get || get(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, fn) != CUDA_SUCCESS || regs < 0)
+		return 0;
+	return (uint32_t)regs;
+}
+
 /* load - the bundle into @ctx (locked); its record, or NULL with @why. */
 static struct loaded_bundle *load(CUcontext ctx, struct sm_err *why)
 {
@@ -116,6 +128,7 @@ static struct loaded_bundle *load(CUcontext ctx, struct sm_err *why)
 			continue;
 		b->kernels[b->n].fn = fns[i];
 		b->kernels[b->n].static_smem = allow_dynamic(fns[i]);
+		b->kernels[b->n].regs = regs_of(fns[i]);
 		b->n++;
 	}
 	atomic_store_explicit(&b->ctx, ctx, memory_order_release);
@@ -186,8 +199,8 @@ CUresult reroute_launch(const struct reroute_plan *plan, CUstream stream, int pe
 		if (strcmp(b->kernels[i].name, plan->kernel) != 0)
 			continue;
 		/* Padded, and as planned if the driver refuses that. */
-		pad = pad_of ? pad_of(plan->kernel, b->kernels[i].static_smem, plan->block,
-				      plan->dynamic_smem) : plan->dynamic_smem;
+		pad = pad_of ? pad_of(plan->kernel, b->kernels[i].static_smem, b->kernels[i].regs,
+				      plan->block, plan->dynamic_smem) : plan->dynamic_smem;
 		if (pad != plan->dynamic_smem) {
 			rc = launch(b->kernels[i].fn, plan->grid[0], plan->grid[1], plan->grid[2],
 				    plan->block[0], plan->block[1], plan->block[2], pad, stream,

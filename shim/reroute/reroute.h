@@ -25,10 +25,11 @@ void reroute_prepare(void);
 
 /*
  * reroute_pad_fn - the dynamic bytes to launch bundled kernel @kernel
- * (@static_smem declared) with, in @block threads, instead of its planned
- * @dynamic (shim/gate/occupancy.h pads them).
+ * (@static_smem declared, @regs registers a thread, 0 if the driver does not
+ * say) with, in @block threads, instead of its planned @dynamic
+ * (shim/gate/occupancy.h pads them).
  */
-typedef unsigned int reroute_pad_fn(const char *kernel, uint32_t static_smem,
+typedef unsigned int reroute_pad_fn(const char *kernel, uint32_t static_smem, uint32_t regs,
 				    const unsigned int block[3], unsigned int dynamic);
 
 /*

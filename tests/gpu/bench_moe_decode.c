@@ -248,16 +248,18 @@ static void sm120_init(CUdevice dev)
 /*
  * sm120_pad - the dynamic bytes that make this GPU keep no more blocks of
  * @f per SM than SM120 would at @threads threads a block and @smem dynamic
- * bytes (occupancy_pad, as SM120SHIM_EMULATE_OCCUPANCY pads), with @f's
- * attribute raised to it.
+ * bytes and its registers (occupancy_pad, as SM120SHIM_EMULATE_OCCUPANCY
+ * pads), with @f's attribute raised to it.
  */
 static int sm120_pad(CUfunction f, int threads, int smem)
 {
 	struct occ_pad p;
-	int st = 0;
+	int st = 0, regs = 0;
 
 	CHECK(cuFuncGetAttribute(&st, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f));
-	occupancy_pad(&sm120_occ, &dev_occ, (uint32_t)threads, (uint32_t)st, (uint32_t)smem, &p);
+	CHECK(cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, f));
+	occupancy_pad(&sm120_occ, &dev_occ, (uint32_t)threads, (uint32_t)regs, (uint32_t)st, (uint32_t)smem,
+		      &p);
 	if (p.verdict == OCC_PAD)
 		CHECK(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)p.dynamic));
 	return p.verdict == OCC_PAD ? (int)p.dynamic : smem;

@@ -9,7 +9,7 @@
 # unset, invalid, off, with target auto or in mode off nothing may change.
 # Prints "ok - ..." lines.
 set -u
-echo 1..21 # plan: the number of checks below
+echo 1..22 # plan: the number of checks below
 unset SM120SHIM_MODE SM120SHIM_TARGET SM120SHIM_LOG SM120SHIM_ADVERTISE SM120SHIM_TRACE \
 	SM120SHIM_EMULATE_OCCUPANCY
 B=${SM120_BUILD:-build}
@@ -121,6 +121,17 @@ grep -q '"action":"failed".*"via":"cuLaunchCooperativeKernel".*CUresult 720' "$d
 	nok "the refused cooperative launch" "$d.jsonl" "$d.err"
 [ "$(grep -c 'EMULATE_OCCUPANCY: launches are padded' "$d.err")" = 1 ] &&
 	ok "one stderr line says padding is on" || nok "the stderr line" "$d.err"
+
+# Registers count: 128 a thread hold a block of 256 threads to 2 per SM on the H200 as on
+# SM120, so its 49152 B launches are not padded (their padding would only shrink L1); the
+# 98304 B ones keep 1 block per SM on SM120 and 2 here: padded as before.
+run regs SM120SHIM_MODE=diagnose SM120SHIM_TARGET=sm120 SM120SHIM_EMULATE_OCCUPANCY=1 FAKECUDA_REGS=128
+sed -e '/^cuLaunchCooperativeKernel smem 76801$/d' -e 's/^cuLaunchKernelEx smem 76801$/cuLaunchKernelEx smem 49152/' \
+	"$work/want.drv" >"$work/want_regs.drv"
+if cmp -s "$work/want_regs.drv" "$work/regs.drv" && [ "$(cat "$work/regs.rc")" = 0 ] &&
+	cmp -s "$work/plain.out" "$work/regs.out"; then
+	ok "a kernel its registers hold to SM120's blocks per SM is not padded; the others are"
+else nok "registers: what the driver got (want, got)" "$work/want_regs.drv" "$work/regs.drv" "$work/regs.out"; fi
 
 # sm120 report ranks limit problems: the occupancy events change none of its figures.
 "$B/sm120" report "$d.jsonl" >"$work/report.with" 2>&1

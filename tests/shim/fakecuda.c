@@ -109,6 +109,7 @@ EXPORT CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d)
 	case 10: *v = 32; break;
 	case 39: *v = sm >= 120 ? 1536 : 2048; break;
 	case 106: *v = sm >= 120 ? 24 : 32; break;
+	case 82: case 12: *v = 65536; break;
 	case 75: *v = sm / 10; break;
 	case 76: *v = sm % 10; break;
 	default: *v = 1; break;
@@ -263,7 +264,8 @@ EXPORT CUresult cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int v)
 	return set_attr(f, a, v);
 }
 
-/* Static smem of every kernel: $FAKECUDA_STATIC (default 0); 1024 threads at most. */
+/* Static smem of every kernel: $FAKECUDA_STATIC (default 0); registers $FAKECUDA_REGS (default
+ * 0: unknown); 1024 threads at most. */
 static int func_attr(const void *h, CUfunction_attribute a)
 {
 	const char *st = getenv("FAKECUDA_STATIC");
@@ -271,6 +273,7 @@ static int func_attr(const void *h, CUfunction_attribute a)
 	if (a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES && strict())
 		return *dynamic_of(h);
 	return a == CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES && st ? atoi(st) :
+	       a == CU_FUNC_ATTRIBUTE_NUM_REGS && getenv("FAKECUDA_REGS") ? atoi(getenv("FAKECUDA_REGS")) :
 	       a == CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK ? 1024 : 0;
 }
 
