@@ -287,7 +287,7 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 			const int id = sm.ids[r0 + row];
 			float as = 1.0f, w = 1.0f, v[2];
 			if (QUANT == MOE_FP8 && a.scale == MOE_SCALE_CHANNEL)
-				as = __ldg(a.a_scale + (int64_t)(id / a.top_k) * a.as_stride_m);
+				as = moe_epilogue::act_scale(a, id);
 			if (a.mul_routed_weight)
 				w = __ldg(a.topk_weights + id);
 #pragma unroll

@@ -2,9 +2,9 @@
  * moe_epilogue.cuh - the output step that moe_gemm.cuh's tiles and
  * moe_decode.cuh's decode kernels share: one fp32 sum of a routed row and
  * output column turned into moe_gemm.h's result (the FP8 scales, the bias,
- * the routed weight; values: several columns at once, col_scales: their
- * per-channel weight scales) and a pair of them stored as bf16.  Device
- * code only.
+ * the routed weight; values: several columns at once, col_scales and
+ * act_scale: the FP8 per-channel factors) and a pair of them stored as
+ * bf16.  Device code only.
  */
 #ifndef SM120_KERNELS_MOE_EPILOGUE_CUH
 #define SM120_KERNELS_MOE_EPILOGUE_CUH
@@ -42,13 +42,23 @@ __device__ __forceinline__ float value(const moe_gemm_args &a, float x, int64_t 
 }
 
 /*
+ * act_scale - the FP8 per-channel activation scale of routed row @id: its
+ * token's, id / top_k, read without the integer division where top_k is 1
+ * (the down GEMM, one routed row a token).
+ */
+__device__ __forceinline__ float act_scale(const moe_gemm_args &a, int id)
+{
+	return __ldg(a.a_scale + (int64_t)(a.top_k == 1 ? id : id / a.top_k) * a.as_stride_m);
+}
+
+/*
  * col_scales - the FP8 per-channel weight scales of expert @e at output
  * columns @n .. @n + NV - 1 into @cw, for values(): a row tile's lane keeps
  * the same columns through its whole epilogue, so it reads them once, not
  * once for each of its rows (0 for a column at or past N, which values()
  * does not read).  Only for an FP8 per-channel launch.  With it, and the
  * row's activation scale found without a division where top_k is 1
- * (moe_gemm.cuh row_factors), the per-channel down GEMM ran at SM120's
+ * (act_scale), the per-channel down GEMM ran at SM120's
  * blocks per SM (H200, gpu_bench_moe_decode MOE_DECODE_ROWTILES=1 against
  * the kernels before, same process, the same output bytes): Kimi K2 at 512
  * tokens 0.57 -> 0.63 of the floor on the 32-row tile and 0.34 -> 0.40 on

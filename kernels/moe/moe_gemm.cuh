@@ -594,13 +594,12 @@ __device__ void tile(const moe_gemm_args &a, unsigned char *smem, const rows<TM>
 		float ts = 1.0f;
 		if (QUANT == MOE_FP8 && a.scale == MOE_SCALE_TENSOR)
 			ts = __ldg(a.a_scale) * __ldg((const float *)a.b_scale + e * a.bs_stride_e);
-		/* the per-row factors of routed row @id: activation scale (FP8 per channel: its
-		 * token's, id / top_k, no division where top_k is 1, as in the down GEMM) and
+		/* the per-row factors of routed row @id: activation scale (FP8 per channel) and
 		 * routed weight */
 		auto row_factors = [&](int id, float &as, float &w) {
 			as = w = 1.0f;
 			if (QUANT == MOE_FP8 && a.scale == MOE_SCALE_CHANNEL)
-				as = __ldg(a.a_scale + (int64_t)(a.top_k == 1 ? id : id / a.top_k) * a.as_stride_m);
+				as = moe_epilogue::act_scale(a, id);
 			if (a.mul_routed_weight)
 				w = __ldg(a.topk_weights + id);
 		};
