@@ -1,0 +1,67 @@
+#!/bin/sh
+# test_bench_table.sh - tests/gpu/bench_moe_table.py, the table `make
+# bench-gpu` prints for the fused-MoE GEMMs (tests/gpu/bench_moe.sh), on
+# records written here in bench_moe.py's and bench_peaks' formats: the
+# goal column (met; a fraction of the floor below the goal; the measured
+# limit that stops a row; the speed against the best SM120 Triton; bf16's
+# share of the mma.sync ceiling at 4096 tokens), the FP8 rows bound by the
+# MMA rate marked with their bf16 proxy, the disturbed measurements listed
+# (a plain time over 1.25 times its padded one) and the warning when a
+# fused-MoE launch was not rerouted.  No GPU.  Prints "ok - ..." lines.
+set -u
+echo "1..9"
+out=$(mktemp)
+w=$(mktemp -d)
+trap 'rm -rf "$out" "$w"' EXIT
+
+. tests/scripts/lib.sh
+
+# Ceilings 500 TFLOP/s (bf16), 600 (FP8), 4000 GB/s.  Rows (half model quant M:
+# bundled plain and padded, best SM120 Triton, stream_rw ms; weight bytes 400 MB: a
+# 0.1 ms floor where read-bound, 40 MB 0.01 ms; 5e11 flop: 1.0 ms at the bf16 rate,
+# 0.833 at FP8's).
+python3 - "$w" <<'PY'
+import json, sys
+w = sys.argv[1]
+open(f"{w}/peaks", "w").write("mma_sync_bf16_tflops 500\nmma_sync_fp8_tflops 600\nread_gbps 4000\n")
+open(f"{w}/device", "w").write("a test GPU\n")
+rows = [  # half, model, quant, M, flop, weight bytes, bundled, bundled padded, sm120, sm120 padded, limit
+    ("gateup", "kimi", "bf16", 16, 1e9, 4e8, 0.1 / 0.86, 0.1 / 0.86, 0.1 / 0.9, 0.1 / 0.9, 0.1 / 0.95),
+    ("gateup", "kimi", "bf16", 512, 1e9, 4e8, 0.1 / 0.95, 0.1 / 0.95, 0.1, 0.1, 0.1 / 0.95),
+    ("gateup", "kimi", "bf16", 1, 1e9, 4e8, 0.25, 0.25, 0.3, 0.3, 0.2),
+    ("gateup", "kimi", "bf16", 4096, 5e11, 4e8, 2.0, 2.0, 2.0, 2.0, 0.1),
+    ("gateup", "kimi", "fp8_tensor", 4096, 5e11, 4e8, 2.5, 2.5, 2.0, 2.0, 0.1),
+    ("down", "glm", "bf16", 1, 1e7, 4e7, 0.041, 0.017, 0.02, 0.02, 0.013),
+]
+files = {n: open(f"{w}/{n}", "w") for n in ("rerouted", "rerouted_padded", "sm120", "sm120_padded",
+                                           "limit", "hopper", "grouped_mm")}
+for half, model, quant, m, flop, wb, b, bp, s, sp, lim in rows:
+    base = dict(half=half, model=model, quant=quant, batch=m, flop=flop, weight_bytes=wb)
+    for name, ms in (("rerouted", b), ("rerouted_padded", bp), ("sm120", s), ("sm120_padded", sp),
+                     ("limit", lim)):
+        files[name].write(json.dumps(dict(base, ms=ms)) + "\n")
+for f in files.values():
+    f.close()
+for prefix, action in (("rr", "reroute"), ("rrpad", "reroute")):
+    open(f"{w}/{prefix}.1.jsonl", "w").write(json.dumps(
+        dict(event="launch", kernel="fused_moe_kernel", action=action)) + "\n")
+PY
+table() { (cd tests/gpu && python3 bench_moe_table.py "$w"); }
+
+check "the table is written from the records" 0 table
+expect "a row at 0.86 of the floor at 16 tokens meets its goal" "^gateup kimi  bf16 *16 .*| met$"
+expect "at 512 tokens, slower than the SM120 Triton: named" "^gateup kimi  bf16 *512 .*no: 0.95x < 1.0x s120$"
+expect "at one token, below a limit under the goal: the limit is named" \
+	"^gateup kimi  bf16 *1 .*0.50 |.*no: limit .50 < .85$"
+expect "bf16 at 4096 tokens: the Triton ratio and the mma.sync share" \
+	"^gateup kimi  bf16 *4096 .*no: 1.00x < 1.3x s120; 0.50 < .6 mma$"
+expect "an MMA-bound FP8 row is marked, with its bf16 proxy (0.833 / 2.0 ms)" \
+	"^gateup kimi  fp8_tensor *4096 .*|   0.42 | no: 0.80x < 1.3x s120 \*$"
+expect "a plain time over 1.25x its padded one (0.24 of the floor, 0.59 padded) is listed" \
+	"^  down glm bf16 1 bundled: plain 0.041 ms, padded 0.017 ms$"
+if [ "$(grep -c 'plain .* ms, padded' "$out")" = 1 ] && ! grep -q WARNING "$out"; then
+	echo "ok - only that one; every launch rerouted: no warning"
+else echo "not ok - the disturbed list or a warning"; sed 's/^/#   /' "$out"; fi
+printf '%s\n' '{"event": "launch", "kernel": "fused_moe_kernel", "action": "refuse"}' >"$w/rr.2.jsonl"
+table >"$out" 2>&1
+expect "a launch not rerouted is warned of" "WARNING: not every over-limit launch was rerouted"
