@@ -98,8 +98,9 @@ static uint64_t min2(uint64_t a, uint64_t b)
 
 /*
  * reg_blocks - blocks of @warps warps of @regs registers a thread that @sm's
- * registers hold: UINT64_MAX when they are not counted (@regs or the SM's
- * count unknown), 0 when one block is over a thread's or a block's limit
+ * registers hold: UINT64_MAX when they are not counted (@regs or either of
+ * the SM's register counts unknown: the other limits decide, as before
+ * registers were counted), 0 when one block is over a thread's or a block's limit
  * (the block check rounds its warps up to the partitions, as the hardware's
  * does).
  */
@@ -107,7 +108,7 @@ static uint64_t reg_blocks(const struct occ_sm *sm, uint64_t warps, uint32_t reg
 {
 	uint64_t per_warp;
 
-	if (!regs || !sm->regs_per_sm)
+	if (!regs || !sm->regs_per_sm || !sm->regs_per_block)
 		return UINT64_MAX;
 	per_warp = round_up((uint64_t)regs * sm->warp, OCC_REG_UNIT);
 	if (regs > OCC_MAX_THREAD_REGS || per_warp * warps > sm->regs_per_block ||

@@ -38,7 +38,7 @@ struct occ_sm {
 	uint32_t warp;               /* attribute 10 */
 	uint32_t granularity;        /* shared-memory allocation unit in bytes */
 	uint32_t regs_per_sm;        /* attribute 82; 0: registers not counted */
-	uint32_t regs_per_block;     /* attribute 12 */
+	uint32_t regs_per_block;     /* attribute 12; 0: registers not counted */
 };
 
 /* The CUDA device attributes (cuda.h's numbers) an occ_sm is read from, in

@@ -116,6 +116,9 @@ static void test_blocks(void **state)
 	broken = hopper;
 	broken.regs_per_sm = 0;
 	assert_int_equal(occupancy_blocks(&broken, 256, 126, 11264), 8);
+	broken = hopper;
+	broken.regs_per_block = 0;
+	assert_int_equal(occupancy_blocks(&broken, 256, 126, 11264), 8);
 }
 
 /* One launch of the table: threads, registers, static, dynamic -> what occupancy_pad decides. */
