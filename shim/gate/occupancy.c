@@ -287,17 +287,26 @@ static const struct occ_sm *decide(CUdevice dev, uint64_t threads, uint32_t regs
 	return d;
 }
 
-/* regs_of - the registers a thread of @r's kernel @handle (on @dev) takes, as the driver
- * says (the code it runs), else as its loaded image says; 0 when neither does. */
+/*
+ * regs_of - the registers a thread of @r's kernel @handle (on @dev) takes, as the driver
+ * says (the code it runs), else as its loaded image says; 0 when neither does.  Asked once
+ * per kernel and device, kept in r->regs_on (a launch on another device asks again).
+ */
 static uint32_t regs_of(struct kernel_rec *r, void *handle, CUdevice dev)
 {
+	const uint64_t on = (uint64_t)(uint32_t)(dev + 1) << 32;
+	const uint64_t kept = atomic_load_explicit(&r->regs_on, memory_order_relaxed);
 	const struct kernel_rec *k;
 	int regs;
 
-	if (driver_attr(r, handle, dev, CU_FUNC_ATTRIBUTE_NUM_REGS, &regs) == 0 && regs > 0)
-		return (uint32_t)regs;
-	k = shim_kernel_facts(r);
-	return k && k->facts.regs > 0 ? (uint32_t)k->facts.regs : 0;
+	if (kept && (kept & ~(uint64_t)UINT32_MAX) == on)
+		return (uint32_t)kept - 1;
+	if (driver_attr(r, handle, dev, CU_FUNC_ATTRIBUTE_NUM_REGS, &regs) != 0 || regs <= 0) {
+		k = shim_kernel_facts(r);
+		regs = k && k->facts.regs > 0 ? (int)k->facts.regs : 0;
+	}
+	atomic_store_explicit(&r->regs_on, on | (uint32_t)(regs + 1), memory_order_relaxed);
+	return (uint32_t)regs;
 }
 
 /* key_of - the state key of @r on @dev (< 0: the current device). */

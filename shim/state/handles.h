@@ -28,6 +28,8 @@ struct kernel_rec {
 	atomic_int facts_ready;  /* facts and origin below are valid */
 	struct loaded_facts facts; /* from the loaded image, else from the driver */
 	char origin[192];        /* the image it came from, or "driver" */
+	_Atomic uint64_t regs_on; /* registers a thread on one device (gate/occupancy.c): device
+				     + 1 in the high half, registers + 1 in the low; 0: not asked */
 	/* Set once, by the thread that loaded it, before its first launch: */
 	_Atomic(char *) compiled; /* what Triton compiled into it (compiled.h), or NULL */
 };

@@ -9,7 +9,7 @@
 # unset, invalid, off, with target auto or in mode off nothing may change.
 # Prints "ok - ..." lines.
 set -u
-echo 1..22 # plan: the number of checks below
+echo 1..23 # plan: the number of checks below
 unset SM120SHIM_MODE SM120SHIM_TARGET SM120SHIM_LOG SM120SHIM_ADVERTISE SM120SHIM_TRACE \
 	SM120SHIM_EMULATE_OCCUPANCY
 B=${SM120_BUILD:-build}
@@ -132,6 +132,12 @@ if cmp -s "$work/want_regs.drv" "$work/regs.drv" && [ "$(cat "$work/regs.rc")" =
 	cmp -s "$work/plain.out" "$work/regs.out"; then
 	ok "a kernel its registers hold to SM120's blocks per SM is not padded; the others are"
 else nok "registers: what the driver got (want, got)" "$work/want_regs.drv" "$work/regs.drv" "$work/regs.out"; fi
+# ... asked of the driver once per kernel (the module's and the library's), not per launch
+asked=$(grep -c '^NUM_REGS$' "$work/regs.log")
+launched=$(grep -c '^cuLaunch' "$work/regs.log")
+[ "$asked" = 2 ] && [ "$launched" -gt 2 ] &&
+	ok "the registers are asked once per kernel: $asked times over $launched launches" ||
+	nok "NUM_REGS asked $asked times over $launched launches, not 2" "$work/regs.log"
 
 # sm120 report ranks limit problems: the occupancy events change none of its figures.
 "$B/sm120" report "$d.jsonl" >"$work/report.with" 2>&1

@@ -265,10 +265,14 @@ EXPORT CUresult cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int v)
 }
 
 /* Static smem of every kernel: $FAKECUDA_STATIC (default 0); registers $FAKECUDA_REGS (default
- * 0: unknown); 1024 threads at most. */
+ * 0: unknown; each question recorded as "NUM_REGS" with $FAKECUDA_VALUES set); 1024 threads
+ * at most. */
 static int func_attr(const void *h, CUfunction_attribute a)
 {
 	const char *st = getenv("FAKECUDA_STATIC");
+
+	if (a == CU_FUNC_ATTRIBUTE_NUM_REGS && getenv("FAKECUDA_VALUES"))
+		record("NUM_REGS");
 
 	if (a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES && strict())
 		return *dynamic_of(h);
