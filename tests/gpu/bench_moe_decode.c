@@ -38,7 +38,9 @@
  * on the same SMs, the most that launch, ramp and tail leave of that rate),
  * MOE_DECODE_PARTS=P (args.row_parts of every launch of a MOE_GEMM_PARTS
  * row tile: 0 for a row block per TM rows; default the plan's,
- * moe_gemm_row_parts; "parts" in the rows line).
+ * moe_gemm_row_parts; "parts" in the rows line), MOE_DECODE_PER=P (every
+ * decode launch on P column tiles a block, the grid's x ceil(tiles / P);
+ * default the plan's, moe_gemm_decode_cols).
  *
  * Each case: M tokens, top_k 8 distinct experts each, uniform (the routing
  * of tests/gpu/bench_moe.py), aligned as moe_align_block_size lays it out
@@ -303,6 +305,18 @@ static int parts_of(int quant, int tm, int bm, int nv, int em)
 	const int p = env && *env ? atoi(env) : moe_gemm_row_parts(quant, tm, bm, nv, em);
 
 	return MOE_GEMM_PARTS(quant, tm) && p > 0 && p < bm / tm ? p : 0;
+}
+
+/* decode_cols - the decode grid's x for @quant, N @n, K @k on tile @tn (@em, @bm, @nv as for
+ * moe_gemm_decode_cols): MOE_DECODE_PER=P where set, P column tiles a block (a knob to
+ * measure the plan's choice against), else the plan's (moe_gemm_decode_cols). */
+static int decode_cols(int quant, int n, int k, int tn, int em, int bm, int nv)
+{
+	const char *env = getenv("MOE_DECODE_PER");
+	const int per = env && *env ? atoi(env) : 0;
+	const int tiles = (n + tn - 1) / tn;
+
+	return per > 0 ? (tiles + per - 1) / per : moe_gemm_decode_cols(quant, n, k, tn, em, bm, nv);
 }
 
 /*
@@ -731,14 +745,14 @@ int main(int argc, char **argv)
 							continue;
 						(t < 4 ? dn : dr)[t % 4] =
 							timed_ms(get(mod, moe_gemm_decode_name(qt->quant, dt, r), 0),
-								 (unsigned)moe_gemm_decode_cols(qt->quant, N, K, dt, em, bm, nv),
+								 (unsigned)decode_cols(qt->quant, N, K, dt, em, bm, nv),
 								 (unsigned)moe_gemm_decode_blocks(em, bm, nv), MOE_GEMM_THREADS, 0,
 								 params, &a.b, wbuf, wbytes);
 					}
 					if (moe_gemm_decode_name(qt->quant, 16, 16)) {
 						/* the bytes of 16 rows a pass against 8 rows a pass on the plan's tile */
 						const int dt = moe_gemm_decode_tile(qt->quant, N, K, em, bm, nv, sms);
-						const unsigned gx = (unsigned)moe_gemm_decode_cols(qt->quant, N, K, dt, em, bm, nv);
+						const unsigned gx = (unsigned)decode_cols(qt->quant, N, K, dt, em, bm, nv);
 						const unsigned gy = (unsigned)moe_gemm_decode_blocks(em, bm, nv);
 						uint16_t *c0 = malloc(cbytes), *c1 = malloc(cbytes);
 
@@ -758,14 +772,14 @@ int main(int argc, char **argv)
 
 					if (pk && strcmp(pk, moe_gemm_decode_name(qt->quant, tn, rp)))
 						new_ms = timed_ms(get(mod, pk, 0),
-								  (unsigned)moe_gemm_decode_cols(qt->quant, N, K, tn, em, bm, nv),
+								  (unsigned)decode_cols(qt->quant, N, K, tn, em, bm, nv),
 								  (unsigned)moe_gemm_decode_blocks(em, bm, nv), MOE_GEMM_THREADS, 0,
 								  params, &a.b, wbuf, wbytes);
 					else
 						new_ms = !tn ? old_ms : (rp == 16 ? dr : dn)[tn == 16 ? 0 : tn == 32 ? 1 : tn == 64 ? 2 : 3];
 					if (green && tn)
 						g_ms = green_ms(get(mod, pk, 0),
-								(unsigned)moe_gemm_decode_cols(qt->quant, N, K, tn, em, bm, nv),
+								(unsigned)decode_cols(qt->quant, N, K, tn, em, bm, nv),
 								(unsigned)moe_gemm_decode_blocks(em, bm, nv), MOE_GEMM_THREADS, 0, params, &a.b, wbuf,
 								wbytes);
 					if (alt && tn) {
@@ -776,7 +790,7 @@ int main(int argc, char **argv)
 						if (cuModuleGetFunction(&f, alt, pk) != CUDA_SUCCESS &&
 						    cuModuleGetFunction(&f, alt, moe_gemm_decode_name(qt->quant, tn, rp)) != CUDA_SUCCESS)
 							f = get(alt, moe_gemm_decode_name(qt->quant, tn, 8), 0);
-						alt_ms = timed_ms(f, (unsigned)moe_gemm_decode_cols(qt->quant, N, K, tn, em, bm, nv),
+						alt_ms = timed_ms(f, (unsigned)decode_cols(qt->quant, N, K, tn, em, bm, nv),
 								  (unsigned)moe_gemm_decode_blocks(em, bm, nv), MOE_GEMM_THREADS, 0,
 								  params, &a.b, wbuf, wbytes);
 					}
@@ -798,7 +812,7 @@ int main(int argc, char **argv)
 						CHECK(cuStreamSynchronize(stream));
 						CHECK(cuMemcpyDtoH(c0, dc, cbytes));
 						CHECK(cuMemsetD16(dc, NAN_BF16, cbytes / 2));
-						CHECK(cuLaunchKernel(fd, (unsigned)moe_gemm_decode_cols(qt->quant, N, K, dt, em, bm, nv),
+						CHECK(cuLaunchKernel(fd, (unsigned)decode_cols(qt->quant, N, K, dt, em, bm, nv),
 								     (unsigned)moe_gemm_decode_blocks(em, bm, nv), 1, MOE_GEMM_THREADS,
 								     1, 1, 0, stream, params, NULL));
 						CHECK(cuStreamSynchronize(stream));
