@@ -77,6 +77,9 @@ struct shape {
 	 * else three at 8 rows a pass, two at 16 (the second row's A takes the third's registers on
 	 * sm_90) */
 	static constexpr int WDEPTH = MG == 2 ? MOE_DECODE_W4_WIDE_DEPTH : NP == 1 ? MOE_DECODE_W4_DEPTH : 2;
+	/* the epilogue's values() path (moe_epilogue.cuh), but for W4A16's 16-column kernel of 8
+	 * rows a pass, which it spills on sm_90 (16 bytes: 127 registers before it) */
+	static constexpr bool PAIR_VALUES = !(QUANT == MOE_W4A16 && TN == 16 && NP == 1);
 	static_assert(WN * WK * 32 == MOE_GEMM_THREADS && TN % (16 * MG) == 0, "8 warps, whole warp tiles");
 	static_assert(MG == 1 || (MG == 2 && QUANT == MOE_W4A16), "32-column warps for W4A16 only");
 	static_assert(QUANT == MOE_BF16 || QUANT == MOE_FP8 || QUANT == MOE_W4A16, "bf16, FP8 and W4A16 only");
@@ -273,37 +276,40 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 	};
 
 	/* tile @t's epilogue: the k slices' sums (buffer @rb) in warp order, scale, bias,
-	 * routed weight, bf16 */
+	 * routed weight, bf16, a column pair at a time (moe_epilogue::values: no per-column
+	 * tests where no bias is added and both columns are inside N) */
 	auto epilogue = [&](int64_t e, int r0, int nr, int t, int rb) {
 		const int n0 = tile_n0(t);
 		float ts = 1.0f;
 
 		if (QUANT == MOE_FP8 && a.scale == MOE_SCALE_TENSOR)
 			ts = __ldg(a.a_scale) * __ldg((const float *)a.b_scale + e * a.bs_stride_e);
+#pragma unroll 1
 		for (int i = threadIdx.x; i < nr * (TN / 2); i += MOE_GEMM_THREADS) {
 			const int row = i / (TN / 2), col = 2 * (i % (TN / 2)), n = n0 + col;
 			if (n >= a.N)
 				continue;
 			const int id = sm.ids[r0 + row];
-			float as = 1.0f, w = 1.0f, v[2];
-			if (QUANT == MOE_FP8 && a.scale == MOE_SCALE_CHANNEL)
+			float as = 1.0f, w = 1.0f, cw[2], v[2];
+			float x[2] = { sm.red[rb][0][row][col], sm.red[rb][0][row][col + 1] };
+
+			if (QUANT == MOE_FP8 && a.scale == MOE_SCALE_CHANNEL) {
 				as = moe_epilogue::act_scale(a, id);
+				moe_epilogue::col_scales<2>(a, e, n, cw);
+			}
 			if (a.mul_routed_weight)
 				w = __ldg(a.topk_weights + id);
 #pragma unroll
-			for (int j = 0; j < 2; j++) {
-				const int nn = n + j;
-				float x = sm.red[rb][0][row][col + j];
-
+			for (int k = 1; k < S::WK; k++)
 #pragma unroll
-				for (int k = 1; k < S::WK; k++)
-					x += sm.red[rb][k][row][col + j];
-				if (nn >= a.N) {
-					v[j] = 0.0f;
-					continue;
-				}
-				v[j] = moe_epilogue::value<QUANT>(a, x, e, nn, ts, as, w);
-			}
+				for (int j = 0; j < 2; j++)
+					x[j] += sm.red[rb][k][row][col + j];
+			if constexpr (S::PAIR_VALUES)
+				moe_epilogue::values<QUANT, 2>(a, x, e, n, ts, as, w, cw, v);
+			else
+#pragma unroll
+				for (int j = 0; j < 2; j++)
+					v[j] = n + j < a.N ? moe_epilogue::value<QUANT>(a, x[j], e, n + j, ts, as, w) : 0.0f;
 			moe_epilogue::store_pair(a, id, n, v);
 		}
 	};
@@ -427,51 +433,38 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 #pragma unroll
 		for (int d = 0; d < S::DEPTH; d++)
 			fetch(buf[d]);
-		if constexpr (QUANT != MOE_FP8) {
-			/* step j of the sequence in buf[j % DEPTH] (slots by constant: ring), refilled
-			 * with step j + DEPTH once added.  Shifting the steps down a buffer, as FP8 does
-			 * below, made the warp wait, at the register move, on the load of the step after
-			 * the one just added (ncu, H200, bf16_d32 at Kimi K2's gate/up, 16 tokens: 54% of
-			 * the stall samples).  Measured on an H200 against the shifting kernels in one
-			 * run (gpu_bench_moe_decode, bf16 at TP8, both models and GEMMs, 1 to 256 tokens,
-			 * two runs): 1.02 to 1.17 times as fast, Kimi K2's gate/up at 16 tokens 0.88 of
-			 * the floor against 0.78.  acc[0][f]: columns g, g + 8 (c0 c1, c2 c3) x rows 8 f
-			 * + 2q, 8 f + 2q + 1 of the pass */
-			float acc[MG][NP][4] = {};
-			int t = 0, i = 0;
+		/* step j of the sequence in buf[j % DEPTH] (slots by constant: ring), refilled with
+		 * step j + DEPTH once added.  Shifting the steps down a buffer made the warp wait, at
+		 * the register move, on the load of the step after the one just added (ncu, H200:
+		 * bf16_d32 at Kimi K2's gate/up, 16 tokens, 54% of the stall samples; fp8_d128 at its
+		 * down GEMM, 16 tokens, 20%).  Measured on an H200 against the shifting kernels in one
+		 * run (gpu_bench_moe_decode, bf16 at TP8, both models and GEMMs, 1 to 256 tokens, two
+		 * runs): 1.02 to 1.17 times as fast, Kimi K2's gate/up at 16 tokens 0.88 of the floor
+		 * against 0.78.  FP8 shifted until the ring stopped spilling on sm_90 (mma_e4m3's
+		 * converted fragments); with the ring (and the epilogue's values(), +0.01 to 0.02 alone)
+		 * its down GEMM ran, against the shifting kernels (H200, gpu_bench_moe_decode with them as
+		 * ALT, per tensor, two runs each), at Kimi K2's 16 and 64 tokens 0.60 and 0.68 of the
+		 * floor against 0.55-0.56 and 0.63-0.64, GLM-4.7's 0.42-0.43 and 0.48-0.49 against 0.39
+		 * and 0.44; the gate/up at 1 to 4 tokens 0.01 to 0.03 faster.  acc[0][f]: columns g, g +
+		 * 8 (c0 c1, c2 c3) x rows 8 f + 2q, 8 f + 2q + 1 of the pass */
+		float acc[MG][NP][4] = {};
+		int t = 0, i = 0;
 
-			ring<S::DEPTH>(ntl * nst, [&](auto slot) {
-				add(acc, buf[decltype(slot)::value]);
-				fetch(buf[decltype(slot)::value]);
-				if (++i == nst) {
-					meet(acc, e, r0, nr, t++);
-					i = 0;
+		ring<S::DEPTH>(ntl * nst, [&](auto slot) {
+			add(acc, buf[decltype(slot)::value]);
+			fetch(buf[decltype(slot)::value]);
+			if (++i == nst) {
+				meet(acc, e, r0, nr, t++);
+				i = 0;
 #pragma unroll
-					for (int f = 0; f < NP; f++)
+				for (int f = 0; f < NP; f++)
 #pragma unroll
-						for (int j = 0; j < 4; j++)
-							acc[0][f][j] = 0.0f;
-				}
-			});
-			for (; t < ntl; t++)   /* a warp without k steps: zeros at every tile's meeting */
-				meet(acc, e, r0, nr, t);
-		} else {
-			/* FP8: buf[0] the oldest step in flight, the steps shifted down a buffer (the
-			 * ring spilled 28 to 56 bytes on sm_90, whose FP8 MMAs take converted fragments) */
-			for (int t = 0; t < ntl; t++) {
-				float acc[MG][NP][4] = {};
-
-#pragma unroll 1
-				for (int i = 0; i < nst; i++) {
-					add(acc, buf[0]);
-#pragma unroll
-					for (int d = 0; d + 1 < S::DEPTH; d++)
-						buf[d] = buf[d + 1];
-					fetch(buf[S::DEPTH - 1]);
-				}
-				meet(acc, e, r0, nr, t);
+					for (int j = 0; j < 4; j++)
+						acc[0][f][j] = 0.0f;
 			}
-		}
+		});
+		for (; t < ntl; t++)   /* a warp without k steps: zeros at every tile's meeting */
+			meet(acc, e, r0, nr, t);
 	};
 
 	/* W4A16's pass: the same sequence of k steps, W and its scales WDEPTH steps ahead in a
