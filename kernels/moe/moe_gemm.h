@@ -842,9 +842,19 @@ static inline int moe_gemm_decode_blocks(int32_t em, int32_t block_m, int32_t nu
  * against 0.41, 0.35 and 0.35 (per tensor, channel, block: 7 blocks a row,
  * of 5 or 6 tiles, against 8 of 5); every other row within 0.01.  On a long K the lower floor was slower (per-block sweep, one run):
  * GLM-4.7's gate/up at 8 tokens 0.31 against 0.35 (INT4), 0.57 against
- * 0.65 (bf16).
+ * 0.65 (bf16).  Twice the bytes a block (a build with
+ * -DMOE_DECODE_BLOCK_BYTES=262144, H200, the FP8 decode kernels on their
+ * ring, two runs each, alternating, 1 to 64 tokens): Kimi K2's down GEMM
+ * 0.03 to 0.06 faster in 11 of its 28 rows (FP8 per tensor at 16 and 64
+ * tokens 0.65-0.66 and 0.74-0.75 against 0.61 and 0.68-0.69), but 0.04-0.05
+ * slower at 8 and 16 tokens in two; GLM-4.7's (40 tiles of 128 columns: the
+ * waves move) 0.04-0.08 slower in five rows (FP8 per channel at 64 tokens
+ * 0.35 against 0.41-0.43, INT4 at 64 0.26 against 0.30-0.32) and as much
+ * faster in five; the gate/up within 0.03: not taken.
  */
+#ifndef MOE_DECODE_BLOCK_BYTES
 #define MOE_DECODE_BLOCK_BYTES 131072
+#endif
 #define MOE_DECODE_MIN_BLOCKS 1024
 #define MOE_DECODE_SHORT_MIN_BLOCKS 224
 static inline int moe_gemm_decode_cols(int quant, int32_t n, int32_t k, int tn, int32_t em, int32_t block_m,
