@@ -442,10 +442,11 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 		 * runs): 1.02 to 1.17 times as fast, Kimi K2's gate/up at 16 tokens 0.88 of the floor
 		 * against 0.78.  FP8 shifted until the ring stopped spilling on sm_90 (mma_e4m3's
 		 * converted fragments); with the ring (and the epilogue's values(), +0.01 to 0.02 alone)
-		 * its down GEMM ran, against the shifting kernels (H200, gpu_bench_moe_decode with them as
-		 * ALT, per tensor, two runs each), at Kimi K2's 16 and 64 tokens 0.60 and 0.68 of the
-		 * floor against 0.55-0.56 and 0.63-0.64, GLM-4.7's 0.42-0.43 and 0.48-0.49 against 0.39
-		 * and 0.44; the gate/up at 1 to 4 tokens 0.01 to 0.03 faster.  acc[0][f]: columns g, g +
+		 * its down GEMM ran, against the shifting kernels (H200, gpu_bench_moe_decode, each build
+		 * as ALT in alternating processes, per tensor, two runs each), at Kimi K2's 16 and 64
+		 * tokens 0.60 and 0.68 of the floor against 0.55-0.56 and 0.63-0.64, GLM-4.7's 0.42-0.43
+		 * and 0.49 against 0.38-0.39 and 0.43-0.44; the gate/up at 1 to 4 tokens 0.01 to 0.03
+		 * faster.  acc[0][f]: columns g, g +
 		 * 8 (c0 c1, c2 c3) x rows 8 f + 2q, 8 f + 2q + 1 of the pass */
 		float acc[MG][NP][4] = {};
 		int t = 0, i = 0;
