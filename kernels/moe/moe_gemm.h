@@ -822,9 +822,10 @@ static inline int moe_gemm_decode_blocks(int32_t em, int32_t block_m, int32_t nu
 /*
  * moe_gemm_decode_cols - the decode grid's x for a launch of @quant, N @n,
  * K @k on tile @tn: a block takes every x-th of the ceil(N / tn) column
- * tiles.  A block streams about MOE_DECODE_BLOCK_BYTES of weights (its fixed
- * costs, the routing reads and the pipeline's fill, then come once per
- * several small tiles: the down GEMM's short K), unless that leaves fewer
+ * tiles.  A block streams about MOE_DECODE_BLOCK_BYTES of weights, in at
+ * most MOE_DECODE_BLOCK_TILES tiles (its fixed costs, the routing reads,
+ * the gather and the pipeline's fill and drain, then come once per several
+ * small tiles: the down GEMM's short K), unless that leaves fewer
  * than MOE_DECODE_MIN_BLOCKS blocks over the moe_gemm_decode_blocks() block
  * rows: at one token each tile of a long K gets its own block (every SM
  * streaming), and many short blocks keep the last wave short on any SM
@@ -842,18 +843,31 @@ static inline int moe_gemm_decode_blocks(int32_t em, int32_t block_m, int32_t nu
  * against 0.41, 0.35 and 0.35 (per tensor, channel, block: 7 blocks a row,
  * of 5 or 6 tiles, against 8 of 5); every other row within 0.01.  On a long K the lower floor was slower (per-block sweep, one run):
  * GLM-4.7's gate/up at 8 tokens 0.31 against 0.35 (INT4), 0.57 against
- * 0.65 (bf16).  Twice the bytes a block (a build with
- * -DMOE_DECODE_BLOCK_BYTES=262144, H200, the FP8 decode kernels on their
- * ring, two runs each, alternating, 1 to 64 tokens): Kimi K2's down GEMM
- * 0.03 to 0.06 faster in 11 of its 28 rows (FP8 per tensor at 16 and 64
- * tokens 0.65-0.66 and 0.74-0.75 against 0.61 and 0.68-0.69), but 0.04-0.05
- * slower at 8 and 16 tokens in two; GLM-4.7's (40 tiles of 128 columns: the
- * waves move) 0.04-0.08 slower in five rows (FP8 per channel at 64 tokens
- * 0.35 against 0.41-0.43, INT4 at 64 0.26 against 0.30-0.32) and as much
- * faster in five; the gate/up within 0.03: not taken.
+ * 0.65 (bf16).  (Those with 128 KiB a block and no tile bound.)  256 KiB
+ * in at most 8 tiles against 128 KiB (H200, gpu_bench_moe_decode built
+ * with each, alternating, three runs, the FP8 decode kernels on their ring;
+ * 1 to 128 tokens, the down GEMM in every format, the gate/up in bf16 and
+ * INT4; a block of 8 tiles streamed faster than one of 4 wherever the
+ * blocks fill the waves alike): Kimi K2's down GEMM 0.02-0.05 faster in 17
+ * of its 40 rows (FP8 per tensor at 8, 16 and 64 tokens 0.55, 0.66 and 0.72
+ * against 0.52, 0.61 and 0.69; bf16 at 2 tokens 0.57 against 0.52), the
+ * rest within 0.013 (INT4 on 8 tiles before too); GLM-4.7's
+ * (40 tiles: 5 blocks a row against 7) 0.03-0.04 faster at 16 and 64
+ * tokens in FP8 (per tensor 0.48 and 0.51 against 0.45 and 0.48) and bf16 at
+ * 4 (0.57 against 0.52), but 0.03-0.05 slower at 8 tokens in every format
+ * (FP8 per tensor 0.32 against 0.36: 320 blocks, 1.2 waves of this GPU's
+ * 264, against 448) and per channel at 64 (0.41 against 0.43); the gate/up
+ * within 0.01.  Without the tile bound (GLM-4.7's FP8 11 tiles a block)
+ * GLM-4.7 lost up to 0.08 (per channel at 64 tokens).  A fill test on this
+ * GPU's waves, as moe_gemm_decode_tile's, kept the losses but also the
+ * largest gains out (Kimi K2 at 16 tokens: the hit experts, not the block
+ * rows, fill the waves), and SM120's cards have other SM counts: none.
  */
 #ifndef MOE_DECODE_BLOCK_BYTES
-#define MOE_DECODE_BLOCK_BYTES 131072
+#define MOE_DECODE_BLOCK_BYTES 262144
+#endif
+#ifndef MOE_DECODE_BLOCK_TILES
+#define MOE_DECODE_BLOCK_TILES 8
 #endif
 #define MOE_DECODE_MIN_BLOCKS 1024
 #define MOE_DECODE_SHORT_MIN_BLOCKS 224
@@ -866,6 +880,8 @@ static inline int moe_gemm_decode_cols(int quant, int32_t n, int32_t k, int tn, 
 	const int64_t cap = tiles * moe_gemm_decode_blocks(em, block_m, num_valid) / least;
 	int64_t per = tile_bytes > 0 ? (MOE_DECODE_BLOCK_BYTES + tile_bytes - 1) / tile_bytes : 1;
 
+	if (per > MOE_DECODE_BLOCK_TILES)
+		per = MOE_DECODE_BLOCK_TILES;
 	if (per > cap)
 		per = cap;
 	if (per > tiles)
