@@ -78,7 +78,7 @@ struct shape {
 	 * sm_90) */
 	static constexpr int WDEPTH = MG == 2 ? MOE_DECODE_W4_WIDE_DEPTH : NP == 1 ? MOE_DECODE_W4_DEPTH : 2;
 	/* the epilogue's values() path (moe_epilogue.cuh), but for W4A16's 16-column kernel of 8
-	 * rows a pass, which it spills on sm_90 (16 bytes: 127 registers before it) */
+	 * rows a pass, which it spills on sm_90 (16 bytes: 127 registers before it): each_value */
 	static constexpr bool PAIR_VALUES = !(QUANT == MOE_W4A16 && TN == 16 && NP == 1);
 	static_assert(WN * WK * 32 == MOE_GEMM_THREADS && TN % (16 * MG) == 0, "8 warps, whole warp tiles");
 	static_assert(MG == 1 || (MG == 2 && QUANT == MOE_W4A16), "32-column warps for W4A16 only");
@@ -307,9 +307,7 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 			if constexpr (S::PAIR_VALUES)
 				moe_epilogue::values<QUANT, 2>(a, x, e, n, ts, as, w, cw, v);
 			else
-#pragma unroll
-				for (int j = 0; j < 2; j++)
-					v[j] = n + j < a.N ? moe_epilogue::value<QUANT>(a, x[j], e, n + j, ts, as, w) : 0.0f;
+				moe_epilogue::each_value<QUANT, 2>(a, x, e, n, ts, as, w, v);
 			moe_epilogue::store_pair(a, id, n, v);
 		}
 	};
@@ -446,8 +444,8 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 		 * as ALT in alternating processes, per tensor, two runs each), at Kimi K2's 16 and 64
 		 * tokens 0.60 and 0.68 of the floor against 0.55-0.56 and 0.63-0.64, GLM-4.7's 0.42-0.43
 		 * and 0.49 against 0.38-0.39 and 0.43-0.44; the gate/up at 1 to 4 tokens 0.01 to 0.03
-		 * faster.  acc[0][f]: columns g, g +
-		 * 8 (c0 c1, c2 c3) x rows 8 f + 2q, 8 f + 2q + 1 of the pass */
+		 * faster.  acc[0][f]: columns g, g + 8 (c0 c1, c2 c3) x rows 8 f + 2q, 8 f + 2q + 1
+		 * of the pass */
 		float acc[MG][NP][4] = {};
 		int t = 0, i = 0;
 

@@ -2,7 +2,7 @@
  * moe_epilogue.cuh - the output step that moe_gemm.cuh's tiles and
  * moe_decode.cuh's decode kernels share: one fp32 sum of a routed row and
  * output column turned into moe_gemm.h's result (the FP8 scales, the bias,
- * the routed weight; values: several columns at once, col_scales and
+ * the routed weight; values and each_value: several columns at once, col_scales and
  * act_scale: the FP8 per-channel factors) and a pair of them stored as
  * bf16.  Device code only.
  */
@@ -76,6 +76,20 @@ __device__ __forceinline__ void col_scales(const moe_gemm_args &a, int64_t e, in
 }
 
 /*
+ * each_value - value() of the @NV sums @x of expert @e at output columns @n ..
+ * @n + NV - 1 into @v, one column at a time, 0 for a column at or past N:
+ * values()'s general path.
+ */
+template <int QUANT, int NV>
+__device__ __forceinline__ void each_value(const moe_gemm_args &a, const float x[NV], int64_t e, int n, float ts,
+					   float as, float w, float v[NV])
+{
+#pragma unroll
+	for (int j = 0; j < NV; j++)
+		v[j] = n + j < a.N ? value<QUANT>(a, x[j], e, n + j, ts, as, w) : 0.0f;
+}
+
+/*
  * values - value() of the @NV sums @x of expert @e at output columns @n ..
  * @n + NV - 1 into @v, 0 for a column at or past N; @cw: those columns'
  * weight scales from col_scales (FP8 per channel; not read otherwise).
@@ -106,9 +120,7 @@ __device__ __forceinline__ void values(const moe_gemm_args &a, const float x[NV]
 		}
 		return;
 	}
-#pragma unroll
-	for (int j = 0; j < NV; j++)
-		v[j] = n + j < a.N ? value<QUANT>(a, x[j], e, n + j, ts, as, w) : 0.0f;
+	each_value<QUANT, NV>(a, x, e, n, ts, as, w, v);
 }
 
 /*
