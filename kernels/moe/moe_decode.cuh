@@ -91,13 +91,16 @@ struct shape {
 
 /* A block's shared memory: the warps' k partial sums of a pass's column tile
  * (two buffers: tiles alternate), the valid routed ids of the current
- * window of a framework block, in order, and, for the STAGED kernels, the
- * pass's A rows (xs, K up to MOE_DECODE_W4_STAGE_K: stage_at's layout). */
+ * window of a framework block, in order, for the STAGED kernels the pass's
+ * A rows (xs, K up to MOE_DECODE_W4_STAGE_K: stage_at's layout), and, for
+ * FP8, each thread's row of W block scales in its current tile (bsr; one
+ * register more spilled the FP8 kernels on sm_90). */
 template <int QUANT, int TN, int NP, bool STAGED>
 struct smem {
 	float red[2][MOE_DECODE_KWARPS(QUANT, TN, 8 * NP)][8 * NP][TN];
 	int ids[MOE_GEMM_THREADS];
 	int warp_count[MOE_GEMM_THREADS / 32];
+	int bsr[QUANT == MOE_FP8 ? MOE_GEMM_THREADS : 1];
 	uint4 xs[STAGED ? 8 * NP * MOE_DECODE_W4_STAGE_K / 8 : 1];
 };
 
@@ -354,6 +357,20 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 		const bool asok = BLOCK && lane < nr;
 		const float *ascale = a.a_scale + (asok ? (int64_t)(sm.ids[r0 + lane] / a.top_k) * a.as_stride_m : 0);
 		int ft = 0, fi = 0;   /* the next step to fetch: tile ft, the warp's step fi of it */
+		/* BLOCK: the row of W block scales of tile ft's 16 columns of the warp (-1 past N),
+		 * found once a tile and kept in sm.bsr[threadIdx.x].  The division by group_n at
+		 * every step had held these kernels back: against it (H200, gpu_bench_moe_decode,
+		 * each build as ALT in alternating processes, two runs each) Kimi K2's down GEMM at
+		 * 16 and 64 tokens ran at 0.67 and 0.73 of the floor against 0.58-0.60 and
+		 * 0.62-0.63, GLM-4.7's at 0.44-0.46 against 0.38-0.39 at 16, the gate/up at 1 to 4
+		 * tokens 0.01-0.06 faster; per tensor within 0.01 */
+		auto point = [&]() {
+			const int wcol = tile_n0(ft) + wn * 16;
+
+			if (BLOCK)
+				sm.bsr[threadIdx.x] = wcol < a.N ? wcol / a.group_n : -1;
+		};
+		point();
 
 		/* the next step of the warp's sequence (tile ft, step kg + fi WK of K) into @s; none past the last */
 		auto fetch = [&](step<NP> &s) {
@@ -378,13 +395,16 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 			}
 			if (BLOCK) {
 				s.as = asok ? __ldg(ascale + (int64_t)st * a.as_stride_k) : 0.0f;
-				s.bs = wcol < a.N ? __ldg((const float *)a.b_scale + e * a.bs_stride_e +
-							  (int64_t)(wcol / a.group_n) * a.bs_stride_n +
-							  (int64_t)st * a.bs_stride_k)
-						  : 0.0f;
+				const int bsr = sm.bsr[threadIdx.x];
+
+				s.bs = bsr >= 0 ? __ldg((const float *)a.b_scale + e * a.bs_stride_e +
+							(int64_t)bsr * a.bs_stride_n + (int64_t)st * a.bs_stride_k)
+						: 0.0f;
 			}
-			if (++fi == nst)
+			if (++fi == nst) {
 				fi = 0, ft++;
+				point();
+			}
 		};
 
 		/* d += the products of step @s: four MMAs per n8 operand that holds rows */
