@@ -143,6 +143,12 @@ __device__ __forceinline__ void prefetch_l1(const void *p)
 	asm volatile("prefetch.global.L1 [%0];\n" ::"l"(p));
 }
 
+/* Hint: bring the line holding p into L2 (no register, no fault, may be dropped). */
+__device__ __forceinline__ void prefetch_l2(const void *p)
+{
+	asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
+}
+
 /* ------------------------------------------------------------ shared memory */
 
 /* r = the two words at shared [addr + OFF] (8-byte aligned). */

@@ -299,6 +299,15 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 			if (QUANT == MOE_FP8 && a.scale == MOE_SCALE_CHANNEL) {
 				as = moe_epilogue::act_scale(a, id);
 				moe_epilogue::col_scales<2>(a, e, n, cw);
+				/* the 128-column kernels (the down GEMM's short K: an epilogue every
+				 * two or so k steps) ask L2 for the next tile's scales here, so that
+				 * its epilogue does not wait on memory for them: H200, against the
+				 * kernels before as ALT, three runs, Kimi K2's down GEMM at 8 to 64
+				 * tokens 0.64-0.68 of the floor against 0.60-0.65 (per tensor
+				 * unchanged).  The narrower kernels spill 16 bytes with it on sm_90 */
+				if (TN == 128 && row == 0 && t + 1 < ntl && n + (int)gridDim.x * TN < a.N)
+					prefetch_l2((const float *)a.b_scale + e * a.bs_stride_e +
+						    (int64_t)(n + (int)gridDim.x * TN) * a.bs_stride_n);
 			}
 			if (a.mul_routed_weight)
 				w = __ldg(a.topk_weights + id);

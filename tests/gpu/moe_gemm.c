@@ -81,7 +81,9 @@
  * the grid past num_tokens_post_padded), N not a multiple of the 16-column
  * warp tile, K ending inside a 128-byte k step (bf16 208, FP8 48, 192 and
  * 320: half steps and 16-byte pieces past K), every FP8 scale layout (block
- * scales per k step, partial groups along N and K), framework blocks of
+ * scales per k step, partial groups along N and K; per-channel scales on
+ * the 128-column kernel over four column tiles a block, the last partial:
+ * its epilogue asks L2 for the next tile's), framework blocks of
  * more than 8 valid rows (several passes) and of more than 256 (several
  * windows, block_m 512), experts on another rank, short and dropped rows,
  * row mode, and two model-like shapes (gate/up N 512 K 2048, down N 1024 K
@@ -286,6 +288,7 @@ static const struct tcase cases[] = {
 	{ FP8, DEC(64), 33, 8, 9, 456, 208, 128, CHANNEL, 0, RW | BIAS | PAD },
 	{ FP8, DEC(128), 3, 8, 17, 456, 192, 16, BLOCK, 0, RW | PAD | OFF },
 	{ FP8, DEC(128), 2, 4, 9, 72, 48, 32, CHANNEL, 0, SHORT },
+	{ FP8, DEC(128), 16, 8, 16, 1000, 256, 128, CHANNEL, 0, RW | PAD | GRID3 },
 	{ FP8, DEC(32), 33, 8, 9, 200, 320, 64, BLOCK, 0, RW | PAD | GRID3 },
 	{ FP8, DEC(16), 16, 8, 16, 512, 2048, 16, BLOCK, 0, RW | PAD },
 	{ BF16, DEC(128), 16, 8, 16, 1024, 256, 128, 0, 0, RW | BIAS },
