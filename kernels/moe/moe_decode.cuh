@@ -374,10 +374,8 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 		 * 0.62-0.63, GLM-4.7's at 0.44-0.46 against 0.38-0.39 at 16, the gate/up at 1 to 4
 		 * tokens 0.01-0.06 faster; per tensor within 0.01 */
 		auto point = [&]() {
-			const int wcol = tile_n0(ft) + wn * 16;
-
 			if (BLOCK)
-				sm.bsr[threadIdx.x] = wcol < a.N ? wcol / a.group_n : -1;
+				sm.bsr[threadIdx.x] = moe_epilogue::block_row(a, tile_n0(ft) + wn * 16);
 		};
 		point();
 

@@ -3,7 +3,8 @@
  * moe_decode.cuh's decode kernels share: one fp32 sum of a routed row and
  * output column turned into moe_gemm.h's result (the FP8 scales, the bias,
  * the routed weight; values and each_value: several columns at once, col_scales and
- * act_scale: the FP8 per-channel factors) and a pair of them stored as
+ * act_scale: the FP8 per-channel factors, block_row: where a column's FP8 block
+ * scales lie) and a pair of them stored as
  * bf16.  Device code only.
  */
 #ifndef SM120_KERNELS_MOE_EPILOGUE_CUH
@@ -49,6 +50,17 @@ __device__ __forceinline__ float value(const moe_gemm_args &a, float x, int64_t 
 __device__ __forceinline__ float act_scale(const moe_gemm_args &a, int id)
 {
 	return __ldg(a.a_scale + (int64_t)(a.top_k == 1 ? id : id / a.top_k) * a.as_stride_m);
+}
+
+/*
+ * block_row - the row of FP8 128 x 128 block scales (bs_stride_n apart) that
+ * holds W column @n's, its group along N, n / group_n; -1 at or past N.  Only
+ * for an FP8 block-scale launch (group_n > 0).  Its callers find it once a
+ * column tile, not at every k step: the division is about 25 instructions.
+ */
+__device__ __forceinline__ int block_row(const moe_gemm_args &a, int n)
+{
+	return n < a.N ? n / a.group_n : -1;
 }
 
 /*

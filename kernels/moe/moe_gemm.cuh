@@ -249,9 +249,9 @@ struct loader {
 	 * copies the activation scale of row t % TM and slice t / TM, from s_src (its
 	 * activation row's scales, NULL for padding); thread GS_W + j, j < KS * GCOLS, the weight
 	 * scale of slice j / GCOLS and the 128 columns from s_col (s_src: the expert's scales),
-	 * the row s_grp of its scales (s_col / group_n, found when s_col moves, not at every k
-	 * tile: H200, the 16-row tile 0.02-0.035 of the floor faster at 16 to 512 tokens,
-	 * Kimi K2; -1 past N) */
+	 * the row s_grp of its scales (moe_epilogue::block_row, found when s_col moves, not at
+	 * every k tile: H200, the 16-row tile 0.02-0.035 of the floor faster at 16 to 512
+	 * tokens, Kimi K2) */
 	bool block;
 	const float *s_src;
 	int s_col, s_grp;
@@ -300,7 +300,7 @@ struct loader {
 		} else if (S::GSC && threadIdx.x >= S::GS_W) {
 			s_src = (const float *)a.b_scale + e * a.bs_stride_e;
 			s_col = n0 + (int)(threadIdx.x - S::GS_W) % S::GCOLS * 128;
-			s_grp = block && s_col < a.N ? s_col / a.group_n : -1;
+			s_grp = block ? moe_epilogue::block_row(a, s_col) : -1;
 		}
 	}
 
@@ -311,7 +311,7 @@ struct loader {
 		b_src += (int64_t)dn * a.b_stride_n * (S::PACKED ? 1 : S::ESZ);
 		s_col += dn;
 		if (S::GSC && block && threadIdx.x >= S::GS_W)
-			s_grp = s_col < a.N ? s_col / a.group_n : -1;
+			s_grp = moe_epilogue::block_row(a, s_col);
 	}
 
 	/* block launches: issue the copies of k tile @kt's group scales for the current column
