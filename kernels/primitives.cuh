@@ -266,10 +266,17 @@ __device__ __forceinline__ void e4m3x4_to_f16x2(uint32_t x, uint32_t &lo, uint32
  * e4m3 MMA's first and second 16 k.  Products of two e4m3 values are exact
  * in fp32; only the order of the fp32 additions differs.  sm_120 compiles
  * the native instruction.
+ *
+ * MOE_FP8_MMA_PROXY (the benchmarks' timing build, tests/tests.mk's
+ * fp8_mma_proxy.fatbin, never bundled): on sm_90, one f16 MMA on the raw
+ * bytes instead, as many MMA instructions as SM120 issues and none of the
+ * conversions.  Its sums are wrong; only its time is read.
  */
 __device__ __forceinline__ void mma_e4m3(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
 {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900 && defined(MOE_FP8_MMA_PROXY)
+	mma_f16(c, a, b0, b1);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900
 	uint32_t lo[4], hi[4], b[4];
 
 	e4m3x4_to_f16x2(a[0], lo[0], lo[2]);

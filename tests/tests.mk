@@ -147,7 +147,8 @@ include tests/fuzz/fuzz.mk
 GPU_TESTS := $(T)/gpu_decode_merge $(T)/gpu_decode_attn $(T)/gpu_extend_attn $(T)/gpu_moe_gemm
 # lightning_kv against a double reference (tests/gpu/lightning_kv.c)
 GPU_TESTS += $(T)/gpu_lightning_kv
-GPU_BENCH := $(T)/gpu_bench_launch $(T)/gpu_bench_peaks $(T)/bench_peaks.cubin $(T)/gpu_bench_moe_decode
+GPU_BENCH := $(T)/gpu_bench_launch $(T)/gpu_bench_peaks $(T)/bench_peaks.cubin $(T)/gpu_bench_moe_decode \
+	$(T)/fp8_mma_proxy.fatbin
 GPU_SHIMMED := $(T)/gpu_reroute_contexts $(T)/framework_stage1.cubin
 $(T)/framework_stage1.cubin: tests/gpu/framework_stage1.cu $(B)/.deps-ok
 	$(msg) NVCC $@
@@ -155,6 +156,17 @@ $(T)/framework_stage1.cubin: tests/gpu/framework_stage1.cu $(B)/.deps-ok
 $(T)/bench_peaks.cubin: tests/gpu/bench_peaks.cu $(B)/.deps-ok
 	$(msg) NVCC $@
 	$(Q)mkdir -p $(T) && $(NVCC) -O3 -cubin -arch=sm_90 $< -o $@
+# The bundled kernels with sm_90's FP8 MMA emulation replaced by one f16 MMA (primitives.cuh's
+# MOE_FP8_MMA_PROXY: SM120's MMA count, wrong sums), timed beside the bundle by bench.sh
+# (gpu_bench_moe_decode's ALT); sm_120's image is the bundle's own.  Spills are allowed here:
+# ptxas spills 12 bytes in the proxy's moe_gemm_fp8_d128 (a spill only slows the proxy).
+$(T)/fp8_mma_proxy.sm_90.cubin: $(B)/kernels/bundle.cu $(KERNEL_HDRS) $(B)/.deps-ok
+	$(msg) NVCC "sm_90 kernels, FP8 MMA proxy"
+	$(Q)mkdir -p $(T) && $(NVCC) -O3 -std=c++17 -DMOE_FP8_MMA_PROXY -cubin -arch=sm_90 -Ikernels $< -o $@
+$(T)/fp8_mma_proxy.fatbin: $(T)/fp8_mma_proxy.sm_90.cubin $(B)/kernels/bundle.sm_120.cubin
+	$(msg) FATBIN $@
+	$(Q)$(FATBINARY) -64 --create=$@ --image3=kind=elf,sm=90,file=$< \
+	  --image3=kind=elf,sm=120,file=$(B)/kernels/bundle.sm_120.cubin
 $(T)/gpu_%: tests/gpu/%.c $(B)/libcore.a $(SHIM_OBJS) $(B)/.deps-ok
 	$(msg) CC $@
 	$(Q)mkdir -p $(T) && $(CC) $(PLAIN_CFLAGS) -I$(CUDA_HOME)/include \

@@ -11,9 +11,11 @@
  *   bench_peaks.cubin  its read_bw kernel measures the streaming read
  *                      bandwidth (a 4 GiB buffer, median of 9) and the
  *                      "limit" column (below);
- *   ALT.fatbin         another build of the bundled kernels: its decode
- *                      kernel timed in column "alt" (the same tile as "new"),
- *                      and with MOE_DECODE_ROWTILES=1 each row tile on the
+ *   ALT.fatbin         another build of the bundled kernels (bench.sh:
+ *                      fp8_mma_proxy.fatbin): the plan's kernel in it timed
+ *                      in column "alt": the decode kernel of "new", or
+ *                      where the plan keeps the row tile, that tile padded
+ *                      as "old_pad" is; and with MOE_DECODE_ROWTILES=1 each row tile on the
  *                      plan's grid, plain and padded ("alt", "pad" after
  *                      "per"; then "same": whether it wrote the same bytes
  *                      as this build), and on its shallow pipeline where
@@ -730,6 +732,9 @@ int main(int argc, char **argv)
 
 						pad_ms = pad != smem ? timed_ms(f, gx, gy, th, (unsigned)pad, params, &a.b, wbuf, wbytes)
 								     : old_ms;
+						if (alt && !choice.tn)   /* the plan keeps the row tile: ALT's, padded alike */
+							alt_ms = timed_ms(get(alt, moe_gemm_kernel_name(qt->quant, told), pad), gx, gy,
+									  th, (unsigned)pad, params, &a.b, wbuf, wbytes);
 						if (green && !choice.tn)
 							g_ms = green_ms(f, gx, gy, th, (unsigned)pad, params, &a.b, wbuf, wbytes);
 					}
@@ -839,7 +844,7 @@ int main(int argc, char **argv)
 					       dr[1] > 0 ? floor_ms / dr[1] : 0.0, dr[2] > 0 ? floor_ms / dr[2] : 0.0,
 					       dr[3] > 0 ? floor_ms / dr[3] : 0.0, eq16);
 					if (alt)
-						printf(" %6.2f", tn ? floor_ms / alt_ms : 0.0);
+						printf(" %6.2f", floor_ms / alt_ms);
 					printf(" %9.1e%s\n", wire, tn ? "" : "  (new = old: row tile kept)");
 					if (green)
 						printf("      green: %u SMs %.1f us %.1f GB/s/SM x5090 %.2f  read_bw %.1f us x5090 %.2f\n",
