@@ -127,19 +127,11 @@ echo
 # FP8 decode rows at SM120's MMA count: sm_90 has no FP8 mma.sync, and the bundle's sm_90
 # code converts each FP8 MMA's operands and issues two f16 MMAs (primitives.cuh's
 # mma_e4m3).  The plan's kernel of each row beside the same kernel with one f16 MMA instead
-# (fp8_mma_proxy.fatbin as gpu_bench_moe_decode's ALT: wrong sums, timed only).
+# (fp8_mma_proxy.fatbin as gpu_bench_moe_decode's ALT: wrong sums, timed only), printed by
+# bench_proxy.awk.
 MOE_DECODE_QUANT=fp8_tensor,fp8_channel,fp8_block MOE_DECODE_M=1,16,64 "$B/test/gpu_bench_moe_decode" \
 	"$B/test/bench_peaks.cubin" "$B/test/fp8_mma_proxy.fatbin" >"$work/proxy" || exit 1
-awk 'BEGIN { print "FP8 decode rows, fraction of the floor: the plan'"'"'s kernel as built for sm_90 " \
-	  "(emulated FP8 MMA), and with one MMA per FP8 MMA (SM120'"'"'s count; its sums are wrong)";
-	  printf "%-5s %-6s %-11s %4s %-8s %8s %6s %6s\n", "model", "half", "quant", "M", "kernel",
-		 "emulated", "proxy", "ratio" }
-     $1 == "kimi" || $1 == "glm" {
-	  emu = $11 ? $14 : $10
-	  printf "%-5s %-6s %-11s %4d %-8s %8.2f %6.2f %6.2f\n", $1, $2, $3, $4,
-		 ($11 ? "d" $11 : "rows"), emu, $24, (emu > 0 ? $24 / emu : 0) }
-     END { print "The proxy stands for SM120 where a row is bound by its weight reads (these " \
-	   "batches): it keeps sm_90'"'"'s instruction count but for the MMA, not its MMA rate." }' "$work/proxy"
+awk -f tests/gpu/bench_proxy.awk "$work/proxy" || exit 1
 
 echo
 # The reference engine at real dimensions, with and without the shim rerouting.

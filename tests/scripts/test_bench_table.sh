@@ -7,9 +7,11 @@
 # share of the mma.sync ceiling at 4096 tokens), the FP8 rows bound by the
 # MMA rate marked with their bf16 proxy, the disturbed measurements listed
 # (a plain time over 1.25 times its padded one) and the warning when a
-# fused-MoE launch was not rerouted.  No GPU.  Prints "ok - ..." lines.
+# fused-MoE launch was not rerouted; and tests/gpu/bench_proxy.awk, bench.sh's
+# FP8 decode rows at SM120's MMA count, on gpu_bench_moe_decode lines written
+# here.  No GPU.  Prints "ok - ..." lines.
 set -u
-echo "1..9"
+echo "1..12"
 out=$(mktemp)
 w=$(mktemp -d)
 trap 'rm -rf "$out" "$w"' EXIT
@@ -65,3 +67,24 @@ else echo "not ok - the disturbed list or a warning"; sed 's/^/#   /' "$out"; fi
 printf '%s\n' '{"event": "launch", "kernel": "fused_moe_kernel", "action": "refuse"}' >"$w/rr.2.jsonl"
 table >"$out" 2>&1
 expect "a launch not rerouted is warned of" "WARNING: not every over-limit launch was rerouted"
+
+# bench_proxy.awk: gpu_bench_moe_decode's header and rows with an ALT (the proxy) column: a row
+# on a decode kernel (tn 128: new 0.46 against alt 0.51) and one that keeps the row tile (tn 0:
+# old_pad 0.55, not new 0.54, against alt 0.60).
+hdr="model half   quant          M  exp floor_us  limit    old_us    old  old_pad   tn  rp    new_us    new    d16    d32    d64   d128    r16    r32    r64   r128  eq"
+dec="kimi  down   fp8_tensor    16   91     20.0   0.72      55.3   0.36     0.31  128   8      43.9   0.46   0.13   0.24   0.36   0.46   0.00   0.00   0.00   0.00  -1"
+cat >"$w/proxy" <<EOF
+# a comment line
+$hdr    alt    wiring
+$dec   0.51   9.4e-04
+glm   gateup fp8_block     16   94     41.7   0.87      69.4   0.54     0.55    0   0      69.4   0.54   0.61   0.57   0.55   0.50   0.00   0.00   0.00   0.00  -1   0.60   1.1e-03  (new = old: row tile kept)
+      rows:  m16 tiles 0.54 cols 0.54 (gx 8 of 8, parts 2) pad 0.55 same 1
+EOF
+check "the proxy rows are printed" 0 awk -f tests/gpu/bench_proxy.awk "$w/proxy"
+if grep -q "^kimi  down   fp8_tensor    16 d128         0.46   0.51   1.11$" "$out" &&
+	grep -q "^glm   gateup fp8_block     16 rows         0.55   0.60   1.09$" "$out" &&
+	[ "$(grep -c '^kimi\|^glm' "$out")" = 2 ]; then
+	echo "ok - a decode row against new, a kept row tile against old_pad, each over the proxy"
+else echo "not ok - the proxy rows"; sed 's/^/#   /' "$out"; fi
+printf '%s\n%s\n' "$hdr    wiring" "$dec   9.4e-04" >"$w/noalt"
+check "output run without the proxy (no alt column): refused" 1 awk -f tests/gpu/bench_proxy.awk "$w/noalt"
