@@ -19,9 +19,10 @@
  *     so the compiler neither caches shared memory in registers across it
  *     nor moves plain loads and stores over it.  prefetch is only a hint and
  *     the arithmetic wrappers touch no memory: they have no clobber.  ldg16's
- *     hinted form reads global memory that no thread writes during the kernel
- *     (weights): volatile, as timed, without a clobber, so that it does not
- *     order the shared-memory traffic around it.
+ *     hinted form and ldg32 read global memory that no thread writes during
+ *     the kernel (weights, the routing lists): volatile, as timed or placed,
+ *     without a clobber, so that they do not order the shared-memory traffic
+ *     around them.
  */
 #ifndef SM120_KERNELS_PRIMITIVES_CUH
 #define SM120_KERNELS_PRIMITIVES_CUH
@@ -134,6 +135,19 @@ __device__ __forceinline__ uint4 ldg16(const void *p)
 			     : "l"(p));
 	else
 		v = __ldg((const uint4 *)p);
+	return v;
+}
+
+/* The int at p, read where the source has it: a relaxed GPU-scope load (L2,
+ * not L1), which the compiler keeps in place and in order with the others,
+ * where it moved a plain or non-coherent one below a later branch, after the
+ * wait on another load (a block's first reads, which should be in flight
+ * together).  For global memory no thread writes during the kernel. */
+__device__ __forceinline__ int ldg32(const int *p)
+{
+	int v;
+
+	asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p));
 	return v;
 }
 

@@ -102,6 +102,11 @@ struct smem {
 	int warp_count[MOE_GEMM_THREADS / 32];
 	int bsr[QUANT == MOE_FP8 ? MOE_GEMM_THREADS : 1];
 	uint4 xs[STAGED ? 8 * NP * MOE_DECODE_W4_STAGE_K / 8 : 1];
+	/* the pass's factors for every tile's epilogue (decode's factors): each row's routed
+	 * weight and FP8 per-channel activation scale, the FP8 per-tensor scale */
+	float row_w[8 * NP];
+	float row_as[8 * NP];
+	float ts;
 };
 
 /*
@@ -278,15 +283,39 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 			}
 	};
 
+	/*
+	 * factors - the factors of the pass of rows ids[r0 .. r0 + nr) of expert @e that do not
+	 * change from tile to tile into sm.row_w, sm.row_as and sm.ts, read by the epilogues of
+	 * all its tiles.  Called after the pass's first k steps are asked for, so that these
+	 * reads travel with them: in the epilogue they were one more round trip to memory after
+	 * every tile's meeting, and the decode kernels at a few tokens are a chain of such trips
+	 * (ncu, H200, moe_gemm_fp8_d128 at Kimi K2's down GEMM, 1 token: 5% of the warps' stall
+	 * samples waited on the per-tensor scale after the meeting).  Published by the meeting's
+	 * barrier; the barrier that ends the pass keeps the next pass from overwriting them early.
+	 */
+	auto factors = [&](int64_t e, int r0, int nr) {
+		const int t = threadIdx.x;
+
+		if (t < nr) {
+			const int id = sm.ids[r0 + t];
+
+			if (a.mul_routed_weight)
+				sm.row_w[t] = __ldg(a.topk_weights + id);
+			if (QUANT == MOE_FP8 && a.scale == MOE_SCALE_CHANNEL)
+				sm.row_as[t] = moe_epilogue::act_scale(a, id);
+		}
+		/* a thread of another warp than the rows', so that the two waits overlap */
+		if (QUANT == MOE_FP8 && a.scale == MOE_SCALE_TENSOR && t == 32)
+			sm.ts = __ldg(a.a_scale) * __ldg((const float *)a.b_scale + e * a.bs_stride_e);
+	};
+
 	/* tile @t's epilogue: the k slices' sums (buffer @rb) in warp order, scale, bias,
 	 * routed weight, bf16, a column pair at a time (moe_epilogue::values: no per-column
-	 * tests where no bias is added and both columns are inside N) */
+	 * tests where no bias is added and both columns are inside N); the pass's factors from
+	 * sm (factors) */
 	auto epilogue = [&](int64_t e, int r0, int nr, int t, int rb) {
 		const int n0 = tile_n0(t);
-		float ts = 1.0f;
-
-		if (QUANT == MOE_FP8 && a.scale == MOE_SCALE_TENSOR)
-			ts = __ldg(a.a_scale) * __ldg((const float *)a.b_scale + e * a.bs_stride_e);
+		const float ts = QUANT == MOE_FP8 && a.scale == MOE_SCALE_TENSOR ? sm.ts : 1.0f;
 #pragma unroll 1
 		for (int i = threadIdx.x; i < nr * (TN / 2); i += MOE_GEMM_THREADS) {
 			const int row = i / (TN / 2), col = 2 * (i % (TN / 2)), n = n0 + col;
@@ -297,7 +326,7 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 			float x[2] = { sm.red[rb][0][row][col], sm.red[rb][0][row][col + 1] };
 
 			if (QUANT == MOE_FP8 && a.scale == MOE_SCALE_CHANNEL) {
-				as = moe_epilogue::act_scale(a, id);
+				as = sm.row_as[row];
 				moe_epilogue::col_scales<2>(a, e, n, cw);
 				/* the 128-column kernels (the down GEMM's short K: an epilogue every
 				 * two or so k steps) ask L2 for the next tile's scales here, so that
@@ -310,7 +339,7 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 						    (int64_t)(n + (int)gridDim.x * TN) * a.bs_stride_n);
 			}
 			if (a.mul_routed_weight)
-				w = __ldg(a.topk_weights + id);
+				w = sm.row_w[row];
 #pragma unroll
 			for (int k = 1; k < S::WK; k++)
 #pragma unroll
@@ -458,6 +487,7 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 #pragma unroll
 		for (int d = 0; d < S::DEPTH; d++)
 			fetch(buf[d]);
+		factors(e, r0, nr);
 		/* step j of the sequence in buf[j % DEPTH] (slots by constant: ring), refilled with
 		 * step j + DEPTH once added.  Shifting the steps down a buffer made the warp wait, at
 		 * the register move, on the load of the step after the one just added (ncu, H200:
@@ -597,6 +627,7 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 #pragma unroll
 		for (int d = 0; d < S::WDEPTH; d++)
 			fetch_w(wb[d]);
+		factors(e, r0, nr);
 		if (STAGED) {
 			/* the rows of the pass's n8 operands into xs (under the first W steps' loads), 16
 			 * bytes a thread at a time; zeros past K and for the rows past nr */
@@ -651,17 +682,31 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 
 	/* the framework blocks of this block, one copy per FP8 scale treatment (BLOCK: per step) */
 	auto run = [&](auto block) {
-		const int ntpp = __ldg(a.num_tokens_post_padded);
+		const int rows = a.sorted_ids ? a.block_m : 1;
+		int ntpp = 0;
 
 		for (int64_t fb = blockIdx.y; fb < nfb; fb += gridDim.y) {
 			const int64_t base = fb * a.block_m;
-			const int rows = a.sorted_ids ? a.block_m : 1;
-			/* read with num_tokens_post_padded (all in bounds), used once it allows */
-			const int64_t e = __ldg(a.expert_ids + fb);
-			int sid0 = -1;
 
-			if (a.sorted_ids && (int)threadIdx.x < rows && base + threadIdx.x < a.EM)
-				sid0 = __ldg(a.sorted_ids + base + threadIdx.x);
+			if (fb != blockIdx.y && base >= ntpp)
+				break;   /* the count is known: no read past it at the block's end */
+			/* the framework block's expert and this thread's sorted id, then the count,
+			 * in flight together (ldg32 keeps them so, the sorted id's read outside a
+			 * branch); used once the count allows.  ncu, H200, moe_gemm_fp8_d128 at Kimi
+			 * K2's down GEMM, 1 token: with the count read first, its wait came before
+			 * these were asked for (11% of the warps' stall samples), and each block
+			 * ended on one more read of them.  With factors (below), against the kernels
+			 * before (H200, gpu_bench_moe_decode, each build as ALT of the other, two
+			 * runs each, bf16, FP8 of every scale layout and INT4, both models and
+			 * GEMMs, 1 to 64 tokens): 0.98 to 1.11 times the fraction of the floor,
+			 * 1.026 on average over the 102 rows; Kimi K2's FP8 down GEMM at 1 token
+			 * 0.25 against 0.24, per block at 16 tokens 0.70 against 0.65 */
+			const bool has = a.sorted_ids && (int)threadIdx.x < rows && base + threadIdx.x < a.EM;
+			const int64_t e = ldg32(a.expert_ids + fb);
+			const int sid = ldg32(has ? a.sorted_ids + base + threadIdx.x : a.num_tokens_post_padded);
+			const int sid0 = has ? sid : -1;
+
+			ntpp = ldg32(a.num_tokens_post_padded);
 			if (base >= ntpp)
 				break;   /* so are the blocks after it */
 			for (int w0 = 0; w0 < rows; w0 += S::WINDOW) {
