@@ -691,22 +691,22 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 			if (fb != blockIdx.y && base >= ntpp)
 				break;   /* the count is known: no read past it at the block's end */
 			/* the framework block's expert and this thread's sorted id, then the count,
-			 * in flight together (ldg32 keeps them so, the sorted id's read outside a
+			 * in flight together (ld_relaxed keeps them so, the sorted id's read outside a
 			 * branch); used once the count allows.  ncu, H200, moe_gemm_fp8_d128 at Kimi
 			 * K2's down GEMM, 1 token: with the count read first, its wait came before
 			 * these were asked for (11% of the warps' stall samples), and each block
-			 * ended on one more read of them.  With factors (below), against the kernels
+			 * ended on one more read of them.  With factors (above), against the kernels
 			 * before (H200, gpu_bench_moe_decode, each build as ALT of the other, two
 			 * runs each, bf16, FP8 of every scale layout and INT4, both models and
 			 * GEMMs, 1 to 64 tokens): 0.98 to 1.11 times the fraction of the floor,
 			 * 1.026 on average over the 102 rows; Kimi K2's FP8 down GEMM at 1 token
 			 * 0.25 against 0.24, per block at 16 tokens 0.70 against 0.65 */
 			const bool has = a.sorted_ids && (int)threadIdx.x < rows && base + threadIdx.x < a.EM;
-			const int64_t e = ldg32(a.expert_ids + fb);
-			const int sid = ldg32(has ? a.sorted_ids + base + threadIdx.x : a.num_tokens_post_padded);
+			const int64_t e = ld_relaxed(a.expert_ids + fb);
+			const int sid = ld_relaxed(has ? a.sorted_ids + base + threadIdx.x : a.num_tokens_post_padded);
 			const int sid0 = has ? sid : -1;
 
-			ntpp = ldg32(a.num_tokens_post_padded);
+			ntpp = ld_relaxed(a.num_tokens_post_padded);
 			if (base >= ntpp)
 				break;   /* so are the blocks after it */
 			for (int w0 = 0; w0 < rows; w0 += S::WINDOW) {
