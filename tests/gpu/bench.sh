@@ -14,7 +14,8 @@
 #  4. the fused-MoE benchmark (bench_moe.sh: issue 18's table, gate/up and
 #     down, every quantization, as fractions of the floor, padded and
 #     plain), its decode rows on 32 SMs against SM120's DRAM share per SM
-#     (gpu_bench_moe_decode), its FP8 decode rows at SM120's MMA count
+#     (gpu_bench_moe_decode), what holds those rows here (the kernel's own
+#     work or the memory: bench_own.awk), its FP8 decode rows at SM120's MMA count
 #     (fp8_mma_proxy.fatbin), the reference engine (bench_engine.sh) and
 #     the patch-versus-shim table (bench_patch.py).
 set -u
@@ -122,6 +123,12 @@ echo
 MOE_DECODE_SMS=32 MOE_DECODE_M=1,16,512 "$B/test/gpu_bench_moe_decode" "$B/test/bench_peaks.cubin" >"$work/green" ||
 	exit 1
 grep -v '^ok' "$work/green"
+
+echo
+# What holds those rows on this GPU: the same run's plan kernels with every expert's weights
+# in the L2 (its "own" column: the kernel's own work) against the traffic limit, printed by
+# bench_own.awk.
+awk -f tests/gpu/bench_own.awk "$work/green" || exit 1
 
 echo
 # FP8 decode rows at SM120's MMA count: sm_90 has no FP8 mma.sync, and the bundle's sm_90

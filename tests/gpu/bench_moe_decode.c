@@ -66,6 +66,12 @@
  * each column prints floor / time (1.00 = at the floor).  "limit": read_bw
  * over exactly those bytes, timed the same way (a kernel that only reads
  * them: what launch, ramp and tail leave of the floor at this size).
+ * "own": the plan's kernel (new's; where it keeps the row tile, that tile
+ * padded as old_pad) with every expert's weights and weight scales read
+ * from expert 0's, in one copy: the L2 holds them, so floor / its time is
+ * what the kernel's own work (its instructions, not the DRAM) allows the
+ * row at this size on this GPU (own_time).  Below "limit": the kernel, not
+ * the memory, holds the row here.
  * "old": the row tile the plan picks where it picks no decode kernel
  * (moe_gemm_choose's tm, on its grid and pipeline); "old pad": the same with its dynamic shared
  * memory padded so that this GPU runs no more of its blocks per SM than
@@ -191,6 +197,26 @@ static double timed_ms(CUfunction f, unsigned gx, unsigned gy, unsigned threads,
 	memcpy(slot, &base, sizeof(base));
 	qsort(t, REPS, sizeof(t[0]), cmp_float);
 	return t[REPS / 2];
+}
+
+/*
+ * own_time - timed_ms of @f (as timed_ms' arguments) on the launch @a with
+ * every expert's weights and weight scales read from expert 0's (strides
+ * along E 0) in one copy (@base, no rotation): they then stay in the L2,
+ * and the time is what the kernel's own work takes on this GPU (its
+ * instructions, shared memory and barriers, the activation rows and routing
+ * reads), not the DRAM.  @a's strides are restored.
+ */
+static double own_time(struct moe_gemm_args *a, CUfunction f, unsigned gx, unsigned gy, unsigned threads,
+		       unsigned smem, void **params, CUdeviceptr base)
+{
+	const int64_t se = a->b_stride_e, sse = a->bs_stride_e;
+	double ms;
+
+	a->b_stride_e = 0, a->bs_stride_e = 0;
+	ms = timed_ms(f, gx, gy, threads, smem, params, &a->b, base, 0);
+	a->b_stride_e = se, a->bs_stride_e = sse;
+	return ms;
 }
 
 /* sm_gbs - GB/s per SM of the green context: @bytes streamed in @ms milliseconds. */
@@ -549,7 +575,9 @@ int main(int argc, char **argv)
 	       "kernel the plan picks now (its tile: tn, its rows a pass: rp; W4A16 of 16 rows a pass at K <= 512 the "
 	       "staged one of the tile, moe_gemm_decode_kernel; tn 0 = the row tile kept); d16..d128 "
 	       "each decode tile at 8 rows a pass; r16..r128 each at 16 rows a pass (W4A16), eq = whether the "
-	       "one of moe_gemm_decode_tile's tile wrote the same bytes as 8 rows a pass; us = microseconds\n");
+	       "one of moe_gemm_decode_tile's tile wrote the same bytes as 8 rows a pass; own = the plan's kernel "
+	       "with every expert's weights and weight scales expert 0's (the L2 holds them: its own work, not the "
+	       "DRAM); us = microseconds\n");
 	if (green)
 		printf("# a green line per case: the plan's kernel (new; a row tile padded to SM120's blocks per SM) "
 		       "on a green context of %u SMs: its microseconds, the weight bytes it streamed per second and SM "
@@ -558,9 +586,9 @@ int main(int argc, char **argv)
 		       "sooner than one under full load); then read_bw reading exactly those bytes on the same SMs, "
 		       "timed the same way: what launch, ramp and tail leave there\n",
 		       green_sms, SM120_SM_GBS);
-	printf("%-5s %-6s %-11s %4s %4s %8s %6s %9s %6s %8s %4s %3s %9s %6s %6s %6s %6s %6s %6s %6s %6s %6s %3s%s\n",
+	printf("%-5s %-6s %-11s %4s %4s %8s %6s %9s %6s %8s %4s %3s %9s %6s %6s %6s %6s %6s %6s %6s %6s %6s %3s %6s%s\n",
 	       "model", "half", "quant", "M", "exp", "floor_us", "limit", "old_us", "old", "old_pad", "tn", "rp",
-	       "new_us", "new", "d16", "d32", "d64", "d128", "r16", "r32", "r64", "r128", "eq",
+	       "new_us", "new", "d16", "d32", "d64", "d128", "r16", "r32", "r64", "r128", "eq", "own",
 	       alt ? "    alt    wiring" : "    wiring");
 
 	for (size_t mi = 0; mi < sizeof(models) / sizeof(models[0]); mi++)
@@ -591,6 +619,7 @@ int main(int argc, char **argv)
 					size_t as_n = 0, bs_n = 0, per_scale = 0;
 					double floor_ms, lim_ms, glim_ms = 0, old_ms, pad_ms, new_ms, dn[4], dr[4] = { 0 }, alt_ms = 0, wire = 0;
 					double g_ms = 0;   /* the plan's kernel on the green context */
+					double own_ms = 0; /* the plan's kernel, every expert's weights expert 0's (own_time) */
 					struct moe_gemm_choice choice;
 					int told, tn, rp, eq16 = -1;
 					void *params[] = { &a };
@@ -737,6 +766,8 @@ int main(int argc, char **argv)
 									  th, (unsigned)pad, params, &a.b, wbuf, wbytes);
 						if (green && !choice.tn)
 							g_ms = green_ms(f, gx, gy, th, (unsigned)pad, params, &a.b, wbuf, wbytes);
+						if (!choice.tn)
+							own_ms = own_time(&a, f, gx, gy, th, (unsigned)pad, params, wbuf);
 					}
 					a.stages = 0;
 					a.row_parts = 0;
@@ -782,6 +813,11 @@ int main(int argc, char **argv)
 								  params, &a.b, wbuf, wbytes);
 					else
 						new_ms = !tn ? old_ms : (rp == 16 ? dr : dn)[tn == 16 ? 0 : tn == 32 ? 1 : tn == 64 ? 2 : 3];
+					if (tn)
+						own_ms = own_time(&a, get(mod, pk, 0),
+								  (unsigned)decode_cols(qt->quant, N, K, tn, em, bm, nv),
+								  (unsigned)moe_gemm_decode_blocks(em, bm, nv), MOE_GEMM_THREADS, 0,
+								  params, wbuf);
 					if (green && tn)
 						g_ms = green_ms(get(mod, pk, 0),
 								(unsigned)decode_cols(qt->quant, N, K, tn, em, bm, nv),
@@ -836,13 +872,13 @@ int main(int argc, char **argv)
 					}
 
 					printf("%-5s %-6s %-11s %4d %4d %8.1f %6.2f %9.1f %6.2f %8.2f %4d %3d %9.1f %6.2f %6.2f %6.2f %6.2f "
-					       "%6.2f %6.2f %6.2f %6.2f %6.2f %3d",
+					       "%6.2f %6.2f %6.2f %6.2f %6.2f %3d %6.2f",
 					       md->name, half ? "down" : "gateup", qt->name, M, touched, floor_ms * 1e3,
 					       floor_ms / lim_ms, old_ms * 1e3, floor_ms / old_ms, floor_ms / pad_ms, tn, tn ? rp : 0,
 					       new_ms * 1e3, floor_ms / new_ms, floor_ms / dn[0], floor_ms / dn[1],
 					       floor_ms / dn[2], floor_ms / dn[3], dr[0] > 0 ? floor_ms / dr[0] : 0.0,
 					       dr[1] > 0 ? floor_ms / dr[1] : 0.0, dr[2] > 0 ? floor_ms / dr[2] : 0.0,
-					       dr[3] > 0 ? floor_ms / dr[3] : 0.0, eq16);
+					       dr[3] > 0 ? floor_ms / dr[3] : 0.0, eq16, own_ms > 0 ? floor_ms / own_ms : 0.0);
 					if (alt)
 						printf(" %6.2f", floor_ms / alt_ms);
 					printf(" %9.1e%s\n", wire, tn ? "" : "  (new = old: row tile kept)");

@@ -8,10 +8,11 @@
 # MMA rate marked with their bf16 proxy, the disturbed measurements listed
 # (a plain time over 1.25 times its padded one) and the warning when a
 # fused-MoE launch was not rerouted; and tests/gpu/bench_proxy.awk, bench.sh's
-# FP8 decode rows at SM120's MMA count, on gpu_bench_moe_decode lines written
-# here.  No GPU.  Prints "ok - ..." lines.
+# FP8 decode rows at SM120's MMA count, and tests/gpu/bench_own.awk, what
+# holds each row (the kernel's own work or the memory), on gpu_bench_moe_decode
+# lines written here.  No GPU.  Prints "ok - ..." lines.
 set -u
-echo "1..12"
+echo "1..15"
 out=$(mktemp)
 w=$(mktemp -d)
 trap 'rm -rf "$out" "$w"' EXIT
@@ -88,3 +89,26 @@ if grep -q "^kimi  down   fp8_tensor    16 d128         0.46   0.51   1.11$" "$o
 else echo "not ok - the proxy rows"; sed 's/^/#   /' "$out"; fi
 printf '%s\n%s\n' "$hdr    wiring" "$dec   9.4e-04" >"$w/noalt"
 check "output run without the proxy (no alt column): refused" 1 awk -f tests/gpu/bench_proxy.awk "$w/noalt"
+
+# bench_own.awk: rows with an own column (the plan's kernel, every expert's weights in the L2):
+# a decode row whose own (0.47) is under its limit (0.72): the kernel; a kept row tile (gathered:
+# old_pad 0.55) whose own (0.95) is over its limit (0.87): the memory; the GPU's line gives 40
+# GB/s an SM, 4.2 times an RTX PRO 6000's 9.5.
+cat >"$w/own" <<EOF
+ok - bundled fatbin (100 bytes) loaded
+# a test GPU, 100 SMs; streaming read 4000 GB/s (read_bw, 4 GiB); BLOCK_SIZE_M 128
+$hdr    own    wiring
+$dec   0.47   9.4e-04
+      green: 32 SMs 50.0 us 12.0 GB/s/SM x5090 1.14  read_bw 30.0 us x5090 1.90
+glm   gateup fp8_block     16   94     41.7   0.87      69.4   0.54     0.55    0   0      69.4   0.54   0.61   0.57   0.55   0.50   0.00   0.00   0.00   0.00  -1   0.95   1.1e-03  (new = old: row tile kept)
+EOF
+check "what holds each row is printed" 0 awk -f tests/gpu/bench_own.awk "$w/own"
+if grep -q "^kimi  down   fp8_tensor    16 d128         0.46   0.47   0.72  kernel$" "$out" &&
+	grep -q "^glm   gateup fp8_block     16 rows         0.55   0.95   0.87  memory$" "$out" &&
+	grep -q "^fp8_tensor: 1 of 1 rows held by the kernel$" "$out" &&
+	grep -q "^fp8_block: 0 of 1 rows held by the kernel$" "$out" &&
+	grep -q "^This GPU streams 40.0 GB/s an SM (100 SMs, 4000 GB/s).* 4.2 times" "$out" &&
+	[ "$(grep -c '^kimi\|^glm' "$out")" = 2 ]; then
+	echo "ok - a decode row held by the kernel, a kept row tile by the memory, counted per quantization"
+else echo "not ok - what holds each row"; sed 's/^/#   /' "$out"; fi
+check "output without an own column: refused" 1 awk -f tests/gpu/bench_own.awk "$w/noalt"
