@@ -701,7 +701,12 @@ static inline int moe_gemm_rows_cols(int quant, int tm, int32_t n, int32_t k, in
  * 128 registers on sm_90 with them; three measured 2-4% faster than four without them, H100) */
 #define MOE_DECODE_W4_DEPTH 3
 /* ... on 32-column warps (MOE_DECODE_WARP_N): one, which holds as many W bytes in flight as two
- * of 16 columns (two or more spill on sm_90 with A one step ahead) */
+ * of 16 columns.  Two spill on sm_90 at 16 rows a pass; at 8 (no spill) they ran slower: H200,
+ * gpu_bench_moe_decode, INT4 at TP8, both models and GEMMs, 1 to 64 tokens, as ALT of this build,
+ * two runs: 0.87 to 1.00 the fraction of the floor, 0.97 on average (Kimi K2's down GEMM at one
+ * token 0.13-0.14 against 0.15-0.16).  With every expert's weights in the L2 these kernels ran
+ * only 0.00 to 0.12 of the floor faster (gpu_bench_moe_decode's "own" column, 1 to 64 tokens):
+ * their own work, more than W's latency, holds them */
 #define MOE_DECODE_W4_WIDE_DEPTH 1
 /* The staged W4A16 kernels' largest K (the down GEMM's 192 and 256 at TP8, 512 at TP4): their
  * shared memory holds a pass's A rows, 16 KB at 16 rows a pass */
