@@ -128,7 +128,7 @@ echo
 # What holds those rows on this GPU: the same run's plan kernels with every expert's weights
 # in the L2 (its "own" column: the kernel's own work) against the traffic limit, printed by
 # bench_own.awk.
-awk -f tests/gpu/bench_own.awk "$work/green" || exit 1
+awk -f tests/gpu/decode_rows.awk -f tests/gpu/bench_own.awk "$work/green" || exit 1
 
 echo
 # FP8 decode rows at SM120's MMA count: sm_90 has no FP8 mma.sync, and the bundle's sm_90
@@ -138,7 +138,7 @@ echo
 # bench_proxy.awk.
 MOE_DECODE_QUANT=fp8_tensor,fp8_channel,fp8_block MOE_DECODE_M=1,16,64 "$B/test/gpu_bench_moe_decode" \
 	"$B/test/bench_peaks.cubin" "$B/test/fp8_mma_proxy.fatbin" >"$work/proxy" || exit 1
-awk -f tests/gpu/bench_proxy.awk "$work/proxy" || exit 1
+awk -f tests/gpu/decode_rows.awk -f tests/gpu/bench_proxy.awk "$work/proxy" || exit 1
 
 echo
 # The reference engine at real dimensions, with and without the shim rerouting.

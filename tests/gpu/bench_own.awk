@@ -5,7 +5,8 @@
 # (own: what its own work allows), the traffic limit (limit), and which of own and limit is
 # lower: "kernel" (on this GPU the kernel's own work holds the row below what the memory
 # allows) or "memory".  Then, per quantization, how many rows each holds.  The columns are
-# found by name in the header line; output without an own column prints no row and exits 1.
+# found by name in the header line (decode_rows.awk, read first); output without an own column
+# prints no row and exits 1.
 BEGIN {
 	print "What holds each row on this GPU, fractions of the floor: the plan's kernel with its " \
 	      "weights gathered from DRAM, the same with every expert's weights in the L2 (own: its " \
@@ -21,19 +22,12 @@ BEGIN {
 			gbs = $i
 	}
 }
-$1 == "model" {
-	for (i = 1; i <= NF; i++)
-		col[$i] = i
-	next
-}
-($1 == "kimi" || $1 == "glm") && ("own" in col) {
-	tn = $(col["tn"])
-	got = tn ? $(col["new"]) : $(col["old_pad"])
+case_line() && ("own" in col) {
 	own = $(col["own"])
 	lim = $(col["limit"])
 	held = own < lim ? "kernel" : "memory"
-	printf "%-5s %-6s %-11s %4d %-8s %8.2f %6.2f %6.2f  %s\n", $1, $2, $3, $(col["M"]),
-	       (tn ? "d" tn : "rows"), got, own, lim, held
+	printf "%-5s %-6s %-11s %4d %-8s %8.2f %6.2f %6.2f  %s\n", $1, $2, $3, $(col["M"]), plan_kernel(),
+	       plan_fraction(), own, lim, held
 	if (!($3 in seen))
 		order[++nq] = $3
 	seen[$3]++

@@ -81,14 +81,14 @@ $dec   0.51   9.4e-04
 glm   gateup fp8_block     16   94     41.7   0.87      69.4   0.54     0.55    0   0      69.4   0.54   0.61   0.57   0.55   0.50   0.00   0.00   0.00   0.00  -1   0.60   1.1e-03  (new = old: row tile kept)
       rows:  m16 tiles 0.54 cols 0.54 (gx 8 of 8, parts 2) pad 0.55 same 1
 EOF
-check "the proxy rows are printed" 0 awk -f tests/gpu/bench_proxy.awk "$w/proxy"
+check "the proxy rows are printed" 0 awk -f tests/gpu/decode_rows.awk -f tests/gpu/bench_proxy.awk "$w/proxy"
 if grep -q "^kimi  down   fp8_tensor    16 d128         0.46   0.51   1.11$" "$out" &&
 	grep -q "^glm   gateup fp8_block     16 rows         0.55   0.60   1.09$" "$out" &&
 	[ "$(grep -c '^kimi\|^glm' "$out")" = 2 ]; then
 	echo "ok - a decode row against new, a kept row tile against old_pad, each over the proxy"
 else echo "not ok - the proxy rows"; sed 's/^/#   /' "$out"; fi
 printf '%s\n%s\n' "$hdr    wiring" "$dec   9.4e-04" >"$w/noalt"
-check "output run without the proxy (no alt column): refused" 1 awk -f tests/gpu/bench_proxy.awk "$w/noalt"
+check "output run without the proxy (no alt column): refused" 1 awk -f tests/gpu/decode_rows.awk -f tests/gpu/bench_proxy.awk "$w/noalt"
 
 # bench_own.awk: rows with an own column (the plan's kernel, every expert's weights in the L2):
 # a decode row whose own (0.47) is under its limit (0.72): the kernel; a kept row tile (gathered:
@@ -102,7 +102,7 @@ $dec   0.47   9.4e-04
       green: 32 SMs 50.0 us 12.0 GB/s/SM x5090 1.14  read_bw 30.0 us x5090 1.90
 glm   gateup fp8_block     16   94     41.7   0.87      69.4   0.54     0.55    0   0      69.4   0.54   0.61   0.57   0.55   0.50   0.00   0.00   0.00   0.00  -1   0.95   1.1e-03  (new = old: row tile kept)
 EOF
-check "what holds each row is printed" 0 awk -f tests/gpu/bench_own.awk "$w/own"
+check "what holds each row is printed" 0 awk -f tests/gpu/decode_rows.awk -f tests/gpu/bench_own.awk "$w/own"
 if grep -q "^kimi  down   fp8_tensor    16 d128         0.46   0.47   0.72  kernel$" "$out" &&
 	grep -q "^glm   gateup fp8_block     16 rows         0.55   0.95   0.87  memory$" "$out" &&
 	grep -q "^fp8_tensor: 1 of 1 rows held by the kernel$" "$out" &&
@@ -111,4 +111,4 @@ if grep -q "^kimi  down   fp8_tensor    16 d128         0.46   0.47   0.72  kern
 	[ "$(grep -c '^kimi\|^glm' "$out")" = 2 ]; then
 	echo "ok - a decode row held by the kernel, a kept row tile by the memory, counted per quantization"
 else echo "not ok - what holds each row"; sed 's/^/#   /' "$out"; fi
-check "output without an own column: refused" 1 awk -f tests/gpu/bench_own.awk "$w/noalt"
+check "output without an own column: refused" 1 awk -f tests/gpu/decode_rows.awk -f tests/gpu/bench_own.awk "$w/noalt"
