@@ -202,19 +202,23 @@ static double timed_ms(CUfunction f, unsigned gx, unsigned gy, unsigned threads,
 /*
  * own_time - timed_ms of @f (as timed_ms' arguments) on the launch @a with
  * every expert's weights and weight scales read from expert 0's (strides
- * along E 0) in one copy (@base, no rotation): they then stay in the L2,
- * and the time is what the kernel's own work takes on this GPU (its
- * instructions, shared memory and barriers, the activation rows and routing
- * reads), not the DRAM.  @a's strides are restored.
+ * along E 0) in one copy (@base, no rotation, no MOE_DECODE_FLUSH memset):
+ * they then stay in the L2, and the time is what the kernel's own work
+ * takes on this GPU (its instructions, shared memory and barriers, the
+ * activation rows and routing reads), not the DRAM.  @a's strides are
+ * restored.
  */
 static double own_time(struct moe_gemm_args *a, CUfunction f, unsigned gx, unsigned gy, unsigned threads,
 		       unsigned smem, void **params, CUdeviceptr base)
 {
 	const int64_t se = a->b_stride_e, sse = a->bs_stride_e;
+	const int flush = flush_write;
 	double ms;
 
 	a->b_stride_e = 0, a->bs_stride_e = 0;
+	flush_write = 0;
 	ms = timed_ms(f, gx, gy, threads, smem, params, &a->b, base, 0);
+	flush_write = flush;
 	a->b_stride_e = se, a->bs_stride_e = sse;
 	return ms;
 }
