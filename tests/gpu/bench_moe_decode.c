@@ -809,24 +809,19 @@ int main(int argc, char **argv)
 					}
 					/* the decode kernel the plan launches: the tile's staged one, or the one timed above */
 					const char *pk = tn ? moe_gemm_decode_kernel(qt->quant, tn, rp, K) : NULL;
+					/* its grid */
+					const unsigned pgx = tn ? (unsigned)decode_cols(qt->quant, N, K, tn, em, bm, nv) : 0;
+					const unsigned pgy = (unsigned)moe_gemm_decode_blocks(em, bm, nv);
 
 					if (pk && strcmp(pk, moe_gemm_decode_name(qt->quant, tn, rp)))
-						new_ms = timed_ms(get(mod, pk, 0),
-								  (unsigned)decode_cols(qt->quant, N, K, tn, em, bm, nv),
-								  (unsigned)moe_gemm_decode_blocks(em, bm, nv), MOE_GEMM_THREADS, 0,
-								  params, &a.b, wbuf, wbytes);
+						new_ms = timed_ms(get(mod, pk, 0), pgx, pgy, MOE_GEMM_THREADS, 0, params, &a.b, wbuf,
+								  wbytes);
 					else
 						new_ms = !tn ? old_ms : (rp == 16 ? dr : dn)[tn == 16 ? 0 : tn == 32 ? 1 : tn == 64 ? 2 : 3];
 					if (tn)
-						own_ms = own_time(&a, get(mod, pk, 0),
-								  (unsigned)decode_cols(qt->quant, N, K, tn, em, bm, nv),
-								  (unsigned)moe_gemm_decode_blocks(em, bm, nv), MOE_GEMM_THREADS, 0,
-								  params, wbuf);
+						own_ms = own_time(&a, get(mod, pk, 0), pgx, pgy, MOE_GEMM_THREADS, 0, params, wbuf);
 					if (green && tn)
-						g_ms = green_ms(get(mod, pk, 0),
-								(unsigned)decode_cols(qt->quant, N, K, tn, em, bm, nv),
-								(unsigned)moe_gemm_decode_blocks(em, bm, nv), MOE_GEMM_THREADS, 0, params, &a.b, wbuf,
-								wbytes);
+						g_ms = green_ms(get(mod, pk, 0), pgx, pgy, MOE_GEMM_THREADS, 0, params, &a.b, wbuf, wbytes);
 					if (alt && tn) {
 						/* the plan's kernel in ALT; a build before the staged or the 16-row kernels
 						 * has the unstaged one, or the 8-row one, of the tile */
@@ -835,9 +830,7 @@ int main(int argc, char **argv)
 						if (cuModuleGetFunction(&f, alt, pk) != CUDA_SUCCESS &&
 						    cuModuleGetFunction(&f, alt, moe_gemm_decode_name(qt->quant, tn, rp)) != CUDA_SUCCESS)
 							f = get(alt, moe_gemm_decode_name(qt->quant, tn, 8), 0);
-						alt_ms = timed_ms(f, (unsigned)decode_cols(qt->quant, N, K, tn, em, bm, nv),
-								  (unsigned)moe_gemm_decode_blocks(em, bm, nv), MOE_GEMM_THREADS, 0,
-								  params, &a.b, wbuf, wbytes);
+						alt_ms = timed_ms(f, pgx, pgy, MOE_GEMM_THREADS, 0, params, &a.b, wbuf, wbytes);
 					}
 
 					/* wiring check: the row tile's output against the decode kernel's (tile 16 or the plan's) */
