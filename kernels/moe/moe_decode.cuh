@@ -45,10 +45,14 @@
  * columns c = 2m and 2m + 1 (the warp's 16m + g and 16m + g + 8), each
  * dequantized once for every n8 operand.  W and its scales are fetched
  * shape::WDEPTH steps ahead, A (from L1 or L2, the same bytes for every
- * tile) one step ahead, in registers; the STAGED kernels (moe_gemm.h's
- * MOE_DECODE_STAGED_KERNELS, K up to MOE_DECODE_W4_STAGE_K) copy the pass's
- * A rows into shared memory once, coalesced, and read each x_j there when
- * its step is added (stage_at's layout: no bank conflicts).
+ * tile) one step ahead, in registers.  The STAGED kernels (moe_gemm.h's
+ * MOE_DECODE_STAGED_KERNELS, K up to MOE_DECODE_W4_STAGE_K) swap the
+ * operands: the same pairs of W (column g of each n8 operand, the warp's
+ * columns g and g + 8) are the n8 operand, and a pass's rows, up to two m16
+ * operands, the other, copied into shared memory once at the pass's start
+ * as the very fragments the MMAs take (frag_at), by the same byte permutes;
+ * a warp owns its 16 columns of each tile over the whole of K and stores
+ * their sums from its accumulators (no meeting, no barrier between tiles).
  */
 #ifndef SM120_KERNELS_MOE_DECODE_CUH
 #define SM120_KERNELS_MOE_DECODE_CUH
@@ -90,35 +94,39 @@ struct shape {
 };
 
 /* A block's shared memory: the warps' k partial sums of a pass's column tile
- * (two buffers: tiles alternate), the valid routed ids of the current
- * window of a framework block, in order, for the STAGED kernels the pass's
- * A rows (xs, K up to MOE_DECODE_W4_STAGE_K: stage_at's layout), and, for
- * FP8, each thread's row of W block scales in its current tile (bsr; one
- * register more spilled the FP8 kernels on sm_90). */
+ * (two buffers: tiles alternate), or, for the STAGED kernels, whose warps
+ * keep their sums, the pass's A rows (xs, K up to MOE_DECODE_W4_STAGE_K:
+ * frag_at's layout) in the same bytes; the valid routed ids of the current
+ * window of a framework block, in order, and, for FP8, each thread's row of
+ * W block scales in its current tile (bsr; one register more spilled the FP8
+ * kernels on sm_90). */
 template <int QUANT, int TN, int NP, bool STAGED>
 struct smem {
-	float red[2][MOE_DECODE_KWARPS(QUANT, TN, 8 * NP)][8 * NP][TN];
+	union {
+		float red[2][MOE_DECODE_KWARPS(QUANT, TN, 8 * NP)][8 * NP][TN];
+		uint4 xs[STAGED ? MOE_DECODE_W4_SPASS * MOE_DECODE_W4_STAGE_K / 8 : 1];
+	};
 	int ids[MOE_GEMM_THREADS];
 	int warp_count[MOE_GEMM_THREADS / 32];
 	int bsr[QUANT == MOE_FP8 ? MOE_GEMM_THREADS : 1];
-	uint4 xs[STAGED ? 8 * NP * MOE_DECODE_W4_STAGE_K / 8 : 1];
 	/* the pass's factors for every tile's epilogue (decode's factors): each row's routed
 	 * weight and FP8 per-channel activation scale, the FP8 per-tensor scale */
-	float row_w[8 * NP];
+	float row_w[STAGED ? MOE_DECODE_W4_SPASS : 8 * NP];
 	float row_as[8 * NP];
 	float ts;
 };
 
 /*
- * stage_at - where 16-byte chunk @c (k 8c .. 8c + 7) of k step @st of the
- * pass's row @r lies in smem.xs (@steps k steps a row): the row's steps in
- * order, 16 chunks each, chunk c at c XOR 2 (c >= 8) XOR (r & 1), so that
- * the reads of a quarter warp (rows 2m and 2m + 1, chunks 4q + j, q = 0..3)
- * fall in eight distinct 16-byte bank groups.
+ * frag_at - the STAGED kernels' place in smem.xs of lane @lane's A fragment
+ * (the four registers of one m16n8k16 MMA's m16 operand) for MMA @jt (2j +
+ * t) of k step @st and m16 operand @m (pass rows 16 m .. 16 m + 15): a
+ * step's fragments operand by operand, in MMA order, lane by lane, so that
+ * a warp's 16-byte reads of one MMA's fragment are 512 contiguous bytes (no
+ * bank conflict), operand m + 1 4096 bytes on and step st + 1 8192.
  */
-__device__ __forceinline__ int stage_at(int r, int st, int c, int steps)
+__device__ __forceinline__ int frag_at(int st, int m, int jt, int lane)
 {
-	return (r * steps + st) * 16 + (c ^ (((c >> 3) & 1) << 1) ^ (r & 1));
+	return ((st * 2 + m) * 8 + jt) * 32 + lane;
 }
 
 /*
@@ -253,7 +261,12 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 	enum { MG = S::MG };   /* not a constexpr local: nvcc 13.0 crashed on one (segmentation fault) */
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const int wn = warp % S::WN, kg = warp / S::WN;    /* the warp's 16 MG columns and k slice */
-	static_assert(!STAGED || QUANT == MOE_W4A16, "staged kernels are W4A16's");
+	static_assert(!STAGED || (QUANT == MOE_W4A16 && MG == 1 && NP == 2 && S::WK == 1),
+		      "staged kernels are W4A16's, of 16-column warps over all of K");
+	/* routed rows a pass: the STAGED kernels' two m16 operands, else NP n8 ones */
+	enum { PASS = STAGED ? MOE_DECODE_W4_SPASS : S::PASS };
+	/* W4A16: W steps in flight */
+	enum { WD = STAGED ? MOE_DECODE_W4_SDEPTH : S::WDEPTH };
 
 	if (STAGED && a.K > MOE_DECODE_W4_STAGE_K)
 		__trap();   /* xs cannot hold the rows: a launch moe_gemm_decode_kernel never makes */
@@ -528,14 +541,26 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 	 * every tile; a second step of A in flight spills the 128-column kernel on sm_90; each
 	 * 16 bytes of A refilled as soon as taken, under the step's MMAs, ran 0.81 to 1.00 the
 	 * fraction of the floor, 0.89 on average: H200, INT4, 8 rows a pass, both models and
-	 * GEMMs, 1 to 64 tokens, two runs each way), or, STAGED, A copied into xs at the pass's
-	 * start and read there at each step */
+	 * GEMMs, 1 to 64 tokens, two runs each way).
+	 * STAGED (K up to MOE_DECODE_W4_STAGE_K, the down GEMM): up to MOE_DECODE_W4_SPASS rows a pass, and W
+	 * is the n8 operand, the rows the m16 one (two of them), so that each W fragment
+	 * dequantized serves every row of the pass.  The rows are copied into xs at the pass's
+	 * start, already as fragments (frag_at: one 16-byte read a lane and MMA), and the
+	 * warp's sums leave straight from its accumulators (store_tile): the warp owns its 16
+	 * columns of every tile over all of K (WK 1), so no partial sums meet and no barrier
+	 * stands between tiles.  Against the kernel of 16 rows a pass that read its rows from xs
+	 * as n8 operands: ncu, H200, GLM-4.7's down GEMM at 512 tokens, 95 M warp instructions,
+	 * of them 13% dequantizing, the rest the pass's meeting, its epilogue and the reads of
+	 * A around each fragment */
 	auto pass4 = [&](int64_t e, int r0, int nr) {
 		const unsigned char *wexp = (const unsigned char *)a.b + e * a.b_stride_e;
 		const uint16_t *sexp = (const uint16_t *)a.b_scale + e * a.bs_stride_e;
 		const int gshift = __ffs(a.group_size) - 1;   /* group_size: a power of two >= 32 */
 		const pass_rows<NP> xr = rows_of(r0, nr);
+		const int nm = (nr + 15) / 16;   /* STAGED: the m16 operands that hold rows */
 		int wt = 0, wi = 0, xt = 0, xi = 0;   /* the next W and A steps to fetch: tile, step */
+		wstep4<MG> wb[WD];   /* step j of the sequence in wb[j % WD] */
+		xstep4<NP> xb;               /* its A (STAGED: in xs) */
 
 		/* W and scales of the warp's next step (tile wt, step kg + wi WK of K); none past the last */
 		/* the W and scale rows of the lane's first column of tile wt (its column c, c < 2 MG,
@@ -586,29 +611,44 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 				xi = 0, xt++;
 		};
 
-		/* d += the products of one step: W dequantized word by word, eight MMAs per n8 operand
-		 * that holds rows and 16-column group m of the warp (d[m]) */
-		auto dots = [&](float (&d)[MG][NP][4], const wstep4<MG> &w, auto &&x_of) {
-			__nv_bfloat162 sc[2 * MG];
-
+		/* the scales of the lane's columns in a step, as bf16 pairs */
+		auto scales = [&](__nv_bfloat162 (&sc)[2 * MG], const wstep4<MG> &w) {
 #pragma unroll
 			for (int c = 0; c < 2 * MG; c++)
 				sc[c] = __bfloat162bfloat162(__ushort_as_bfloat16((unsigned short)w.s[c]));
+		};
+
+		/* the bf16 pairs (k s, k s + 4), s = 0..3, of word j of each of the lane's columns
+		 * c (wf[c][s]), its scales @sc */
+		auto dequant = [&](uint32_t (&wf)[2 * MG][4], const wstep4<MG> &w, const __nv_bfloat162 (&sc)[2 * MG],
+				   int j) {
+#pragma unroll
+			for (int c = 0; c < 2 * MG; c++)
+#pragma unroll
+				for (int p = 0; p < 4; p++)
+					wf[c][p] = w4_pair(w.w[c][j] >> (4 * p), sc[c]);
+		};
+
+		/* d += the products of one step: W dequantized word by word, eight MMAs per n8 operand
+		 * that holds rows and 16-column group m of the warp (d[m]) */
+		auto dots = [&](float (&d)[MG][NP][4], const wstep4<MG> &w) {
+			__nv_bfloat162 sc[2 * MG];
+
+			scales(sc, w);
 #pragma unroll
 			for (int j = 0; j < 4; j++) {
-				uint32_t wf[2 * MG][4];   /* column c's pairs (k s, k s + 4), s = 0..3, of word j */
+				uint32_t wf[2 * MG][4];
 
-#pragma unroll
-				for (int c = 0; c < 2 * MG; c++)
-#pragma unroll
-					for (int p = 0; p < 4; p++)
-						wf[c][p] = w4_pair(w.w[c][j] >> (4 * p), sc[c]);
+				dequant(wf, w, sc, j);
 #pragma unroll
 				for (int f = 0; f < NP; f++) {
 					if (f >= xr.nf)
 						continue;
 					uint32_t xj[4];
-					x_of(f, j, xj);
+
+#pragma unroll
+					for (int u = 0; u < 4; u++)
+						xj[u] = xb.x[f][j][u];
 					const uint32_t xp[4] = { __byte_perm(xj[0], xj[2], 0x5410), __byte_perm(xj[0], xj[2], 0x7632),
 								 __byte_perm(xj[1], xj[3], 0x5410), __byte_perm(xj[1], xj[3], 0x7632) };
 #pragma unroll
@@ -624,54 +664,116 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 			}
 		};
 
-		/* step j of the sequence in wb[j % WDEPTH], its A in xb */
-		wstep4<MG> wb[S::WDEPTH];
-		xstep4<NP> xb;
+		/* STAGED: d[m][c] += the products of one step for the pass's m16 operand m and the
+		 * lane's n8 operand c (columns 8 c .. 8 c + 7 of the warp's 16), in the order of
+		 * dots' (word j, then MMA t); A's fragments from xs, the step's first of the lane at
+		 * shared address @xa (frag_at) */
+		auto sdots = [&](float (&d)[2][NP][4], const wstep4<MG> &w, uint32_t xa) {
+			__nv_bfloat162 sc[2 * MG];
+
+			scales(sc, w);
 #pragma unroll
-		for (int d = 0; d < S::WDEPTH; d++)
+			for (int j = 0; j < 4; j++) {
+				uint32_t wf[2 * MG][4];
+
+				dequant(wf, w, sc, j);
+#pragma unroll
+				for (int t = 0; t < 2; t++)
+#pragma unroll
+					for (int m = 0; m < 2; m++) {
+						if (m >= nm)
+							continue;
+						const uint4 v = lds128(xa + (m * 8 + 2 * j + t) * 512);
+						const uint32_t af[4] = { v.x, v.y, v.z, v.w };
+
+#pragma unroll
+						for (int c = 0; c < 2; c++)
+							mma_bf16(d[m][c], af, wf[c][2 * t], wf[c][2 * t + 1]);
+					}
+			}
+		};
+
+		/* STAGED: tile @t's sums of the warp's columns straight from its accumulators (d[m][c]:
+		 * rows 16 m + g and 16 m + g + 8 of the pass, columns 8 c + 2q and 8 c + 2q + 1 of the
+		 * warp's 16) through the epilogue's values and pair stores, as the meeting's epilogue
+		 * does with the same sums */
+		auto store_tile = [&](const float (&d)[2][NP][4], int t) {
+#pragma unroll
+			for (int m = 0; m < 2; m++)
+#pragma unroll
+				for (int h = 0; h < 2; h++) {
+					const int row = 16 * m + g + 8 * h;
+
+					if (row >= nr)
+						continue;
+					const int id = sm.ids[r0 + row];
+					const float w = a.mul_routed_weight ? sm.row_w[row] : 1.0f;
+
+#pragma unroll
+					for (int c = 0; c < 2; c++) {
+						const int n = tile_n0(t) + wn * 16 + 8 * c + 2 * q;
+						const float x[2] = { d[m][c][2 * h], d[m][c][2 * h + 1] };
+						float cw[2], v[2];
+
+						if (n >= a.N)
+							continue;
+						moe_epilogue::values<QUANT, 2>(a, x, e, n, 1.0f, 1.0f, w, cw, v);
+						moe_epilogue::store_pair(a, id, n, v);
+					}
+				}
+		};
+
+#pragma unroll
+		for (int d = 0; d < WD; d++)
 			fetch_w(wb[d]);
 		factors(e, r0, nr);
+		uint32_t xa0 = 0;   /* STAGED: the lane's first fragment (frag_at(0, 0, 0, lane)) */
 		if (STAGED) {
-			/* the rows of the pass's n8 operands into xs (under the first W steps' loads), 16
-			 * bytes a thread at a time; zeros past K and for the rows past nr */
-			for (int i = threadIdx.x; i < 8 * xr.nf * steps * 16; i += MOE_GEMM_THREADS) {
-				const int r = i / (steps * 16), st = i / 16 % steps, c = i % 16, k = st * 128 + 8 * c;
+			/* the pass's rows as m16 fragments (frag_at), under the first W steps' loads: the
+			 * 16 bytes of a row at k 8 j .. 8 j + 7 of lane quad q's 32 in step st are the
+			 * row's half (word (r & 8) / 8 of the low-k pair, 2 + that of the high) of MMA 2j's
+			 * and MMA 2j + 1's fragments of lane 4 (r & 7) + q, by the byte permutes of dots;
+			 * zeros past K and for the rows past nr */
+			uint32_t *xw = (uint32_t *)sm.xs;
+
+			for (int i = threadIdx.x; i < 16 * nm * steps * 16; i += MOE_GEMM_THREADS) {
+				const int r = i / (steps * 16), c = i % (steps * 16), k = (c >> 4) * 128 + 8 * (c & 15);
+				const int f0 = 4 * frag_at(c >> 4, r >> 4, 2 * (c & 3), 4 * (r & 7) + ((c >> 2) & 3)) +
+					       ((r >> 3) & 1);
 				uint4 v = make_uint4(0u, 0u, 0u, 0u);
 
 				if (r < nr && k < a.K)
 					v = ldg16((const unsigned char *)a.a +
 						  ((int64_t)(sm.ids[r0 + r] / a.top_k) * a.a_stride_m + k) * 2);
-				sm.xs[stage_at(r, st, c, steps)] = v;
+				xw[f0] = __byte_perm(v.x, v.z, 0x5410);
+				xw[f0 + 2] = __byte_perm(v.x, v.z, 0x7632);
+				xw[f0 + 4 * 32] = __byte_perm(v.y, v.w, 0x5410);   /* MMA 2j + 1: 32 fragments on */
+				xw[f0 + 4 * 32 + 2] = __byte_perm(v.y, v.w, 0x7632);
 			}
 			__syncthreads();
+			xa0 = smem_u32(&sm.xs[frag_at(0, 0, 0, lane)]);
 		}
 		fetch_x(xb);
-		float acc[MG][NP][4] = {};
+		float acc[STAGED ? 2 : MG][NP][4] = {};
 		int t = 0, i = 0;
 
-		ring<S::WDEPTH>(ntl * nst, [&](auto slot) {
+		ring<WD>(ntl * nst, [&](auto slot) {
 			constexpr int sl = decltype(slot)::value;
 
-			if (STAGED)
-				/* this step's A rows from xs: k 32 q + 8 j .. of step kg + i WK */
-				dots(acc, wb[sl], [&](int f, int j, uint32_t (&x)[4]) {
-					const uint4 v = sm.xs[stage_at(g + 8 * f, kg + i * S::WK, 4 * q + j, steps)];
-
-					x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
-				});
+			if constexpr (STAGED)
+				sdots(acc, wb[sl], xa0 + (uint32_t)i * 8192u);   /* step i: frag_at(i, 0, 0, lane) */
 			else
-				dots(acc, wb[sl], [&](int f, int j, uint32_t (&x)[4]) {
-#pragma unroll
-					for (int u = 0; u < 4; u++)
-						x[u] = xb.x[f][j][u];
-				});
+				dots(acc, wb[sl]);
 			fetch_w(wb[sl]);
 			fetch_x(xb);
 			if (++i == nst) {
-				meet(acc, e, r0, nr, t++);
+				if constexpr (STAGED)
+					store_tile(acc, t++);
+				else
+					meet(acc, e, r0, nr, t++);
 				i = 0;
 #pragma unroll
-				for (int m = 0; m < MG; m++)
+				for (int m = 0; m < (STAGED ? 2 : MG); m++)
 #pragma unroll
 					for (int f = 0; f < NP; f++)
 #pragma unroll
@@ -679,8 +781,9 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 							acc[m][f][j] = 0.0f;
 			}
 		});
-		for (; t < ntl; t++)   /* a warp without k steps: zeros at every tile's meeting */
-			meet(acc, e, r0, nr, t);
+		if constexpr (!STAGED)
+			for (; t < ntl; t++)   /* a warp without k steps: zeros at every tile's meeting */
+				meet(acc, e, r0, nr, t);
 	};
 
 	/* the framework blocks of this block, one copy per FP8 scale treatment (BLOCK: per step) */
@@ -715,8 +818,8 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 			for (int w0 = 0; w0 < rows; w0 += S::WINDOW) {
 				const int cnt = gather(a, sm, fb, base, w0, rows, ntpp, sid0);
 
-				for (int r0 = 0; r0 < cnt; r0 += S::PASS) {
-					const int nr = cnt - r0 < S::PASS ? cnt - r0 : S::PASS;
+				for (int r0 = 0; r0 < cnt; r0 += PASS) {
+					const int nr = cnt - r0 < PASS ? cnt - r0 : PASS;
 
 					if (e < 0)
 						zeros(r0, nr);

@@ -709,8 +709,12 @@ static inline int moe_gemm_rows_cols(int quant, int tm, int32_t n, int32_t k, in
  * their own work, more than W's latency, holds them */
 #define MOE_DECODE_W4_WIDE_DEPTH 1
 /* The staged W4A16 kernels' largest K (the down GEMM's 192 and 256 at TP8, 512 at TP4): their
- * shared memory holds a pass's A rows, 16 KB at 16 rows a pass */
+ * shared memory holds a pass's A rows, 32 KB at MOE_DECODE_W4_SPASS rows */
 #define MOE_DECODE_W4_STAGE_K 512
+/* ... their routed rows a pass: two m16 operands (W is their n8 operand) */
+#define MOE_DECODE_W4_SPASS 32
+/* ... and their W steps in flight */
+#define MOE_DECODE_W4_SDEPTH 2
 #define MOE_DECODE_STEP_K(quant) ((quant) == MOE_BF16 ? 64 : 128)
 /* Bytes of W per column (the weights a decode kernel streams; not the scales). */
 #define MOE_DECODE_WBYTES(quant, k) \
@@ -741,24 +745,30 @@ static inline int moe_gemm_decode_has(int quant)
 }
 
 /*
- * The staged W4A16 decode kernel (moe_gemm_w4a16_d128_r16_s): the same as
- * moe_gemm_w4a16_d128_r16 (same grid, the same sums in the same order), but
- * a pass's A rows are copied into shared memory once, coalesced, and every
- * tile's warps read them there instead of through L1, where the eight warps
- * re-read them for each tile (a warp of 16 columns reads 4 KB of A a k step
- * against its 1 KB of W: ncu, Kimi K2 gate/up at 1024 tokens on 16 rows a
- * pass, L1/TEX 81% busy against DRAM 29%).  For K up to
- * MOE_DECODE_W4_STAGE_K only (the down GEMM; it traps on a longer K):
- * moe_gemm_decode_kernel picks it.  Measured on an H200 (gpu_bench_moe_decode,
- * INT4 down GEMM at TP8, against the unstaged kernel in the same run): Kimi
- * K2 at 512, 1024 and 1536 tokens 0.30, 0.17 and 0.12 of the floor against
- * 0.25, 0.14 and 0.10; GLM-4.7 at 256 and 512 tokens 0.16 and 0.09 against
- * 0.15 and 0.08.  At 8 rows a pass the 128-column kernel's 32-column warps
- * (MOE_DECODE_WARP_N) halve A's bytes instead, and were faster than a staged
- * 8-row kernel of 16-column warps (H200, one run: Kimi K2's down GEMM at 16,
- * 64 and 256 tokens 0.43, 0.50 and 0.40 of the floor against 0.38, 0.45 and
- * 0.38, GLM-4.7's at 16 and 64 tokens 0.28 and 0.31 against 0.25 and 0.28),
- * which is therefore gone.
+ * The staged W4A16 decode kernel (moe_gemm_w4a16_d128_r16_s), for K up to
+ * MOE_DECODE_W4_STAGE_K (the down GEMM; it traps on a longer K;
+ * moe_gemm_decode_kernel picks it for the triple of moe_gemm_w4a16_d128_r16):
+ * the same grid and the same sums as that kernel, in the same order, to the
+ * bit (gpu_bench_moe_decode's "eq"), but computed the other way round.  A
+ * pass takes up to MOE_DECODE_W4_SPASS routed rows, copied into shared
+ * memory once as the m16 operands of its MMAs (two of them), and W is the
+ * n8 operand: each W fragment dequantized serves every row of the pass, and
+ * each warp owns 16 columns of every tile over the whole of K, so it writes
+ * its sums straight from its accumulators, without the partial sums'
+ * meeting in shared memory and its barrier at every tile.  Against the
+ * kernel before it (the rows read from shared memory as two n8 operands, 16
+ * a pass, a meeting a tile), measured on an H200 (gpu_bench_moe_decode, INT4
+ * down GEMM at TP8, both builds alternating, two runs): Kimi K2 at 512 and
+ * 1024 tokens 0.39 and 0.32 of the floor against 0.30 and 0.17-0.18,
+ * GLM-4.7 at 256 and 512 0.24 and 0.16 against 0.16-0.17 and 0.09; on 32
+ * SMs (MOE_DECODE_SMS, an RTX 5090's share of DRAM a SM) GLM-4.7's at 512
+ * streamed 0.72 of that share against 0.38, Kimi K2's 1.35 against 1.04.
+ * ncu (H200, GLM-4.7's at 512 tokens): 48.8 M warp instructions against
+ * 95.4 M, dequantization the largest part.  Where an expert gets 8 rows or
+ * fewer the 128-column kernel of 32-column warps stays ahead of it (Kimi
+ * K2's at 64 and 128 tokens 0.49-0.50 and 0.48 against 0.41 and 0.42):
+ * moe_gemm_decode_rows.  Its W steps in flight: MOE_DECODE_W4_SDEPTH (three
+ * and four ran within 0.01 of two: H200, 256 to 1024 tokens, two runs).
  */
 #define MOE_DECODE_STAGED_KERNELS(X) X(MOE_W4A16, 128, 16, moe_gemm_w4a16_d128_r16_s)
 
@@ -996,6 +1006,14 @@ static inline int moe_gemm_decode_tile(int quant, int32_t n, int32_t k, int32_t 
  *     rows: since its W scales stopped waiting on their loads (H200, one
  *     run) it ran Kimi's gate/up at 2048 and 4096 tokens (43 and 85 rows)
  *     in 1126 and 2094 us against the decode kernels' 1251 and 2202;
+ *     on K up to MOE_DECODE_W4_STAGE_K (the down GEMM, on the staged
+ *     kernel: MOE_DECODE_STAGED_KERNELS), MOE_DECODE_W4_SHORT_ROWS instead:
+ *     measured on an H200 (gpu_bench_moe_decode, BLOCK_SIZE_M 128, the
+ *     decode kernels at every count against the row tiles, two runs) Kimi
+ *     K2's at 2048 and 4096 tokens (43 and 85 rows) ran 0.17 and 0.10 of
+ *     the floor against 0.12 and 0.08, GLM-4.7's at 1024 and 1536 (51 and
+ *     77) 0.10 and 0.07 on both, at 2048 and 4096 (102 and 205) 0.06 and
+ *     0.03 against 0.07 and 0.04;
  *   on a short K (moe_gemm_short_k: the down GEMM), MOE_DECODE_SHORT_ROWS
  *     (the estimate, which counts E + 1 lists: Kimi K2's 4 rows an expert
  *     are 3): the four-warp 16-row tiles (moe_gemm_rows_tile; FP8's in its
@@ -1057,6 +1075,7 @@ static inline int moe_gemm_decode_tile(int quant, int32_t n, int32_t k, int32_t 
  * tokens).  (Row mode, one routed row per block, always is.)  Pure, plain C.
  */
 #define MOE_DECODE_W4_ROWS 40
+#define MOE_DECODE_W4_SHORT_ROWS 96
 #define MOE_DECODE_SHORT_ROWS 3
 #define MOE_DECODE_LONG_ROWS 4
 #define MOE_DECODE_FP8_LONG_VALID 40
@@ -1067,7 +1086,8 @@ static inline int moe_gemm_decode_wanted(int quant, int32_t block_m, int32_t num
 	if (!moe_gemm_decode_has(quant))
 		return 0;
 	if (quant == MOE_W4A16)
-		return per <= MOE_DECODE_W4_ROWS || block_m % 64;
+		return per <= (k <= MOE_DECODE_W4_STAGE_K ? MOE_DECODE_W4_SHORT_ROWS : MOE_DECODE_W4_ROWS) ||
+		       block_m % 64;
 	if (moe_gemm_short_k(quant, k))
 		return per <= MOE_DECODE_SHORT_ROWS;
 	return per <= MOE_DECODE_LONG_ROWS && (quant != MOE_FP8 || num_valid < MOE_DECODE_FP8_LONG_VALID);

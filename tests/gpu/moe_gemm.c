@@ -115,9 +115,11 @@
  * and windows, experts on another rank, grid (2, 3) and row mode.  The
  * kernels of 32-column warps (MOE_DECODE_WARP_N) on a longer K and on the
  * down GEMM's short one.  The staged W4A16 kernel (flag STG,
- * moe_gemm_w4a16_d128_r16_s, K up to 512): K inside one 128-k step, ending
- * inside one, and 512, several passes and windows, other ranks, grid (2,
- * 3), row mode.
+ * moe_gemm_w4a16_d128_r16_s, K up to 512, up to 32 rows a pass as two m16
+ * operands, W the n8 one): K inside one 128-k step, ending inside one, and
+ * 512, passes on both m16 operands (the second partly rows, about 29 an
+ * expert) and on one, several passes and windows, other ranks, grid (2, 3),
+ * row mode.
  *
  * Flags P1 and P2 launch the row tiles with args.row_parts 1 and 2 (grid
  * y moe_gemm_rows_grid: a row block per framework block, or two, each
@@ -330,8 +332,9 @@ static const struct tcase cases[] = {
 	{ W4, DEC(128), 33, 4, 8, 201, 512, 32, 0, 64, BIAS | PAD | OFF | GRID3 },
 	{ W4, DEC(128), 300, 8, 9, 384, 320, 512, 0, 128, RW | BIAS | PAD | SAMPLE },
 	{ W4, DEC(128), 3, 8, 12, 199, 448, 16, 0, 32, NAIVE | RW | PAD | OFF },
-	/* the staged W4A16 decode kernel (16 rows a pass, A rows in shared memory, K <= 512): K
-	   inside one step (64) and ending inside one (192, 448), K 512 (the most it holds),
+	/* the staged W4A16 decode kernel (up to 32 rows a pass, in shared memory as two m16
+	   operands, K <= 512): K inside one step (64) and ending inside one (192, 448), K 512 (the
+	   most it holds), 29 rows an expert (both operands, the second partly), 2 or 3 (one),
 	   several passes and windows, odd N, experts on another rank, short and dropped rows,
 	   grid (2, 3) and row mode */
 	{ W4, DEC(128), 33, 8, 9, 200, 64, 128, 0, 32, STG | R16 | RW | PAD },

@@ -1084,8 +1084,8 @@ static void test_moe_decisions(void **state)
 		{ MOE_BF16, 128, 192, 385, 256, 1 },  /* bf16's down GEMM alike */
 		/* W4A16: up to 40 rows an expert (GLM-4.7's 768 tokens: 38.4; not its 1024: 51, nor Kimi
 		   K2's 2048: 42.7), gate/up and down alike, 16 rows a pass past 8 rows an expert (Kimi
-		   K2's 512 tokens: 10.7); beyond, the row tiles: GLM-4.7's gate/up (N 384) at 51 rows an
-		   expert and Kimi K2's down GEMM at 42.7 on the 64-row one, Kimi's gate/up on the 128 */
+		   K2's 512 tokens: 10.7); beyond, the row tiles on the gate/up's long K: GLM-4.7's (N 384)
+		   at 51 rows an expert on the 64-row one, Kimi's on the 128 */
 		{ MOE_W4A16, 128, 1, 161, 5120, 1 },
 		{ MOE_W4A16, 128, 512, 161, 5120, 1 },
 		{ MOE_W4A16, 16, 512, 161, 192, 1 },
@@ -1096,15 +1096,24 @@ static void test_moe_decisions(void **state)
 		/* ... at any count where no 64-row tile fits (BLOCK_SIZE_M 32: Kimi's down GEMM at 8192
 		   tokens, 170 rows an expert, and its gate/up at 4096, 85); where the 64-row one does
 		   (BLOCK_SIZE_M 64) only up to 40 rows, as at 128 (Kimi's gate/up at 1024 tokens, 21;
-		   not at 2048 or 4096, nor its down GEMM, nor GLM's gate/up, N 384) */
+		   not at 2048 or 4096, nor GLM's gate/up, N 384) */
 		{ MOE_W4A16, 32, 8192, 385, 256, 1 },
 		{ MOE_W4A16, 32, 4096, 385, 7168, 1 },
 		{ MOE_W4A16, 64, 1024, 385, 7168, 1 },
 		{ MOE_W4A16, 64, 2048, 385, 7168, 0 },
 		{ MOE_W4A16, 64, 4096, 385, 7168, 0 },
 		{ MOE_W4A16, 64, 8192, 385, 7168, 0 },
-		{ MOE_W4A16, 64, 2048, 385, 256, 0 },
 		{ MOE_W4A16, 64, 1024, 161, 5120, 0 },
+		/* ... but on the down GEMM's short K (the staged kernel) up to 96 rows an expert
+		   (MOE_DECODE_W4_SHORT_ROWS), at any BLOCK_SIZE_M: Kimi K2's at 2048 and 4096 tokens
+		   (42 and 85, estimated), GLM-4.7's at 1536 (76), not at 2048 (101) */
+		{ MOE_W4A16, 64, 2048, 385, 256, 1 },
+		{ MOE_W4A16, 128, 2048, 385, 256, 1 },
+		{ MOE_W4A16, 128, 4096, 385, 256, 1 },
+		{ MOE_W4A16, 128, 1536, 161, 192, 1 },
+		{ MOE_W4A16, 128, 2048, 161, 192, 0 },
+		{ MOE_W4A16, 128, 1536, 161, 512, 1 },   /* K 512: the most the staged kernel holds */
+		{ MOE_W4A16, 128, 1536, 161, 544, 0 },
 	};
 
 	for (i = 0; i < sizeof(wanted) / sizeof(wanted[0]); i++) {   /* a failure prints 0x<row><wanted> */
