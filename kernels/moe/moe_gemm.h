@@ -769,6 +769,13 @@ static inline int moe_gemm_decode_has(int quant)
  * K2's at 64 and 128 tokens 0.49-0.50 and 0.48 against 0.41 and 0.42):
  * moe_gemm_decode_rows.  Its W steps in flight: MOE_DECODE_W4_SDEPTH (three
  * and four ran within 0.01 of two: H200, 256 to 1024 tokens, two runs).
+ * On the gate/up's long K, its rows restaged at every 512 k of each tile
+ * (two barriers a chunk) and the plan on its 128-column tile from 9 rows an
+ * expert, it ran slower than the 32-column kernel of 16 rows a pass (H200,
+ * two runs: GLM-4.7 at 256 and 512 tokens 0.28 and 0.18 of the floor
+ * against 0.32 and 0.20, Kimi K2 at 512 0.37 against 0.45-0.46, equal at
+ * 1024) and than the row tiles past 40 rows (Kimi K2 at 4096 tokens 0.08
+ * against 0.13): not kept.
  */
 #define MOE_DECODE_STAGED_KERNELS(X) X(MOE_W4A16, 128, 16, moe_gemm_w4a16_d128_r16_s)
 
