@@ -130,6 +130,20 @@ __device__ __forceinline__ int frag_at(int st, int m, int jt, int lane)
 }
 
 /*
+ * a_pairs - the bf16 pairs of eight consecutive k of an A row (@x: k 2u and
+ * 2u + 1 in x[u]) in the k order of a W word's pairs (w4_pair of w >> 4s:
+ * k s and s + 4): p[2t] = (k 2t, 2t + 4) and p[2t + 1] = (k 2t + 1, 2t + 5),
+ * the low-k and high-k registers of MMA t of the word.
+ */
+__device__ __forceinline__ void a_pairs(const uint32_t x[4], uint32_t p[4])
+{
+	p[0] = __byte_perm(x[0], x[2], 0x5410);
+	p[1] = __byte_perm(x[0], x[2], 0x7632);
+	p[2] = __byte_perm(x[1], x[3], 0x5410);
+	p[3] = __byte_perm(x[1], x[3], 0x7632);
+}
+
+/*
  * One k step of a lane in registers: its 16 bytes of each half h of W
  * columns g and g + 8 of the warp (w[c][h]) and of rows g + 8 f of the
  * pass (x[f][h], one per n8 operand f); FP8 block scales: the activation
@@ -542,16 +556,16 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 	 * 16 bytes of A refilled as soon as taken, under the step's MMAs, ran 0.81 to 1.00 the
 	 * fraction of the floor, 0.89 on average: H200, INT4, 8 rows a pass, both models and
 	 * GEMMs, 1 to 64 tokens, two runs each way).
-	 * STAGED (K up to MOE_DECODE_W4_STAGE_K, the down GEMM): up to MOE_DECODE_W4_SPASS rows a pass, and W
-	 * is the n8 operand, the rows the m16 one (two of them), so that each W fragment
-	 * dequantized serves every row of the pass.  The rows are copied into xs at the pass's
-	 * start, already as fragments (frag_at: one 16-byte read a lane and MMA), and the
+	 * STAGED (K up to MOE_DECODE_W4_STAGE_K, the down GEMM): up to MOE_DECODE_W4_SPASS rows
+	 * a pass, and W is the n8 operand, the rows the m16 one (two of them), so that each W
+	 * fragment dequantized serves every row of the pass.  The rows are copied into xs at the
+	 * pass's start, already as fragments (frag_at: one 16-byte read a lane and MMA), and the
 	 * warp's sums leave straight from its accumulators (store_tile): the warp owns its 16
 	 * columns of every tile over all of K (WK 1), so no partial sums meet and no barrier
-	 * stands between tiles.  Against the kernel of 16 rows a pass that read its rows from xs
-	 * as n8 operands: ncu, H200, GLM-4.7's down GEMM at 512 tokens, 95 M warp instructions,
-	 * of them 13% dequantizing, the rest the pass's meeting, its epilogue and the reads of
-	 * A around each fragment */
+	 * stands between tiles.  ncu, H200, GLM-4.7's down GEMM at 512 tokens: 48.8 M warp
+	 * instructions, against 95.4 M for the kernel before, of 16 rows a pass read from xs as
+	 * n8 operands (13% of them dequantizing, the rest the meetings, their epilogues and the
+	 * reads of A around each fragment) */
 	auto pass4 = [&](int64_t e, int r0, int nr) {
 		const unsigned char *wexp = (const unsigned char *)a.b + e * a.b_stride_e;
 		const uint16_t *sexp = (const uint16_t *)a.b_scale + e * a.bs_stride_e;
@@ -560,7 +574,7 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 		const int nm = (nr + 15) / 16;   /* STAGED: the m16 operands that hold rows */
 		int wt = 0, wi = 0, xt = 0, xi = 0;   /* the next W and A steps to fetch: tile, step */
 		wstep4<MG> wb[WD];   /* step j of the sequence in wb[j % WD] */
-		xstep4<NP> xb;               /* its A (STAGED: in xs) */
+		xstep4<NP> xb;       /* its A (STAGED: in xs) */
 
 		/* W and scales of the warp's next step (tile wt, step kg + wi WK of K); none past the last */
 		/* the W and scale rows of the lane's first column of tile wt (its column c, c < 2 MG,
@@ -611,46 +625,38 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 				xi = 0, xt++;
 		};
 
-		/* the scales of the lane's columns in a step, as bf16 pairs */
-		auto scales = [&](__nv_bfloat162 (&sc)[2 * MG], const wstep4<MG> &w) {
+		/* @body(j, wf) for each word j of step @w, wf[c][s] its bf16 pairs (k s, k s + 4), s =
+		 * 0..3, of the lane's column c, scaled (w4_pair) */
+		auto words = [&](const wstep4<MG> &w, auto &&body) {
+			__nv_bfloat162 sc[2 * MG];
+
 #pragma unroll
 			for (int c = 0; c < 2 * MG; c++)
 				sc[c] = __bfloat162bfloat162(__ushort_as_bfloat16((unsigned short)w.s[c]));
-		};
+#pragma unroll
+			for (int j = 0; j < 4; j++) {
+				uint32_t wf[2 * MG][4];
 
-		/* the bf16 pairs (k s, k s + 4), s = 0..3, of word j of each of the lane's columns
-		 * c (wf[c][s]), its scales @sc */
-		auto dequant = [&](uint32_t (&wf)[2 * MG][4], const wstep4<MG> &w, const __nv_bfloat162 (&sc)[2 * MG],
-				   int j) {
 #pragma unroll
-			for (int c = 0; c < 2 * MG; c++)
+				for (int c = 0; c < 2 * MG; c++)
 #pragma unroll
-				for (int p = 0; p < 4; p++)
-					wf[c][p] = w4_pair(w.w[c][j] >> (4 * p), sc[c]);
+					for (int p = 0; p < 4; p++)
+						wf[c][p] = w4_pair(w.w[c][j] >> (4 * p), sc[c]);
+				body(j, wf);
+			}
 		};
 
 		/* d += the products of one step: W dequantized word by word, eight MMAs per n8 operand
 		 * that holds rows and 16-column group m of the warp (d[m]) */
 		auto dots = [&](float (&d)[MG][NP][4], const wstep4<MG> &w) {
-			__nv_bfloat162 sc[2 * MG];
-
-			scales(sc, w);
-#pragma unroll
-			for (int j = 0; j < 4; j++) {
-				uint32_t wf[2 * MG][4];
-
-				dequant(wf, w, sc, j);
+			words(w, [&](int j, const uint32_t (&wf)[2 * MG][4]) {
 #pragma unroll
 				for (int f = 0; f < NP; f++) {
 					if (f >= xr.nf)
 						continue;
-					uint32_t xj[4];
+					uint32_t xp[4];
 
-#pragma unroll
-					for (int u = 0; u < 4; u++)
-						xj[u] = xb.x[f][j][u];
-					const uint32_t xp[4] = { __byte_perm(xj[0], xj[2], 0x5410), __byte_perm(xj[0], xj[2], 0x7632),
-								 __byte_perm(xj[1], xj[3], 0x5410), __byte_perm(xj[1], xj[3], 0x7632) };
+					a_pairs(xb.x[f][j], xp);
 #pragma unroll
 					for (int m = 0; m < MG; m++)
 #pragma unroll
@@ -661,7 +667,7 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 							mma_bf16(d[m][f], af, xp[2 * t], xp[2 * t + 1]);
 						}
 				}
-			}
+			});
 		};
 
 		/* STAGED: d[m][c] += the products of one step for the pass's m16 operand m and the
@@ -669,14 +675,7 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 		 * dots' (word j, then MMA t); A's fragments from xs, the step's first of the lane at
 		 * shared address @xa (frag_at) */
 		auto sdots = [&](float (&d)[2][NP][4], const wstep4<MG> &w, uint32_t xa) {
-			__nv_bfloat162 sc[2 * MG];
-
-			scales(sc, w);
-#pragma unroll
-			for (int j = 0; j < 4; j++) {
-				uint32_t wf[2 * MG][4];
-
-				dequant(wf, w, sc, j);
+			words(w, [&](int j, const uint32_t (&wf)[2 * MG][4]) {
 #pragma unroll
 				for (int t = 0; t < 2; t++)
 #pragma unroll
@@ -690,7 +689,7 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 						for (int c = 0; c < 2; c++)
 							mma_bf16(d[m][c], af, wf[c][2 * t], wf[c][2 * t + 1]);
 					}
-			}
+			});
 		};
 
 		/* STAGED: tile @t's sums of the warp's columns straight from its accumulators (d[m][c]:
@@ -732,7 +731,7 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 			/* the pass's rows as m16 fragments (frag_at), under the first W steps' loads: the
 			 * 16 bytes of a row at k 8 j .. 8 j + 7 of lane quad q's 32 in step st are the
 			 * row's half (word (r & 8) / 8 of the low-k pair, 2 + that of the high) of MMA 2j's
-			 * and MMA 2j + 1's fragments of lane 4 (r & 7) + q, by the byte permutes of dots;
+			 * and MMA 2j + 1's fragments of lane 4 (r & 7) + q (a_pairs);
 			 * zeros past K and for the rows past nr */
 			uint32_t *xw = (uint32_t *)sm.xs;
 
@@ -741,14 +740,18 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 				const int f0 = 4 * frag_at(c >> 4, r >> 4, 2 * (c & 3), 4 * (r & 7) + ((c >> 2) & 3)) +
 					       ((r >> 3) & 1);
 				uint4 v = make_uint4(0u, 0u, 0u, 0u);
+				uint32_t p[4];
 
 				if (r < nr && k < a.K)
 					v = ldg16((const unsigned char *)a.a +
 						  ((int64_t)(sm.ids[r0 + r] / a.top_k) * a.a_stride_m + k) * 2);
-				xw[f0] = __byte_perm(v.x, v.z, 0x5410);
-				xw[f0 + 2] = __byte_perm(v.x, v.z, 0x7632);
-				xw[f0 + 4 * 32] = __byte_perm(v.y, v.w, 0x5410);   /* MMA 2j + 1: 32 fragments on */
-				xw[f0 + 4 * 32 + 2] = __byte_perm(v.y, v.w, 0x7632);
+				const uint32_t x[4] = { v.x, v.y, v.z, v.w };
+
+				a_pairs(x, p);
+				xw[f0] = p[0];
+				xw[f0 + 2] = p[1];
+				xw[f0 + 4 * 32] = p[2];   /* MMA 2j + 1: 32 fragments on */
+				xw[f0 + 4 * 32 + 2] = p[3];
 			}
 			__syncthreads();
 			xa0 = smem_u32(&sm.xs[frag_at(0, 0, 0, lane)]);
