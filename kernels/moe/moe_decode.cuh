@@ -670,18 +670,19 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 			});
 		};
 
-		/* STAGED: d[m][c] += the products of one step for the pass's m16 operand m and the
-		 * lane's n8 operand c (columns 8 c .. 8 c + 7 of the warp's 16), in the order of
-		 * dots' (word j, then MMA t); A's fragments from xs, the step's first of the lane at
-		 * shared address @xa (frag_at) */
-		auto sdots = [&](float (&d)[2][NP][4], const wstep4<MG> &w, uint32_t xa) {
+		/* STAGED: d[m][c] += the products of one step for the pass's m16 operands m < NM (the
+		 * ones that hold rows: a constant, so that the MMAs are not predicated) and the lane's
+		 * n8 operand c (columns 8 c .. 8 c + 7 of the warp's 16), in the order of dots' (word j,
+		 * then MMA t); A's fragments from xs, the step's first of the lane at shared address
+		 * @xa (frag_at) */
+		auto sdots = [&](auto nmc, float (&d)[2][NP][4], const wstep4<MG> &w, uint32_t xa) {
+			constexpr int NM = decltype(nmc)::value;
+
 			words(w, [&](int j, const uint32_t (&wf)[2 * MG][4]) {
 #pragma unroll
 				for (int t = 0; t < 2; t++)
 #pragma unroll
-					for (int m = 0; m < 2; m++) {
-						if (m >= nm)
-							continue;
+					for (int m = 0; m < NM; m++) {
 						const uint4 v = lds128(xa + (m * 8 + 2 * j + t) * 512);
 						const uint32_t af[4] = { v.x, v.y, v.z, v.w };
 
@@ -760,33 +761,53 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 		float acc[STAGED ? 2 : MG][NP][4] = {};
 		int t = 0, i = 0;
 
-		ring<WD>(ntl * nst, [&](auto slot) {
-			constexpr int sl = decltype(slot)::value;
+		/* a tile's sums gone: the accumulators to zero for the next */
+		auto zero = [&]() {
+#pragma unroll
+			for (int m = 0; m < (STAGED ? 2 : MG); m++)
+#pragma unroll
+				for (int f = 0; f < NP; f++)
+#pragma unroll
+					for (int j = 0; j < 4; j++)
+						acc[m][f][j] = 0.0f;
+		};
 
-			if constexpr (STAGED)
-				sdots(acc, wb[sl], xa0 + (uint32_t)i * 8192u);   /* step i: frag_at(i, 0, 0, lane) */
+		if constexpr (STAGED) {
+			/* the pass's steps on @nmc m16 operands (a constant: sdots), each tile's sums stored
+			 * by its warps (store_tile) */
+			auto steps_on = [&](auto nmc) {
+				ring<WD>(ntl * nst, [&](auto slot) {
+					constexpr int sl = decltype(slot)::value;
+
+					sdots(nmc, acc, wb[sl], xa0 + (uint32_t)i * 8192u);   /* step i: frag_at(i, 0, 0, lane) */
+					fetch_w(wb[sl]);
+					if (++i == nst) {
+						store_tile(acc, t++);
+						i = 0;
+						zero();
+					}
+				});
+			};
+			if (nm == 2)
+				steps_on(constant<2>());
 			else
+				steps_on(constant<1>());
+		} else {
+			ring<WD>(ntl * nst, [&](auto slot) {
+				constexpr int sl = decltype(slot)::value;
+
 				dots(acc, wb[sl]);
-			fetch_w(wb[sl]);
-			fetch_x(xb);
-			if (++i == nst) {
-				if constexpr (STAGED)
-					store_tile(acc, t++);
-				else
+				fetch_w(wb[sl]);
+				fetch_x(xb);
+				if (++i == nst) {
 					meet(acc, e, r0, nr, t++);
-				i = 0;
-#pragma unroll
-				for (int m = 0; m < (STAGED ? 2 : MG); m++)
-#pragma unroll
-					for (int f = 0; f < NP; f++)
-#pragma unroll
-						for (int j = 0; j < 4; j++)
-							acc[m][f][j] = 0.0f;
-			}
-		});
-		if constexpr (!STAGED)
+					i = 0;
+					zero();
+				}
+			});
 			for (; t < ntl; t++)   /* a warp without k steps: zeros at every tile's meeting */
 				meet(acc, e, r0, nr, t);
+		}
 	};
 
 	/* the framework blocks of this block, one copy per FP8 scale treatment (BLOCK: per step) */

@@ -769,6 +769,14 @@ static inline int moe_gemm_decode_has(int quant)
  * K2's at 64 and 128 tokens 0.49-0.50 and 0.48 against 0.41 and 0.42):
  * moe_gemm_decode_rows.  Its W steps in flight: MOE_DECODE_W4_SDEPTH (three
  * and four ran within 0.01 of two: H200, 256 to 1024 tokens, two runs).
+ * Its count of m16 operands is a constant of the step's code (one or two),
+ * so that no MMA is predicated: against predicated ones (H200, both builds
+ * alternating, two runs) Kimi K2 at 512 and 1024 tokens 0.43 and 0.33 of
+ * the floor against 0.39 and 0.32, GLM-4.7 at 256 and 512 0.25 and 0.18
+ * against 0.23 and 0.17.  GLM-4.7's half last step (K 192: 64 k in the
+ * second step, multiplied as 128 with zeros), taken as 16 k a lane, ran
+ * slower in the same runs: 0.21 and 0.16, and Kimi K2's, which has none,
+ * 0.34 at 512 (11% more code).
  * On the gate/up's long K, its rows restaged at every 512 k of each tile
  * (two barriers a chunk) and the plan on its 128-column tile from 9 rows an
  * expert, it ran slower than the 32-column kernel of 16 rows a pass (H200,
