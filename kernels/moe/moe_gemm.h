@@ -1116,7 +1116,8 @@ static inline int moe_gemm_decode_wanted(int quant, int32_t block_m, int32_t num
  * W4A16 each dequantized one, serves 16 rows; a pass of 8 or fewer rows
  * skips the second operand's MMAs) where @quant has them (the
  * MOE_DECODE_KERNELS rows of 16: W4A16) and the experts get more than
- * MOE_DECODE_R16_ROWS rows each, else 8.
+ * MOE_DECODE_R16_ROWS rows each, else 8.  (On K up to MOE_DECODE_W4_STAGE_K
+ * 16 launches the staged kernel, which takes up to MOE_DECODE_W4_SPASS.)
  * Measured on an H200 (W4A16, Kimi K2 and GLM-4.7 at TP8, gate/up and
  * down): 1.17-1.38 times faster than 8 rows a pass from 10 to 51 rows an
  * expert, even at 5, and 9-12% slower up to 3 (its W is fetched two steps
