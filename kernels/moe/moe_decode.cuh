@@ -45,14 +45,16 @@
  * columns c = 2m and 2m + 1 (the warp's 16m + g and 16m + g + 8), each
  * dequantized once for every n8 operand.  W and its scales are fetched
  * shape::WDEPTH steps ahead, A (from L1 or L2, the same bytes for every
- * tile) one step ahead, in registers.  The STAGED kernels (moe_gemm.h's
- * MOE_DECODE_STAGED_KERNELS, K up to MOE_DECODE_W4_STAGE_K) swap the
- * operands: the same pairs of W (column g of each n8 operand, the warp's
- * columns g and g + 8) are the n8 operand, and a pass's rows, up to two m16
- * operands, the other, copied into shared memory once at the pass's start
- * as the very fragments the MMAs take (frag_at), by the same byte permutes;
- * a warp owns its 16 columns of each tile over the whole of K and stores
- * their sums from its accumulators (no meeting, no barrier between tiles).
+ * tile) one step ahead, in registers.  The staged kernels (STAGED SLOTS:
+ * moe_gemm.h's MOE_DECODE_STAGED_KERNELS, K up to MOE_DECODE_W4_STAGE_K;
+ * STREAMED: MOE_DECODE_STREAMED_KERNELS, any K) swap the operands: the same
+ * pairs of W (column g of each n8 operand, the warp's columns g and g + 8)
+ * are the n8 operand, and a pass's rows, up to two m16 operands, the other,
+ * in shared memory as the very fragments the MMAs take (frag_at), by the
+ * same byte permutes: copied once at the pass's start (SLOTS), or step by
+ * step through two slots (STREAMED); a warp owns its 16 columns of each
+ * tile over the whole of K and stores their sums from its accumulators (no
+ * meeting, no barrier between tiles; STREAMED, one a step).
  */
 #ifndef SM120_KERNELS_MOE_DECODE_CUH
 #define SM120_KERNELS_MOE_DECODE_CUH
@@ -93,14 +95,20 @@ struct shape {
 	static_assert(NP == 1 || (NP == 2 && QUANT == MOE_W4A16), "8 rows a pass, or 16 for W4A16");
 };
 
+/* The decode kernels' treatment of A, their template argument STAGED (moe_gemm.h's tables):
+ * none (the rows are the n8 operands, read from L1), the staged kernels' with each k step in a
+ * slot of xs, or their streamed one's */
+enum { UNSTAGED, SLOTS, STREAMED };
+
 /* A block's shared memory: the warps' k partial sums of a pass's column tile
  * (two buffers: tiles alternate), or, for the STAGED kernels, whose warps
- * keep their sums, the pass's A rows (xs, K up to MOE_DECODE_W4_STAGE_K:
- * frag_at's layout) in the same bytes; the valid routed ids of the current
+ * keep their sums, the pass's A rows (xs, frag_at's layout: every k step,
+ * K up to MOE_DECODE_W4_STAGE_K, or STREAMED's two and two raw) in the
+ * same bytes; the valid routed ids of the current
  * window of a framework block, in order, and, for FP8, each thread's row of
  * W block scales in its current tile (bsr; one register more spilled the FP8
  * kernels on sm_90). */
-template <int QUANT, int TN, int NP, bool STAGED>
+template <int QUANT, int TN, int NP, int STAGED>
 struct smem {
 	union {
 		float red[2][MOE_DECODE_KWARPS(QUANT, TN, 8 * NP)][8 * NP][TN];
@@ -112,6 +120,8 @@ struct smem {
 	/* the pass's factors for every tile's epilogue (decode's factors): each row's routed
 	 * weight and FP8 per-channel activation scale, the FP8 per-tensor scale */
 	float row_w[STAGED ? MOE_DECODE_W4_SPASS : 8 * NP];
+	/* the STREAMED kernels' A row of each row of the pass (NULL past its rows) */
+	const unsigned char *arow[STAGED == STREAMED ? MOE_DECODE_W4_SPASS : 1];
 	float row_as[8 * NP];
 	float ts;
 };
@@ -268,7 +278,7 @@ __device__ __forceinline__ int gather(const moe_gemm_args &a, SM &sm, int64_t fb
  * next tile are in flight while a tile's partial sums meet and its epilogue
  * runs (one barrier per tile: red is double-buffered).
  */
-template <int QUANT, int TN, int NP, bool STAGED>
+template <int QUANT, int TN, int NP, int STAGED>
 __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 {
 	using S = shape<QUANT, TN, NP>;
@@ -282,8 +292,10 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 	/* W4A16: W steps in flight */
 	enum { WD = STAGED ? MOE_DECODE_W4_SDEPTH : S::WDEPTH };
 
-	if (STAGED && a.K > MOE_DECODE_W4_STAGE_K)
+	if (STAGED == SLOTS && a.K > MOE_DECODE_W4_STAGE_K)
 		__trap();   /* xs cannot hold the rows: a launch moe_gemm_decode_kernel never makes */
+	if (STAGED == STREAMED && a.K <= MOE_DECODE_W4_STAGE_K)
+		__trap();   /* steps_on's copies take more k steps: a launch it never makes either */
 	const int g = lane >> 2, q = lane & 3;
 	const int kbytes = a.K * S::ESZ;   /* of an A row (and of a W row but for W4A16) */
 	const int steps = QUANT == MOE_W4A16 ? (a.K + 127) / 128 : (kbytes + S::STEP - 1) / S::STEP;
@@ -556,10 +568,11 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 	 * 16 bytes of A refilled as soon as taken, under the step's MMAs, ran 0.81 to 1.00 the
 	 * fraction of the floor, 0.89 on average: H200, INT4, 8 rows a pass, both models and
 	 * GEMMs, 1 to 64 tokens, two runs each way).
-	 * STAGED (K up to MOE_DECODE_W4_STAGE_K, the down GEMM): up to MOE_DECODE_W4_SPASS rows
-	 * a pass, and W is the n8 operand, the rows the m16 one (two of them), so that each W
-	 * fragment dequantized serves every row of the pass.  The rows are copied into xs at the
-	 * pass's start, already as fragments (frag_at: one 16-byte read a lane and MMA), and the
+	 * STAGED: up to MOE_DECODE_W4_SPASS rows a pass, and W is the n8 operand, the rows the
+	 * m16 one (two of them), so that each W fragment dequantized serves every row of the
+	 * pass.  The rows are copied into xs at the pass's start (SLOTS, K up to
+	 * MOE_DECODE_W4_STAGE_K: the down GEMM) or a step at a time (STREAMED: steps_on),
+	 * already as fragments (frag_at: one 16-byte read a lane and MMA), and the
 	 * warp's sums leave straight from its accumulators (store_tile): the warp owns its 16
 	 * columns of every tile over all of K (WK 1), so no partial sums meet and no barrier
 	 * stands between tiles.  ncu, H200, GLM-4.7's down GEMM at 512 tokens: 48.8 M warp
@@ -723,36 +736,53 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 				}
 		};
 
+		/* STAGED: the pass's A rows as m16 fragments in xs (frag_at), slot by slot, a slot a k
+		 * step of every row: piece @p (row p / 16 of the pass, the 16 bytes at k 8 (p % 16) of
+		 * k step @ks) read (stage_load: zeros past K and for the rows past nr) and stored in
+		 * slot @sl (stage_store) by the same byte permutes as W's pairs (a_pairs): the 16 bytes
+		 * of a row at k 8 j .. 8 j + 7 of lane quad q's 32 are the row's half (word (r & 8) / 8
+		 * of the low-k pair, 2 + that of the high) of MMA 2j's and MMA 2j + 1's fragments of
+		 * lane 4 (r & 7) + q */
+		auto a_row = [&](int r) {   /* the A row of the pass's row @r, or NULL past nr */
+			return r < nr ? (const unsigned char *)a.a + (int64_t)(sm.ids[r0 + r] / a.top_k) * a.a_stride_m * 2
+				      : nullptr;
+		};
+		auto stage_load = [&](const unsigned char *row, int p, int ks) {
+			const int k = ks * 128 + 8 * (p & 15);
+
+			return row && k < a.K ? ldg16(row + 2 * k) : make_uint4(0u, 0u, 0u, 0u);
+		};
+		auto stage_store = [&](int p, int sl, uint4 v) {
+			const int r = p >> 4, c = p & 15;
+			const int f0 = 4 * frag_at(sl, r >> 4, 2 * (c & 3), 4 * (r & 7) + (c >> 2)) + ((r >> 3) & 1);
+			const uint32_t x[4] = { v.x, v.y, v.z, v.w };
+			uint32_t *xw = (uint32_t *)sm.xs, pr[4];
+
+			a_pairs(x, pr);
+			xw[f0] = pr[0];
+			xw[f0 + 2] = pr[1];
+			xw[f0 + 4 * 32] = pr[2];   /* MMA 2j + 1: 32 fragments on */
+			xw[f0 + 4 * 32 + 2] = pr[3];
+		};
+		/* STREAMED: the steps through two of xs's slots (steps_on: a barrier a step); SLOTS:
+		 * every step in its own, filled once at the pass's start */
+		constexpr bool stream = STAGED == STREAMED;
+
 #pragma unroll
 		for (int d = 0; d < WD; d++)
 			fetch_w(wb[d]);
 		factors(e, r0, nr);
 		uint32_t xa0 = 0;   /* STAGED: the lane's first fragment (frag_at(0, 0, 0, lane)) */
 		if (STAGED) {
-			/* the pass's rows as m16 fragments (frag_at), under the first W steps' loads: the
-			 * 16 bytes of a row at k 8 j .. 8 j + 7 of lane quad q's 32 in step st are the
-			 * row's half (word (r & 8) / 8 of the low-k pair, 2 + that of the high) of MMA 2j's
-			 * and MMA 2j + 1's fragments of lane 4 (r & 7) + q (a_pairs);
-			 * zeros past K and for the rows past nr */
-			uint32_t *xw = (uint32_t *)sm.xs;
+			/* under the first W steps' loads, row by row; stream's rows for its copies */
+			const int sst = stream ? 1 : steps;
 
-			for (int i = threadIdx.x; i < 16 * nm * steps * 16; i += MOE_GEMM_THREADS) {
-				const int r = i / (steps * 16), c = i % (steps * 16), k = (c >> 4) * 128 + 8 * (c & 15);
-				const int f0 = 4 * frag_at(c >> 4, r >> 4, 2 * (c & 3), 4 * (r & 7) + ((c >> 2) & 3)) +
-					       ((r >> 3) & 1);
-				uint4 v = make_uint4(0u, 0u, 0u, 0u);
-				uint32_t p[4];
+			if (stream && threadIdx.x < MOE_DECODE_W4_SPASS)
+				sm.arow[threadIdx.x] = a_row(threadIdx.x);
+			for (int i = threadIdx.x; i < 16 * nm * sst * 16; i += MOE_GEMM_THREADS) {
+				const int r = i / (sst * 16), c = i % (sst * 16);
 
-				if (r < nr && k < a.K)
-					v = ldg16((const unsigned char *)a.a +
-						  ((int64_t)(sm.ids[r0 + r] / a.top_k) * a.a_stride_m + k) * 2);
-				const uint32_t x[4] = { v.x, v.y, v.z, v.w };
-
-				a_pairs(x, p);
-				xw[f0] = p[0];
-				xw[f0 + 2] = p[1];
-				xw[f0 + 4 * 32] = p[2];   /* MMA 2j + 1: 32 fragments on */
-				xw[f0 + 4 * 32 + 2] = p[3];
+				stage_store(16 * r + (c & 15), c >> 4, stage_load(a_row(r), 16 * r + (c & 15), c >> 4));
 			}
 			__syncthreads();
 			xa0 = smem_u32(&sm.xs[frag_at(0, 0, 0, lane)]);
@@ -776,11 +806,56 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 			/* the pass's steps on @nmc m16 operands (a constant: sdots), each tile's sums stored
 			 * by its warps (store_tile) */
 			auto steps_on = [&](auto nmc) {
+				constexpr int NM = decltype(nmc)::value;
+
+				/* stream: this thread's pieces of step @u of the sequence (k step @ks, NM t + h,
+				 * h < NM: one row) copied (cp.async, a group a call) into raw slot u & 1, xs's
+				 * slot 2 + (u & 1), piece p at 16 p, two steps ahead; then, a step ahead, by the
+				 * thread itself into the fragments of slot u & 1 (raw_to_slot) */
+				auto raw_at = [&](int u) {
+					return smem_u32(&sm.xs[frag_at(2 + (u & 1), 0, 0, 0)]) + 16 * NM * (int)threadIdx.x;
+				};
+				auto copy = [&](int u, int ks) {
+					if (u < ntl * nst) {
+						const unsigned char *row = sm.arow[(NM * (int)threadIdx.x) >> 4];
+#pragma unroll
+						for (int h = 0; h < NM; h++) {
+							const int k = ks * 128 + 8 * ((NM * (int)threadIdx.x + h) & 15);
+							const bool ok = row && k < a.K;
+
+							cp_async16(raw_at(u) + 16 * h, ok ? row + 2 * k : a.a, ok ? 16 : 0);
+						}
+					}
+					cp_async_commit();
+				};
+				auto raw_to_slot = [&](int u) {
+					if (u < ntl * nst)
+#pragma unroll
+						for (int h = 0; h < NM; h++)
+							stage_store(NM * (int)threadIdx.x + h, u & 1, lds128(raw_at(u) + 16 * h));
+				};
+				if (stream) {   /* nst > 4: steps 1 and 2 are k steps 1 and 2 */
+					copy(1, 1);
+					copy(2, 2);
+				}
+
 				ring<WD>(ntl * nst, [&](auto slot) {
 					constexpr int sl = decltype(slot)::value;
+					const int u = t * nst + i;   /* stream: the step, in slot u & 1 */
 
-					sdots(nmc, acc, wb[sl], xa0 + (uint32_t)i * 8192u);   /* step i: frag_at(i, 0, 0, lane) */
+					if (stream) {
+						/* step u + 1, copied two steps ago, into slot (u + 1) & 1, read at step
+						 * u - 1 by every warp (the barrier below); step u + 3 (k step i + 3,
+						 * of this tile or the next) copied into the raw slot just emptied */
+						cp_async_wait<1>();
+						raw_to_slot(u + 1);
+						copy(u + 3, i + 3 < nst ? i + 3 : i + 3 - nst);
+					}
+					/* step i or u: frag_at(i or u & 1, 0, 0, lane) */
+					sdots(nmc, acc, wb[sl], xa0 + (uint32_t)(stream ? u & 1 : i) * 8192u);
 					fetch_w(wb[sl]);
+					if (stream)
+						barrier_sync<1, MOE_GEMM_THREADS>();   /* slot (u + 1) & 1 full, u & 1 read */
 					if (++i == nst) {
 						store_tile(acc, t++);
 						i = 0;

@@ -2,7 +2,7 @@
  * moe_gemm.cu - the bundled moe_gemm_* kernels: one extern "C" instance of
  * moe_gemm.cuh's template per row of moe_gemm.h's MOE_GEMM_KERNELS table
  * (quant, rows tile, name), and of moe_decode.cuh's per row of its
- * MOE_DECODE_KERNELS and MOE_DECODE_STAGED_KERNELS tables (quant, columns
+ * MOE_DECODE_KERNELS, MOE_DECODE_STAGED_KERNELS and MOE_DECODE_STREAMED_KERNELS tables (quant, columns
  * tile, rows a pass, name), each declaring its dynamic shared memory.
  */
 #include "../common.cuh"
@@ -35,7 +35,7 @@ MOE_GEMM_KERNELS(MOE_GEMM_DEFINE)
 
 /* The decode kernels: static shared memory only; MOE_DECODE_SM_BLOCKS (two) blocks per SM on
  * SM120 and Hopper alike (their registers: 128 each), so that one block's k-step loads overlap
- * the other's.  The staged ones (a pass's A rows in shared memory) likewise. */
+ * the other's.  The staged and streamed ones (a pass's A rows in shared memory) likewise. */
 #define MOE_DECODE_DEFINE_AS(quant, tn, rows, name, staged)                                  \
 	SM120_DYNAMIC_SMEM(name, 0);                                                         \
 	extern "C" __global__ void __launch_bounds__(MOE_GEMM_THREADS, MOE_DECODE_SM_BLOCKS) \
@@ -44,8 +44,11 @@ MOE_GEMM_KERNELS(MOE_GEMM_DEFINE)
 		__shared__ moe_decode::smem<quant, tn, (rows) / 8, staged> moe_decode_smem_; \
 		moe_decode::decode<quant, tn, (rows) / 8, staged>(a, moe_decode_smem_);      \
 	}
-#define MOE_DECODE_DEFINE(quant, tn, rows, name) MOE_DECODE_DEFINE_AS(quant, tn, rows, name, false)
-#define MOE_DECODE_DEFINE_STAGED(quant, tn, rows, name) MOE_DECODE_DEFINE_AS(quant, tn, rows, name, true)
+#define MOE_DECODE_DEFINE(quant, tn, rows, name) MOE_DECODE_DEFINE_AS(quant, tn, rows, name, moe_decode::UNSTAGED)
+#define MOE_DECODE_DEFINE_STAGED(quant, tn, rows, name) MOE_DECODE_DEFINE_AS(quant, tn, rows, name, moe_decode::SLOTS)
+#define MOE_DECODE_DEFINE_STREAMED(quant, tn, rows, name) \
+	MOE_DECODE_DEFINE_AS(quant, tn, rows, name, moe_decode::STREAMED)
 
 MOE_DECODE_KERNELS(MOE_DECODE_DEFINE)
 MOE_DECODE_STAGED_KERNELS(MOE_DECODE_DEFINE_STAGED)
+MOE_DECODE_STREAMED_KERNELS(MOE_DECODE_DEFINE_STREAMED)

@@ -708,8 +708,9 @@ static inline int moe_gemm_rows_cols(int quant, int tm, int32_t n, int32_t k, in
  * only 0.00 to 0.12 of the floor faster (gpu_bench_moe_decode's "own" column, 1 to 64 tokens):
  * their own work, more than W's latency, holds them */
 #define MOE_DECODE_W4_WIDE_DEPTH 1
-/* The staged W4A16 kernels' largest K (the down GEMM's 192 and 256 at TP8, 512 at TP4): their
- * shared memory holds a pass's A rows, 32 KB at MOE_DECODE_W4_SPASS rows */
+/* The largest K whose k steps the staged W4A16 kernel holds each in a slot of its own (the down
+ * GEMM's 192 and 256 at TP8, 512 at TP4): 32 KB of a pass's A rows at MOE_DECODE_W4_SPASS rows;
+ * a longer K streams through two of those slots (MOE_DECODE_STREAMED_KERNELS) */
 #define MOE_DECODE_W4_STAGE_K 512
 /* ... their routed rows a pass: two m16 operands (W is their n8 operand) */
 #define MOE_DECODE_W4_SPASS 32
@@ -745,11 +746,15 @@ static inline int moe_gemm_decode_has(int quant)
 }
 
 /*
- * The staged W4A16 decode kernel (moe_gemm_w4a16_d128_r16_s), for K up to
- * MOE_DECODE_W4_STAGE_K (the down GEMM; it traps on a longer K;
- * moe_gemm_decode_kernel picks it for the triple of moe_gemm_w4a16_d128_r16):
- * the same grid and the same sums as that kernel, in the same order, to the
- * bit (gpu_bench_moe_decode's "eq"), but computed the other way round.  A
+ * The staged W4A16 decode kernels, which moe_gemm_decode_kernel launches for
+ * the triple of moe_gemm_w4a16_d128_r16 (the plan's tile of 16 rows a pass,
+ * moe_gemm_decode_tile): moe_gemm_w4a16_d128_r16_s for K up to
+ * MOE_DECODE_W4_STAGE_K (the down GEMM at TP8 and TP4; it traps on a longer
+ * K), moe_gemm_w4a16_d128_r16_sl, streamed, for a longer one (the gate/up).
+ * The same grid as that kernel, computed the other way round; the _s
+ * kernel's sums are the 8-row kernel's of its tile, to the bit
+ * (gpu_bench_moe_decode's "eq"; the _sl kernel's warps each take the whole
+ * of K, the 8-row kernel's split it, so not to the bit there).  A
  * pass takes up to MOE_DECODE_W4_SPASS routed rows, copied into shared
  * memory once as the m16 operands of its MMAs (two of them), and W is the
  * n8 operand: each W fragment dequantized serves every row of the pass, and
@@ -777,15 +782,30 @@ static inline int moe_gemm_decode_has(int quant)
  * second step, multiplied as 128 with zeros), taken as 16 k a lane, ran
  * slower in the same runs: 0.21 and 0.16, and Kimi K2's, which has none,
  * 0.34 at 512 (11% more code).
- * On the gate/up's long K, its rows restaged at every 512 k of each tile
- * (two barriers a chunk) and the plan on its 128-column tile from 9 rows an
- * expert, it ran slower than the 32-column kernel of 16 rows a pass (H200,
- * two runs: GLM-4.7 at 256 and 512 tokens 0.28 and 0.18 of the floor
- * against 0.32 and 0.20, Kimi K2 at 512 0.37 against 0.45-0.46, equal at
- * 1024) and than the row tiles past 40 rows (Kimi K2 at 4096 tokens 0.08
- * against 0.13): not kept.
+ * The streamed kernel holds two steps of the pass's rows as fragments and
+ * two raw: each thread copies its pieces of a step (cp.async) two steps
+ * ahead into raw bytes of its own, and a step ahead turns them into the
+ * fragments itself (no wait on another thread's copy), so that one barrier
+ * a step hands a full slot over.  Against the 32-column kernel of 16 rows a
+ * pass (the plan before) and the row tiles, H200 (gpu_bench_moe_decode,
+ * INT4 gate/up at TP8, both builds alternating, two runs, and the committed
+ * form once more): Kimi K2 at 512, 768, 1024 and 1536 tokens 0.46-0.48,
+ * 0.38, 0.32-0.33 and 0.24 of the floor against 0.43-0.45, 0.32, 0.24-0.25
+ * and 0.19, at 2048 (the 128-row tile before) 0.19-0.20 against 0.16-0.17;
+ * GLM-4.7 at 256, 384 and 512 0.34, 0.29 and 0.22-0.24 against 0.32, 0.23
+ * and 0.18-0.20, at 768 0.17 against 0.14; GLM-4.7 TP1's down GEMM (K 1536)
+ * at 256 and 512 0.41 and 0.28 against 0.30 and 0.16; on 32 SMs (an RTX
+ * 5090's share of DRAM a SM) GLM-4.7's gate/up at 512 tokens streamed 0.99
+ * of that share against 0.77, Kimi K2's at 1024 1.15 against 0.93.  The
+ * reference engine (Kimi K2 INT4 at real dimensions, two layers, experts
+ * unsplit: K 7168 and 2048) prefilled 48759-49147 tokens a second in chunks
+ * of 512 against 45286-45892, 67446-67632 in chunks of 2048 against
+ * 60746-60918, the same tokens.  Restaging the rows at every 512 k of each
+ * tile with two barriers a chunk and the copies not ahead ran slower than
+ * the 32-column kernel (GLM-4.7 at 512 tokens 0.18 against 0.20).
  */
 #define MOE_DECODE_STAGED_KERNELS(X) X(MOE_W4A16, 128, 16, moe_gemm_w4a16_d128_r16_s)
+#define MOE_DECODE_STREAMED_KERNELS(X) X(MOE_W4A16, 128, 16, moe_gemm_w4a16_d128_r16_sl)
 
 /* moe_gemm_decode_steps - the k steps of a reduction of length @k. */
 static inline int64_t moe_gemm_decode_steps(int quant, int32_t k)
@@ -803,12 +823,15 @@ static inline const char *moe_gemm_decode_name(int quant, int tn, int rows)
 }
 
 /* moe_gemm_decode_kernel - the decode kernel to launch for @quant, @tn columns and @rows
- * routed rows a pass at K @k: the staged one of the triple (MOE_DECODE_STAGED_KERNELS) where
- * one is and @k is at most MOE_DECODE_W4_STAGE_K, else moe_gemm_decode_name's.  Pure, plain C. */
+ * routed rows a pass at K @k: the staged one of the triple where one is
+ * (MOE_DECODE_STAGED_KERNELS for @k up to MOE_DECODE_W4_STAGE_K, else
+ * MOE_DECODE_STREAMED_KERNELS), else moe_gemm_decode_name's.  Pure, plain C. */
 static inline const char *moe_gemm_decode_kernel(int quant, int tn, int rows, int32_t k)
 {
 	if (k <= MOE_DECODE_W4_STAGE_K) {
 		MOE_DECODE_STAGED_KERNELS(MOE_DECODE_NAME_OF)
+	} else {
+		MOE_DECODE_STREAMED_KERNELS(MOE_DECODE_NAME_OF)
 	}
 	return moe_gemm_decode_name(quant, tn, rows);
 }
@@ -922,6 +945,40 @@ static inline int moe_gemm_decode_cols(int quant, int32_t n, int32_t k, int tn, 
 }
 
 /*
+ * moe_gemm_decode_rows - the routed rows a pass of the decode kernel for a
+ * launch of @quant (@block_m, @num_valid, @em as for
+ * moe_gemm_rows_per_expert): 16 (the moe_gemm_<quant>_d<TN>_r16 kernels,
+ * which take two n8 operands a pass, so that each W fragment, and for
+ * W4A16 each dequantized one, serves 16 rows; a pass of 8 or fewer rows
+ * skips the second operand's MMAs) where @quant has them (the
+ * MOE_DECODE_KERNELS rows of 16: W4A16) and the experts get more than
+ * MOE_DECODE_R16_ROWS rows each, else 8.  (16 launches a staged kernel on
+ * 128 columns, moe_gemm_decode_tile and moe_gemm_decode_kernel, which takes
+ * up to MOE_DECODE_W4_SPASS; the figures below are the unstaged ones'.)
+ * Measured on an H200 (W4A16, Kimi K2 and GLM-4.7 at TP8, gate/up and
+ * down): 1.17-1.38 times faster than 8 rows a pass from 10 to 51 rows an
+ * expert, even at 5, and 9-12% slower up to 3 (its W is fetched two steps
+ * ahead, not three: the registers).  32 rows a pass (four n8 operands,
+ * about 200 registers: one block per SM) was no faster than 16 at any of
+ * 128 to 3072 tokens (H200, both models, both GEMMs): past 16 rows these
+ * kernels are held by L1, not by the dequantization (ncu, Kimi K2's
+ * gate/up at 1024 tokens on 16 rows a pass: L1/TEX 81% busy against DRAM
+ * 29%, issue slots 55%): at 16 rows a pass a warp of 16 columns reads 4
+ * KB of A a k step against its 1 KB of W, the same A bytes for every warp
+ * and tile, so from L1 (32-column warps halve that: MOE_DECODE_WARP_N).  Loading W past L1 and first out of L2 (L1::no_allocate, an
+ * evict_first policy) moved these rows by -3% to +5% (one run), no more.
+ * Pure, plain C.
+ */
+#define MOE_DECODE_R16_ROWS 8
+static inline int moe_gemm_decode_rows(int quant, int32_t block_m, int32_t num_valid, int32_t em)
+{
+	return moe_gemm_decode_name(quant, 16, 16) &&
+			       moe_gemm_rows_per_expert(block_m, num_valid, em) > MOE_DECODE_R16_ROWS
+		       ? 16
+		       : 8;
+}
+
+/*
  * moe_gemm_decode_tile - the column tile of the decode kernel for a
  * sorted-mode launch of @quant with N @n and K @k (@em, @block_m,
  * @num_valid as for moe_gemm_decode_blocks) on a GPU of @sms
@@ -936,7 +993,15 @@ static inline int moe_gemm_decode_cols(int quant, int32_t n, int32_t k, int tn, 
  * blocks (moe_gemm_decode_cols' columns times moe_gemm_decode_blocks' rows:
  * one a routed row at these counts, an upper bound on the experts they
  * hit) over the slots of the waves they take (moe_gemm_decode_fill); with
- * @sms 0 the tile itself.
+ * @sms 0 the tile itself.  Where moe_gemm_decode_rows takes 16 rows a pass
+ * (W4A16 past MOE_DECODE_R16_ROWS rows an expert), 128 on any K and GPU:
+ * the staged kernels' tile (MOE_DECODE_STAGED_KERNELS, _STREAMED_KERNELS),
+ * whose warps share a pass's rows in shared memory across all 128 columns.
+ * On the gate/up's long K, H200 (gpu_bench_moe_decode, INT4 at TP8, one
+ * run): from 9 rows an expert, Kimi K2 at 512 tokens (10.7) 0.47 of the
+ * floor against 0.44 on the 32-column kernel of 16 rows a pass, GLM-4.7 at
+ * 256 (12.8) 0.34 against 0.32-0.33; from 17 rows, the staged kernels'
+ * comment (MOE_DECODE_STAGED_KERNELS).
  * Measured on an H200 (gpu_bench_moe_decode, gate/up of Kimi K2 and GLM-4.7
  * at TP8, 8 to 128 tokens, bf16, FP8 per tensor / channel / block and
  * W4A16; the down GEMM's short K is on 128 columns already): the doubling
@@ -985,6 +1050,8 @@ static inline int moe_gemm_decode_tile(int quant, int32_t n, int32_t k, int32_t 
 
 	if (!tn || tn >= 128)
 		return tn;
+	if (moe_gemm_decode_rows(quant, block_m, num_valid, em) == 16)
+		return 128;   /* the staged kernel's (MOE_DECODE_STAGED_KERNELS) */
 	if (num_valid >= MOE_DECODE_WIDE_ROWS)
 		return 2 * tn;
 	if (sms <= 0 || num_valid < 1)
@@ -1003,26 +1070,28 @@ static inline int moe_gemm_decode_tile(int quant, int32_t n, int32_t k, int32_t 
  * (@block_m, @num_valid, @em as for moe_gemm_rows_per_expert) is better
  * served by the decode kernels than by the row tiles: @quant has them and
  * the experts get at most
- *   MOE_DECODE_W4_ROWS rows each for W4A16 (three passes of 16 rows; the
- *     128-row tile beyond: against it, measured on an H100 at SM120's
- *     blocks per SM, Kimi K2 and GLM-4.7 at TP8, gate/up and down, 256 to
- *     4096 tokens, the decode kernels ran 1.1 to 3.1 times as fast up to
- *     26 rows an expert, 0.9 to 1.17 times at 32 and 38, and 0.61 to 1.0
- *     times from 43 (Kimi's gate/up at 2048 tokens: 0.16 of the floor
- *     against 0.21; at 64 rows 0.11 against 0.18)); and at any count
- *     where no 64-row tile divides block_m (the 16-row tile is all that is
- *     left).  Measured on an H200 (INT4 at TP8, the plan with this against
+ *   MOE_DECODE_W4_ROWS rows each for W4A16 (the 128-row tile beyond: on
+ *     the streamed kernel, H200, gpu_bench_moe_decode, INT4 gate/up at
+ *     TP8, BLOCK_SIZE_M 128, two runs, Kimi K2 at 2048 tokens (42 rows
+ *     estimated) 0.19-0.20 of the floor against 0.16-0.17, GLM-4.7 at 1024
+ *     (50) 0.13-0.14 against 0.14, Kimi K2 at 4096 (85) 0.11 against 0.13;
+ *     the bound was 40 on the unstaged kernels); and at any count where no
+ *     128-row tile divides block_m: at BLOCK_SIZE_M 64 the streamed kernel
+ *     ran ahead of the 64-row tile at every count measured (two runs and
+ *     the committed form once more: Kimi K2 at 2048, 4096 and 8192 tokens
+ *     0.19-0.20, 0.11-0.12 and 0.06 against 0.16, 0.09 and 0.06, 905-933
+ *     us against 1092-1100, 1534-1599 against 2027-2049, 2910 against
+ *     3194-3201; GLM-4.7 at 2048 and 4096 (102 and 205 rows) 455-470 us
+ *     against 520-522, 804-806 against 911-917); below it the 16-row tile
+ *     is all that is left.  Measured on an H200 (INT4 at TP8, the plan with this against
  *     the plan without, one run): BLOCK_SIZE_M 32, Kimi K2's gate/up at
  *     2048, 3072, 4096 and 6144 tokens 3.31 to 3.34 times as fast (3825 us
  *     to 1156 at 2048), GLM-4.7's at 1024 and 2048 3.15 and 3.21, and the
  *     decode kernel of the down GEMM at 0.08 to 0.02 of the floor against
- *     the 16-row tile's 0.01 to 0.00 (Kimi, 2048 to 8192 tokens).  Where
- *     only the 64-row tile fits (BLOCK_SIZE_M 64) it is taken past 40
- *     rows: since its W scales stopped waiting on their loads (H200, one
- *     run) it ran Kimi's gate/up at 2048 and 4096 tokens (43 and 85 rows)
- *     in 1126 and 2094 us against the decode kernels' 1251 and 2202;
+ *     the 16-row tile's 0.01 to 0.00 (Kimi, 2048 to 8192 tokens);
  *     on K up to MOE_DECODE_W4_STAGE_K (the down GEMM, on the staged
- *     kernel: MOE_DECODE_STAGED_KERNELS), MOE_DECODE_W4_SHORT_ROWS instead:
+ *     kernel: MOE_DECODE_STAGED_KERNELS), MOE_DECODE_W4_SHORT_ROWS instead,
+ *     and at any count where no 64-row tile divides block_m:
  *     measured on an H200 (gpu_bench_moe_decode, BLOCK_SIZE_M 128, the
  *     decode kernels at every count against the row tiles, two runs) Kimi
  *     K2's at 2048 and 4096 tokens (43 and 85 rows) ran 0.17 and 0.10 of
@@ -1089,7 +1158,7 @@ static inline int moe_gemm_decode_tile(int quant, int32_t n, int32_t k, int32_t 
  * (tests/gpu/bench_moe_decode.c, Kimi K2 and GLM-4.7 at TP8, 8 to 2048
  * tokens).  (Row mode, one routed row per block, always is.)  Pure, plain C.
  */
-#define MOE_DECODE_W4_ROWS 40
+#define MOE_DECODE_W4_ROWS 48
 #define MOE_DECODE_W4_SHORT_ROWS 96
 #define MOE_DECODE_SHORT_ROWS 3
 #define MOE_DECODE_LONG_ROWS 4
@@ -1100,45 +1169,13 @@ static inline int moe_gemm_decode_wanted(int quant, int32_t block_m, int32_t num
 
 	if (!moe_gemm_decode_has(quant))
 		return 0;
+	if (quant == MOE_W4A16 && k <= MOE_DECODE_W4_STAGE_K)
+		return per <= MOE_DECODE_W4_SHORT_ROWS || block_m % 64;
 	if (quant == MOE_W4A16)
-		return per <= (k <= MOE_DECODE_W4_STAGE_K ? MOE_DECODE_W4_SHORT_ROWS : MOE_DECODE_W4_ROWS) ||
-		       block_m % 64;
+		return per <= MOE_DECODE_W4_ROWS || block_m % 128;
 	if (moe_gemm_short_k(quant, k))
 		return per <= MOE_DECODE_SHORT_ROWS;
 	return per <= MOE_DECODE_LONG_ROWS && (quant != MOE_FP8 || num_valid < MOE_DECODE_FP8_LONG_VALID);
-}
-
-/*
- * moe_gemm_decode_rows - the routed rows a pass of the decode kernel for a
- * launch of @quant (@block_m, @num_valid, @em as for
- * moe_gemm_rows_per_expert): 16 (the moe_gemm_<quant>_d<TN>_r16 kernels,
- * which take two n8 operands a pass, so that each W fragment, and for
- * W4A16 each dequantized one, serves 16 rows; a pass of 8 or fewer rows
- * skips the second operand's MMAs) where @quant has them (the
- * MOE_DECODE_KERNELS rows of 16: W4A16) and the experts get more than
- * MOE_DECODE_R16_ROWS rows each, else 8.  (On K up to MOE_DECODE_W4_STAGE_K
- * 16 launches the staged kernel, which takes up to MOE_DECODE_W4_SPASS.)
- * Measured on an H200 (W4A16, Kimi K2 and GLM-4.7 at TP8, gate/up and
- * down): 1.17-1.38 times faster than 8 rows a pass from 10 to 51 rows an
- * expert, even at 5, and 9-12% slower up to 3 (its W is fetched two steps
- * ahead, not three: the registers).  32 rows a pass (four n8 operands,
- * about 200 registers: one block per SM) was no faster than 16 at any of
- * 128 to 3072 tokens (H200, both models, both GEMMs): past 16 rows these
- * kernels are held by L1, not by the dequantization (ncu, Kimi K2's
- * gate/up at 1024 tokens on 16 rows a pass: L1/TEX 81% busy against DRAM
- * 29%, issue slots 55%): at 16 rows a pass a warp of 16 columns reads 4
- * KB of A a k step against its 1 KB of W, the same A bytes for every warp
- * and tile, so from L1 (32-column warps halve that: MOE_DECODE_WARP_N).  Loading W past L1 and first out of L2 (L1::no_allocate, an
- * evict_first policy) moved these rows by -3% to +5% (one run), no more.
- * Pure, plain C.
- */
-#define MOE_DECODE_R16_ROWS 8
-static inline int moe_gemm_decode_rows(int quant, int32_t block_m, int32_t num_valid, int32_t em)
-{
-	return moe_gemm_decode_name(quant, 16, 16) &&
-			       moe_gemm_rows_per_expert(block_m, num_valid, em) > MOE_DECODE_R16_ROWS
-		       ? 16
-		       : 8;
 }
 
 /*

@@ -572,14 +572,17 @@ int main(int argc, char **argv)
 #define DECODE_OCC(quant, tn, rows, name) printf(" %s %d", #name, blocks_per_sm(get(mod, #name, 0), MOE_GEMM_THREADS, 0));
 		MOE_DECODE_KERNELS(DECODE_OCC)
 		MOE_DECODE_STAGED_KERNELS(DECODE_OCC)
+		MOE_DECODE_STREAMED_KERNELS(DECODE_OCC)
 #undef DECODE_OCC
 		printf(" (SM120 the same: their registers)\n");
 	}
 	printf("# fractions of the floor (floor / time); old = row tiles (the plan before), new = the decode "
-	       "kernel the plan picks now (its tile: tn, its rows a pass: rp; W4A16 of 16 rows a pass at K <= 512 the "
+	       "kernel the plan picks now (its tile: tn, its rows a pass: rp; W4A16 of 16 rows a pass the "
 	       "staged one of the tile, moe_gemm_decode_kernel, up to %d rows a pass; tn 0 = the row tile kept); d16..d128 "
-	       "each decode tile at 8 rows a pass; r16..r128 each at 16 rows a pass (W4A16), eq = whether the "
-	       "one of moe_gemm_decode_tile's tile wrote the same bytes as 8 rows a pass; own = the plan's kernel "
+	       "each decode tile at 8 rows a pass; r16..r128 each at 16 rows a pass (W4A16; not staged), eq = whether "
+	       "the kernel of 16 rows a pass the plan launches on moe_gemm_decode_tile's tile (moe_gemm_decode_kernel) "
+	       "wrote the same bytes as the tile's of 8 rows a pass (the same sums in the same order, where their warps "
+	       "split K alike); own = the plan's kernel "
 	       "with every expert's weights and weight scales expert 0's (the L2 holds them: its own work, not the "
 	       "DRAM); us = microseconds\n",
 	       MOE_DECODE_W4_SPASS);
@@ -791,7 +794,8 @@ int main(int argc, char **argv)
 								 params, &a.b, wbuf, wbytes);
 					}
 					if (moe_gemm_decode_name(qt->quant, 16, 16)) {
-						/* the bytes of 16 rows a pass against 8 rows a pass on the plan's tile */
+						/* the bytes of 16 rows a pass (the kernel the plan launches) against 8
+						 * rows a pass on the plan's tile */
 						const int dt = moe_gemm_decode_tile(qt->quant, N, K, em, bm, nv, sms);
 						const unsigned gx = (unsigned)decode_cols(qt->quant, N, K, dt, em, bm, nv);
 						const unsigned gy = (unsigned)moe_gemm_decode_blocks(em, bm, nv);
@@ -799,7 +803,9 @@ int main(int argc, char **argv)
 
 						for (int r = 0; r < 2; r++) {
 							CHECK(cuMemsetD16(dc, NAN_BF16, cbytes / 2));
-							CHECK(cuLaunchKernel(get(mod, moe_gemm_decode_name(qt->quant, dt, r ? 16 : 8), 0),
+							CHECK(cuLaunchKernel(get(mod, r ? moe_gemm_decode_kernel(qt->quant, dt, 16, K)
+											: moe_gemm_decode_name(qt->quant, dt, 8),
+										 0),
 									     gx, gy, 1, MOE_GEMM_THREADS, 1, 1, 0, stream, params, NULL));
 							CHECK(cuStreamSynchronize(stream));
 							CHECK(cuMemcpyDtoH(r ? c1 : c0, dc, cbytes));

@@ -114,12 +114,14 @@
  * (both n8 operands), of 8 or fewer (the second idle), of several passes
  * and windows, experts on another rank, grid (2, 3) and row mode.  The
  * kernels of 32-column warps (MOE_DECODE_WARP_N) on a longer K and on the
- * down GEMM's short one.  The staged W4A16 kernel (flag STG,
- * moe_gemm_w4a16_d128_r16_s, K up to 512, up to 32 rows a pass as two m16
- * operands, W the n8 one): K inside one 128-k step, ending inside one, and
- * 512, passes on both m16 operands (the second partly rows, about 29 an
- * expert) and on one, several passes and windows, other ranks, grid (2, 3),
- * row mode.
+ * down GEMM's short one.  The staged W4A16 kernels (flag STG: up to 32
+ * rows a pass as two m16 operands, W the n8 one; moe_gemm_w4a16_d128_r16_s
+ * for K up to 512, moe_gemm_w4a16_d128_r16_sl, streamed, past it): K inside
+ * one 128-k step, ending inside one, and 512, passes on both m16 operands
+ * (the second partly rows, about 29 an expert) and on one, several passes
+ * and windows, other ranks, grid (2, 3), row mode; streamed, K one step
+ * past the slots, 1536, 1600 (ending inside a step), several tiles a block
+ * (copies crossing from a tile's last step to the next's first).
  *
  * Flags P1 and P2 launch the row tiles with args.row_parts 1 and 2 (grid
  * y moe_gemm_rows_grid: a row block per framework block, or two, each
@@ -148,8 +150,8 @@
 /* ------------------------------------------------------------ cases */
 
 /* tm: the row tile, or DEC(TN) for the decode kernel of TN columns; rows: a decode
- * kernel's routed rows a pass (8 or 16), 0 for the row tiles; staged: one of
- * MOE_DECODE_STAGED_KERNELS */
+ * kernel's routed rows a pass (8 or 16), 0 for the row tiles; staged: 1 for
+ * MOE_DECODE_STAGED_KERNELS, 2 for MOE_DECODE_STREAMED_KERNELS */
 struct kernel {
 	const char *name;
 	int quant, tm, rows, staged;
@@ -159,11 +161,14 @@ struct kernel {
 #define KERNEL_ROW(quant, tm, name) { #name, quant, tm, 0, 0 },
 #define DECODE_ROW(quant, tn, rows, name) { #name, quant, DEC(tn), rows, 0 },
 #define STAGED_ROW(quant, tn, rows, name) { #name, quant, DEC(tn), rows, 1 },
+#define STREAMED_ROW(quant, tn, rows, name) { #name, quant, DEC(tn), rows, 2 },
 static const struct kernel kernels[] = { MOE_GEMM_KERNELS(KERNEL_ROW) MOE_DECODE_KERNELS(DECODE_ROW)
-						 MOE_DECODE_STAGED_KERNELS(STAGED_ROW) };
+						 MOE_DECODE_STAGED_KERNELS(STAGED_ROW)
+							 MOE_DECODE_STREAMED_KERNELS(STREAMED_ROW) };
 #undef KERNEL_ROW
 #undef DECODE_ROW
 #undef STAGED_ROW
+#undef STREAMED_ROW
 
 #define RW (1u << 0)     /* mul_routed_weight */
 #define BIAS (1u << 1)   /* a bias */
@@ -178,7 +183,8 @@ static const struct kernel kernels[] = { MOE_GEMM_KERNELS(KERNEL_ROW) MOE_DECODE
 #define SHALLOW (1u << 9) /* args.stages MOE_GEMM_SHALLOW_STAGES, moe_gemm_launch_smem bytes (the shallow
 			   * pipeline; a kernel without one ignores it) */
 #define R16 (1u << 10)    /* decode kernels: the one of 16 rows a pass (moe_gemm_<quant>_d<TN>_r16) */
-#define STG (1u << 11)    /* decode kernels: the staged one (MOE_DECODE_STAGED_KERNELS, ..._r16_s) */
+#define STG (1u << 11)    /* decode kernels: the staged one of the K (MOE_DECODE_STAGED_KERNELS' up to
+			   * MOE_DECODE_W4_STAGE_K, else MOE_DECODE_STREAMED_KERNELS') */
 #define P1 (1u << 12)     /* row tiles: args.row_parts 1 (a row block per framework block, its parts in turn) */
 #define P2 (1u << 13)     /* row tiles: args.row_parts 2 */
 #define HOLES (1u << 14)  /* each expert's rows at the end of its padded rows (its first parts padding) */
@@ -343,6 +349,15 @@ static const struct tcase cases[] = {
 	{ W4, DEC(128), 12, 8, 12, 199, 448, 64, 0, 64, STG | R16 | RW | PAD | DROP | GRID3 },
 	{ W4, DEC(128), 33, 4, 8, 201, 512, 32, 0, 64, STG | R16 | BIAS | PAD | OFF | GRID3 },
 	{ W4, DEC(128), 3, 8, 12, 199, 448, 16, 0, 32, STG | R16 | NAIVE | RW | PAD | OFF },
+	/* ... on a K past its four slots, its steps streamed through two (the gate/up's long K):
+	   K 640 (one step past them) on one m16 operand, 1536 on both, 1600 ending inside a step,
+	   several tiles a block (the copies crossing from a tile's last step to the next's first),
+	   other ranks, short and dropped rows, row mode */
+	{ W4, DEC(128), 7, 2, 6, 456, 640, 16, 0, 32, STG | R16 | OFF | SHORT },
+	{ W4, DEC(128), 300, 8, 9, 384, 1536, 512, 0, 128, STG | R16 | RW | BIAS | PAD | SAMPLE | DROP },
+	{ W4, DEC(128), 33, 8, 9, 200, 1600, 128, 0, 64, STG | R16 | RW | PAD },
+	{ W4, DEC(128), 40, 8, 12, 456, 1088, 64, 0, 32, STG | R16 | RW | PAD | DROP | GRID3 },
+	{ W4, DEC(128), 3, 8, 12, 199, 704, 16, 0, 32, STG | R16 | NAIVE | RW | PAD | OFF },
 	/* FP8 block scales copied with the k tiles: the 64-row tile's column tiles in turn
 	   (grid x 2) on an N and a K that end inside a 128 group, the 128-row tile's second
 	   128 columns past N, and the 16-row tile's eight k slices on a third of a k tile */
@@ -416,7 +431,7 @@ static const struct kernel *find_kernel(const struct tcase *tc)
 	for (size_t i = 0; i < sizeof(kernels) / sizeof(kernels[0]); i++)
 		if (kernels[i].quant == tc->quant && kernels[i].tm == tc->tm &&
 		    kernels[i].rows == (tc->tm > 0 ? 0 : tc->flags & R16 ? 16 : 8) &&
-		    kernels[i].staged == !!(tc->flags & STG))
+		    kernels[i].staged == (tc->flags & STG ? tc->K <= MOE_DECODE_W4_STAGE_K ? 1 : 2 : 0))
 			return &kernels[i];
 	fprintf(stderr, "no kernel for quant %d, tile %d\n", tc->quant, tc->tm);
 	exit(1);

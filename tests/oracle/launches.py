@@ -492,7 +492,7 @@ CASES = {
     # and the rule's signature, which passes the zero-point strides, does not apply.
     "sglang-0.5.9-moe-kimi-tp8-gateup-int4-m512": (
         sglang_moe, ("0.5.9", "int4", 512, 384, 8, 512, 7168),
-        {"fused_moe_kernel_gptq_awq": ("sglang-moe-gptq-awq", "moe_gemm_w4a16_d32_r16")}),
+        {"fused_moe_kernel_gptq_awq": ("sglang-moe-gptq-awq", "moe_gemm_w4a16_d128_r16_sl")}),
     "sglang-0.5.9-moe-kimi-tp8-gateup-int4zp-m512": (
         sglang_moe, ("0.5.9", "int4_zp", 512, 384, 8, 512, 7168),
         {"fused_moe_kernel_gptq_awq": ("!", "-", "stride_bzk")}),

@@ -930,7 +930,11 @@ static void test_moe_decisions(void **state)
 		assert_int_equal(moe_gemm_decode_tile(MOE_BF16, 512, 7168, em + 64, 128, 64, 0), 32);
 		assert_int_equal(moe_gemm_decode_tile(MOE_BF16, 512, 7168, em + 64, 128, 64, 132), 32);
 		assert_int_equal(moe_gemm_decode_tile(MOE_FP8, 512, 2048, em + 128, 128, 128, 0), 64);
-		assert_int_equal(moe_gemm_decode_tile(MOE_W4A16, 512, 7168, em + 4096, 128, 4096, 0), 32);
+		/* W4A16 past 8 rows an expert (16 rows a pass): the staged kernels' 128 columns, on
+		   any K and GPU (Kimi K2's gate/up at 512 tokens: 10.6 rows) */
+		assert_int_equal(moe_gemm_decode_tile(MOE_W4A16, 512, 7168, em + 4096, 128, 4096, 0), 128);
+		assert_int_equal(moe_gemm_decode_tile(MOE_W4A16, 512, 7168, em + 4096, 128, 4096, 132), 128);
+		assert_int_equal(moe_gemm_decode_tile(MOE_W4A16, 512, 7168, em + 3072, 128, 3072, 132), 32);   /* 7.9 rows: 8 a pass */
 		assert_int_equal(moe_gemm_decode_tile(MOE_FP8, 7168, 256, em + 4096, 128, 4096, 0), 128);
 		assert_int_equal(moe_gemm_decode_tile(MOE_FP8, 7168, 256, em + 16, 128, 16, 132), 128);
 		assert_int_equal(moe_gemm_decode_tile(MOE_NVFP4, 512, 7168, em + 4096, 128, 4096, 132), 0);
@@ -959,8 +963,8 @@ static void test_moe_decisions(void **state)
 		assert_int_equal(moe_gemm_decode_tile(MOE_BF16, 7168, 7168, 16, 16, 4, 132), 32);
 	}
 	/* the whole choice: Kimi K2's INT4 gate/up at 512 tokens (10.7 rows an expert) on the
-	   decode kernel of 32 columns and 16 rows a pass, its row tile 128 (W4A16's on a long
-	   K); GLM-4.7's bf16 gate/up at 4096 tokens on the shallow 64-row tile, no decode
+	   decode kernel of 128 columns and 16 rows a pass (the streamed one), its row tile 128
+	   (W4A16's on a long K); GLM-4.7's bf16 gate/up at 4096 tokens on the shallow 64-row tile, no decode
 	   kernel; row mode on the 16-row tile or the narrow decode tile, 8 rows a pass */
 	{
 		struct moe_gemm_choice c =
@@ -968,8 +972,9 @@ static void test_moe_decisions(void **state)
 
 		assert_int_equal(c.tm, 128);
 		assert_int_equal(c.stages, 0);
-		assert_int_equal(c.tn, 32);
+		assert_int_equal(c.tn, 128);
 		assert_int_equal(c.rows, 16);
+		assert_string_equal(moe_gemm_decode_kernel(MOE_W4A16, c.tn, c.rows, 7168), "moe_gemm_w4a16_d128_r16_sl");
 		c = moe_gemm_choose(MOE_BF16, MOE_SCALE_NONE, 128, 32768, 32768 + 161 * 127, 384, 5120, 0, 132);
 		assert_int_equal(c.tm, 64);
 		assert_int_equal(c.stages, MOE_GEMM_SHALLOW_STAGES);
@@ -1031,10 +1036,12 @@ static void test_moe_decisions(void **state)
 	assert_string_equal(moe_gemm_decode_name(MOE_W4A16, 16, 16), "moe_gemm_w4a16_d16_r16");
 	assert_string_equal(moe_gemm_decode_name(MOE_W4A16, 128, 8), "moe_gemm_w4a16_d128");
 	assert_null(moe_gemm_decode_name(MOE_BF16, 16, 16));
-	/* the staged kernels: W4A16, 128 columns, K up to MOE_DECODE_W4_STAGE_K (the down GEMM) */
+	/* the staged kernels: W4A16, 128 columns, 16 rows a pass; K up to MOE_DECODE_W4_STAGE_K (the
+	   down GEMM) in slots, a longer one streamed */
 	assert_string_equal(moe_gemm_decode_kernel(MOE_W4A16, 128, 16, 256), "moe_gemm_w4a16_d128_r16_s");
 	assert_string_equal(moe_gemm_decode_kernel(MOE_W4A16, 128, 16, 512), "moe_gemm_w4a16_d128_r16_s");
-	assert_string_equal(moe_gemm_decode_kernel(MOE_W4A16, 128, 16, 544), "moe_gemm_w4a16_d128_r16");
+	assert_string_equal(moe_gemm_decode_kernel(MOE_W4A16, 128, 16, 544), "moe_gemm_w4a16_d128_r16_sl");
+	assert_string_equal(moe_gemm_decode_kernel(MOE_W4A16, 128, 16, 7168), "moe_gemm_w4a16_d128_r16_sl");
 	assert_string_equal(moe_gemm_decode_kernel(MOE_W4A16, 128, 8, 192), "moe_gemm_w4a16_d128");
 	assert_string_equal(moe_gemm_decode_kernel(MOE_W4A16, 128, 8, 512), "moe_gemm_w4a16_d128");
 	assert_string_equal(moe_gemm_decode_kernel(MOE_W4A16, 128, 8, 544), "moe_gemm_w4a16_d128");
@@ -1082,28 +1089,29 @@ static void test_moe_decisions(void **state)
 		{ MOE_FP8, 128, 64, 161, 192, 1 },    /* GLM-4.7's 64 tokens: 3.2 */
 		{ MOE_FP8, 128, 96, 161, 192, 0 },    /* 4.8 */
 		{ MOE_BF16, 128, 192, 385, 256, 1 },  /* bf16's down GEMM alike */
-		/* W4A16: up to 40 rows an expert (GLM-4.7's 768 tokens: 38.4; not its 1024: 51, nor Kimi
-		   K2's 2048: 42.7), gate/up and down alike, 16 rows a pass past 8 rows an expert (Kimi
-		   K2's 512 tokens: 10.7); beyond, the row tiles on the gate/up's long K: GLM-4.7's (N 384)
-		   at 51 rows an expert on the 64-row one, Kimi's on the 128 */
+		/* W4A16 on the gate/up's long K: up to 48 rows an expert (MOE_DECODE_W4_ROWS: Kimi K2's
+		   2048 tokens, 42 estimated; GLM-4.7's 768, 38; not GLM-4.7's 1024, 50, nor Kimi K2's
+		   4096, 85), 16 rows a pass past 8 rows an expert (Kimi K2's 512 tokens: 10.7); beyond,
+		   the 128-row tile where it fits (BLOCK_SIZE_M 128) */
 		{ MOE_W4A16, 128, 1, 161, 5120, 1 },
 		{ MOE_W4A16, 128, 512, 161, 5120, 1 },
 		{ MOE_W4A16, 16, 512, 161, 192, 1 },
 		{ MOE_W4A16, 128, 768, 161, 5120, 1 },
 		{ MOE_W4A16, 128, 1024, 161, 5120, 0 },
-		{ MOE_W4A16, 128, 2048, 385, 7168, 0 },
+		{ MOE_W4A16, 128, 2048, 385, 7168, 1 },
 		{ MOE_W4A16, 128, 4096, 385, 7168, 0 },
-		/* ... at any count where no 64-row tile fits (BLOCK_SIZE_M 32: Kimi's down GEMM at 8192
-		   tokens, 170 rows an expert, and its gate/up at 4096, 85); where the 64-row one does
-		   (BLOCK_SIZE_M 64) only up to 40 rows, as at 128 (Kimi's gate/up at 1024 tokens, 21;
-		   not at 2048 or 4096, nor GLM's gate/up, N 384) */
+		/* ... at any count where no 128-row tile fits (BLOCK_SIZE_M 32: Kimi's down GEMM at
+		   8192 tokens, 170 rows an expert, and its gate/up at 4096, 85; BLOCK_SIZE_M 64, where the
+		   streamed kernel ran ahead of the 64-row tile at every count measured, up to GLM-4.7's
+		   205 rows) */
 		{ MOE_W4A16, 32, 8192, 385, 256, 1 },
 		{ MOE_W4A16, 32, 4096, 385, 7168, 1 },
 		{ MOE_W4A16, 64, 1024, 385, 7168, 1 },
-		{ MOE_W4A16, 64, 2048, 385, 7168, 0 },
-		{ MOE_W4A16, 64, 4096, 385, 7168, 0 },
-		{ MOE_W4A16, 64, 8192, 385, 7168, 0 },
-		{ MOE_W4A16, 64, 1024, 161, 5120, 0 },
+		{ MOE_W4A16, 64, 2048, 385, 7168, 1 },
+		{ MOE_W4A16, 64, 4096, 385, 7168, 1 },
+		{ MOE_W4A16, 64, 8192, 385, 7168, 1 },
+		{ MOE_W4A16, 64, 1024, 161, 5120, 1 },
+		{ MOE_W4A16, 256, 4096, 385, 7168, 0 },
 		/* ... but on the down GEMM's short K (the staged kernel) up to 96 rows an expert
 		   (MOE_DECODE_W4_SHORT_ROWS), at any BLOCK_SIZE_M: Kimi K2's at 2048 and 4096 tokens
 		   (42 and 85, estimated), GLM-4.7's at 1536 (76), not at 2048 (101) */
