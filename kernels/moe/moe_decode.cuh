@@ -120,7 +120,8 @@ struct smem {
 	/* the pass's factors for every tile's epilogue (decode's factors): each row's routed
 	 * weight and FP8 per-channel activation scale, the FP8 per-tensor scale */
 	float row_w[STAGED ? MOE_DECODE_W4_SPASS : 8 * NP];
-	/* the STREAMED kernels' A row of each row of the pass (NULL past its rows) */
+	/* the STREAMED kernels' A row of each row of the pass (NULL past its rows; a thread's
+	 * row pointer in registers spilled them on sm_90) */
 	const unsigned char *arow[STAGED == STREAMED ? MOE_DECODE_W4_SPASS : 1];
 	float row_as[8 * NP];
 	float ts;

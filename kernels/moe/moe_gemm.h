@@ -1051,7 +1051,7 @@ static inline int moe_gemm_decode_tile(int quant, int32_t n, int32_t k, int32_t 
 	if (!tn || tn >= 128)
 		return tn;
 	if (moe_gemm_decode_rows(quant, block_m, num_valid, em) == 16)
-		return 128;   /* the staged kernel's (MOE_DECODE_STAGED_KERNELS) */
+		return 128;   /* the staged kernels' (MOE_DECODE_STAGED_KERNELS, _STREAMED_KERNELS) */
 	if (num_valid >= MOE_DECODE_WIDE_ROWS)
 		return 2 * tn;
 	if (sms <= 0 || num_valid < 1)
