@@ -10,11 +10,10 @@
  *     routed rows the B operand (n8), so one MMA covers a pass of up to 8
  *     rows: no 16-row padding of A (a framework block of more valid rows
  *     takes more passes, each streaming the weights again; the plans keep
- *     such launches on the row tiles, moe_gemm_decode_wanted).  The W4A16
- *     kernels of 16 rows a pass (NP = 2) take two n8 operands per W
- *     fragment, so that a fragment dequantized once serves both, and most
- *     W4A16 warps two W fragments (32 columns, MG = 2: MOE_DECODE_WARP_N),
- *     so that each A fragment loaded serves both;
+ *     such launches on the row tiles, moe_gemm_decode_wanted, and W4A16's
+ *     of more than 8 rows an expert on the staged kernels below).  Most
+ *     W4A16 warps take two W fragments (32 columns, MG = 2:
+ *     MOE_DECODE_WARP_N), so that each A fragment loaded serves both;
  *   - each lane loads 16 contiguous bytes of a W row (and of an A row) per
  *     64-byte half k step straight into registers.  The k order inside a half
  *     step is permuted, identically for W and A (a dot product does not
@@ -79,19 +78,19 @@ struct shape {
 	static constexpr int WINDOW = MOE_GEMM_THREADS;    /* sorted rows gathered at a time */
 	static constexpr int PASS = 8 * NP;                /* routed rows per pass: NP n8 operands */
 	static constexpr int DEPTH = MOE_DECODE_DEPTH;     /* k steps in flight per warp (not W4A16) */
-	/* W4A16: steps of W and scales in flight: one for 32-column warps (MOE_DECODE_W4_WIDE_DEPTH),
-	 * else three at 8 rows a pass, two at 16 (the second row's A takes the third's registers on
-	 * sm_90) */
-	static constexpr int WDEPTH = MG == 2 ? MOE_DECODE_W4_WIDE_DEPTH : NP == 1 ? MOE_DECODE_W4_DEPTH : 2;
+	/* W4A16, unstaged: steps of W and scales in flight, one for 32-column warps
+	 * (MOE_DECODE_W4_WIDE_DEPTH), else three (MOE_DECODE_W4_DEPTH) */
+	static constexpr int WDEPTH = MG == 2 ? MOE_DECODE_W4_WIDE_DEPTH : MOE_DECODE_W4_DEPTH;
 	/* the epilogue's values() path (moe_epilogue.cuh), but for W4A16's 16-column kernel of 8
 	 * rows a pass, which it spills on sm_90 (16 bytes: 127 registers before it): each_value */
 	static constexpr bool PAIR_VALUES = !(QUANT == MOE_W4A16 && TN == 16 && NP == 1);
 	static_assert(WN * WK * 32 == MOE_GEMM_THREADS && TN % (16 * MG) == 0, "8 warps, whole warp tiles");
 	static_assert(MG == 1 || (MG == 2 && QUANT == MOE_W4A16), "32-column warps for W4A16 only");
 	static_assert(QUANT == MOE_BF16 || QUANT == MOE_FP8 || QUANT == MOE_W4A16, "bf16, FP8 and W4A16 only");
-	/* 16 rows a pass for W4A16 only: its dequantized W serves both n8 operands; bf16's, measured
-	 * (H200, Kimi K2 and GLM-4.7 at 8 to 1024 tokens), was no faster than the row tiles wherever
-	 * an expert gets more than 8 rows */
+	/* NP 2 for the staged W4A16 kernels only (their n8 operands: the warp's W columns g and
+	 * g + 8); an unstaged bf16 kernel of 16 rows a pass, measured (H200, Kimi K2 and GLM-4.7 at
+	 * 8 to 1024 tokens), was no faster than the row tiles wherever an expert gets more than 8
+	 * rows */
 	static_assert(NP == 1 || (NP == 2 && QUANT == MOE_W4A16), "8 rows a pass, or 16 for W4A16");
 };
 
@@ -288,6 +287,7 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 	const int wn = warp % S::WN, kg = warp / S::WN;    /* the warp's 16 MG columns and k slice */
 	static_assert(!STAGED || (QUANT == MOE_W4A16 && MG == 1 && NP == 2 && S::WK == 1),
 		      "staged kernels are W4A16's, of 16-column warps over all of K");
+	static_assert(STAGED || NP == 1, "unstaged kernels take 8 rows a pass");
 	/* routed rows a pass: the STAGED kernels' two m16 operands, else NP n8 ones */
 	enum { PASS = STAGED ? MOE_DECODE_W4_SPASS : S::PASS };
 	/* W4A16: W steps in flight */

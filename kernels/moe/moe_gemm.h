@@ -653,10 +653,10 @@ static inline int moe_gemm_rows_cols(int quant, int tm, int32_t n, int32_t k, in
  * blockIdx.y + gridDim.y, ... below *num_tokens_post_padded, and of each
  * the column tiles (TN columns) blockIdx.x, blockIdx.x + gridDim.x, ...  It
  * gathers a framework block's valid routed rows (up to 256 at a time) and computes
- * them 8 at a time (16 for the W4A16 kernels moe_gemm_w4a16_d<TN>_r16, which
- * take two n8 operands: moe_gemm_decode_rows): each pass streams its tiles'
- * weights once, tile after tile.  Its 8 warps split TN / MOE_DECODE_WARP_N
- * ways along N and the rest (MOE_DECODE_KWARPS) along K: a warp multiplies
+ * them 8 at a time (W4A16 past 8 rows an expert: the staged kernels below,
+ * moe_gemm_decode_rows): each pass streams its tiles' weights once, tile
+ * after tile.  Its 8 warps split TN / MOE_DECODE_WARP_N ways along N and
+ * the rest (MOE_DECODE_KWARPS) along K: a warp multiplies
  * 16 weight columns, or 32 (MOE_DECODE_WARP_N; two m16 fragments: W4A16),
  * the mma.sync A operand, by the rows (the n8 operand), loading W and A from
  * global memory straight into fragments, MOE_DECODE_DEPTH k steps ahead
@@ -685,11 +685,11 @@ static inline int moe_gemm_rows_cols(int quant, int tm, int32_t n, int32_t k, in
  * tokens: 0.44 of the floor against 0.35), GLM-4.7's at 8 to 512 tokens 1.13 to 1.27; the down
  * GEMM's 128-column kernel of 8 rows a pass 1.11 to 1.13 times as fast as the staged one of
  * 16-column warps at 16 and 64 tokens (1.05 at 256; another run).  16 for the rest, and for the
- * 128-column W4A16 kernels of 16 rows a pass: 32-column warps spill there on sm_90 (unstaged),
- * or their partial sums and staged rows pass the 48 KiB of static shared memory and SM120's two
- * blocks a SM (staged).  A staged kernel of 32-column warps for K up to 256 (8 KiB of A rows:
- * 43008 bytes in all) gained 0.01 of the floor at most on the staged one of 16 columns (H200,
- * two runs: Kimi K2's down GEMM at 512, 768, 1024 and 1536 tokens 0.32, 0.23, 0.18 and 0.13
+ * staged W4A16 kernels (the 128-column tile of 16 rows a pass): with 32-column warps their rows
+ * of a K of 512 would pass the 48 KiB of static shared memory and SM120's two blocks a SM, and
+ * a staged kernel of 32-column warps for K up to 256 (8 KiB of A rows: 43008 bytes in all)
+ * gained 0.01 of the floor at most on the staged one of 16 columns (H200, two runs: Kimi K2's
+ * down GEMM at 512, 768, 1024 and 1536 tokens 0.32, 0.23, 0.18 and 0.13
  * against 0.31, 0.22, 0.17 and 0.12; GLM-4.7's at 256 and 512 within 0.01) and spilled 16
  * bytes on sm_120: not kept.
  */
@@ -701,7 +701,7 @@ static inline int moe_gemm_rows_cols(int quant, int tm, int32_t n, int32_t k, in
  * 128 registers on sm_90 with them; three measured 2-4% faster than four without them, H100) */
 #define MOE_DECODE_W4_DEPTH 3
 /* ... on 32-column warps (MOE_DECODE_WARP_N): one, which holds as many W bytes in flight as two
- * of 16 columns.  Two spill on sm_90 at 16 rows a pass; at 8 (no spill) they ran slower: H200,
+ * of 16 columns.  Two ran slower: H200,
  * gpu_bench_moe_decode, INT4 at TP8, both models and GEMMs, 1 to 64 tokens, as ALT of this build,
  * two runs: 0.87 to 1.00 the fraction of the floor, 0.97 on average (Kimi K2's down GEMM at one
  * token 0.13-0.14 against 0.15-0.16).  With every expert's weights in the L2 these kernels ran
@@ -733,11 +733,7 @@ static inline int moe_gemm_rows_cols(int quant, int tm, int32_t n, int32_t k, in
 	X(MOE_W4A16, 16, 8, moe_gemm_w4a16_d16)         \
 	X(MOE_W4A16, 32, 8, moe_gemm_w4a16_d32)         \
 	X(MOE_W4A16, 64, 8, moe_gemm_w4a16_d64)         \
-	X(MOE_W4A16, 128, 8, moe_gemm_w4a16_d128)       \
-	X(MOE_W4A16, 16, 16, moe_gemm_w4a16_d16_r16)    \
-	X(MOE_W4A16, 32, 16, moe_gemm_w4a16_d32_r16)    \
-	X(MOE_W4A16, 64, 16, moe_gemm_w4a16_d64_r16)    \
-	X(MOE_W4A16, 128, 16, moe_gemm_w4a16_d128_r16)
+	X(MOE_W4A16, 128, 8, moe_gemm_w4a16_d128)
 
 /* moe_gemm_decode_has - whether decode kernels compute @quant. */
 static inline int moe_gemm_decode_has(int quant)
@@ -746,15 +742,16 @@ static inline int moe_gemm_decode_has(int quant)
 }
 
 /*
- * The staged W4A16 decode kernels, which moe_gemm_decode_kernel launches for
- * the triple of moe_gemm_w4a16_d128_r16 (the plan's tile of 16 rows a pass,
- * moe_gemm_decode_tile): moe_gemm_w4a16_d128_r16_s for K up to
- * MOE_DECODE_W4_STAGE_K (the down GEMM at TP8 and TP4; it traps on a longer
- * K), moe_gemm_w4a16_d128_r16_sl, streamed, for a longer one (the gate/up).
- * The same grid as that kernel, computed the other way round; the _s
- * kernel's sums are the 8-row kernel's of its tile, to the bit
- * (gpu_bench_moe_decode's "eq"; the _sl kernel's warps each take the whole
- * of K, the 8-row kernel's split it, so not to the bit there).  A
+ * The staged W4A16 decode kernels, the decode kernels of 16 rows a pass
+ * (moe_gemm_decode_rows; their tile, 128 columns: moe_gemm_decode_tile),
+ * which moe_gemm_decode_kernel picks by K: moe_gemm_w4a16_d128_r16_s for K
+ * up to MOE_DECODE_W4_STAGE_K (the down GEMM at TP8 and TP4; it traps on a
+ * longer K), moe_gemm_w4a16_d128_r16_sl, streamed, for a longer one (the
+ * gate/up).  The grid of the decode kernels above, each tile computed the
+ * other way round; the _s kernel's sums are the 8-row kernel's of its
+ * tile, to the bit (gpu_bench_moe_decode's "eq"; the _sl kernel's warps
+ * each take the whole of K, the 8-row kernel's split it, so not to the bit
+ * there).  A
  * pass takes up to MOE_DECODE_W4_SPASS routed rows, copied into shared
  * memory once as the m16 operands of its MMAs (two of them), and W is the
  * n8 operand: each W fragment dequantized serves every row of the pass, and
@@ -787,8 +784,10 @@ static inline int moe_gemm_decode_has(int quant)
  * ahead into raw bytes of its own, and a step ahead turns them into the
  * fragments itself (no wait on another thread's copy), so that one barrier
  * a step hands a full slot over.  Against the 32-column kernel of 16 rows a
- * pass (the plan before) and the row tiles, H200 (gpu_bench_moe_decode,
- * INT4 gate/up at TP8, both builds alternating, two runs, and the committed
+ * pass (the plan before: two n8 operands, unstaged; the four unstaged
+ * kernels of 16 rows went when no plan launched them) and the row tiles,
+ * H200 (gpu_bench_moe_decode, INT4 gate/up at TP8, both builds
+ * alternating, two runs, and the committed
  * form once more): Kimi K2 at 512, 768, 1024 and 1536 tokens 0.46-0.48,
  * 0.38, 0.32-0.33 and 0.24 of the floor against 0.43-0.45, 0.32, 0.24-0.25
  * and 0.19, at 2048 (the 128-row tile before) 0.19-0.20 against 0.16-0.17;
@@ -813,8 +812,9 @@ static inline int64_t moe_gemm_decode_steps(int quant, int32_t k)
 	return ((int64_t)k + MOE_DECODE_STEP_K(quant) - 1) / MOE_DECODE_STEP_K(quant);
 }
 
-/* moe_gemm_decode_name - the decode kernel of @quant, @tn columns and @rows routed rows a pass
- * ("moe_gemm_<quant>_d<tn>" for 8, "..._r16" for 16), or NULL for another triple. */
+/* moe_gemm_decode_name - the unstaged decode kernel of @quant, @tn columns and @rows routed rows
+ * a pass ("moe_gemm_<quant>_d<tn>", 8 rows), or NULL for another triple (16 rows a pass: the
+ * staged kernels, moe_gemm_decode_kernel). */
 static inline const char *moe_gemm_decode_name(int quant, int tn, int rows)
 {
 #define MOE_DECODE_NAME_OF(q, t, r, name) if (quant == (q) && tn == (t) && rows == (r)) return #name;
@@ -825,7 +825,8 @@ static inline const char *moe_gemm_decode_name(int quant, int tn, int rows)
 /* moe_gemm_decode_kernel - the decode kernel to launch for @quant, @tn columns and @rows
  * routed rows a pass at K @k: the staged one of the triple where one is
  * (MOE_DECODE_STAGED_KERNELS for @k up to MOE_DECODE_W4_STAGE_K, else
- * MOE_DECODE_STREAMED_KERNELS), else moe_gemm_decode_name's.  Pure, plain C. */
+ * MOE_DECODE_STREAMED_KERNELS), else moe_gemm_decode_name's; NULL for a triple
+ * of neither.  Pure, plain C. */
 static inline const char *moe_gemm_decode_kernel(int quant, int tn, int rows, int32_t k)
 {
 	if (k <= MOE_DECODE_W4_STAGE_K) {
@@ -836,6 +837,15 @@ static inline const char *moe_gemm_decode_kernel(int quant, int tn, int rows, in
 	return moe_gemm_decode_name(quant, tn, rows);
 }
 #undef MOE_DECODE_NAME_OF
+
+/* moe_gemm_decode_staged - whether staged decode kernels (16 rows a pass) compute @quant. */
+static inline int moe_gemm_decode_staged(int quant)
+{
+#define MOE_DECODE_QUANT_OF(q, t, r, name) if (quant == (q)) return 1;
+	MOE_DECODE_STAGED_KERNELS(MOE_DECODE_QUANT_OF)
+	return 0;
+#undef MOE_DECODE_QUANT_OF
+}
 
 /*
  * moe_gemm_decode_tn - the column tile TN of the decode kernel for a launch
@@ -947,32 +957,29 @@ static inline int moe_gemm_decode_cols(int quant, int32_t n, int32_t k, int tn, 
 /*
  * moe_gemm_decode_rows - the routed rows a pass of the decode kernel for a
  * launch of @quant (@block_m, @num_valid, @em as for
- * moe_gemm_rows_per_expert): 16 (the moe_gemm_<quant>_d<TN>_r16 kernels,
- * which take two n8 operands a pass, so that each W fragment, and for
- * W4A16 each dequantized one, serves 16 rows; a pass of 8 or fewer rows
- * skips the second operand's MMAs) where @quant has them (the
- * MOE_DECODE_KERNELS rows of 16: W4A16) and the experts get more than
- * MOE_DECODE_R16_ROWS rows each, else 8.  (16 launches a staged kernel on
- * 128 columns, moe_gemm_decode_tile and moe_gemm_decode_kernel, which takes
- * up to MOE_DECODE_W4_SPASS; the figures below are the unstaged ones'.)
- * Measured on an H200 (W4A16, Kimi K2 and GLM-4.7 at TP8, gate/up and
- * down): 1.17-1.38 times faster than 8 rows a pass from 10 to 51 rows an
- * expert, even at 5, and 9-12% slower up to 3 (its W is fetched two steps
- * ahead, not three: the registers).  32 rows a pass (four n8 operands,
- * about 200 registers: one block per SM) was no faster than 16 at any of
- * 128 to 3072 tokens (H200, both models, both GEMMs): past 16 rows these
- * kernels are held by L1, not by the dequantization (ncu, Kimi K2's
- * gate/up at 1024 tokens on 16 rows a pass: L1/TEX 81% busy against DRAM
- * 29%, issue slots 55%): at 16 rows a pass a warp of 16 columns reads 4
- * KB of A a k step against its 1 KB of W, the same A bytes for every warp
- * and tile, so from L1 (32-column warps halve that: MOE_DECODE_WARP_N).  Loading W past L1 and first out of L2 (L1::no_allocate, an
- * evict_first policy) moved these rows by -3% to +5% (one run), no more.
- * Pure, plain C.
+ * moe_gemm_rows_per_expert): 16, the plan's name for the staged kernels
+ * (MOE_DECODE_STAGED_KERNELS: up to MOE_DECODE_W4_SPASS rows a pass in
+ * fact, on 128 columns, moe_gemm_decode_tile and moe_gemm_decode_kernel),
+ * where @quant has them (moe_gemm_decode_staged: W4A16) and the experts get
+ * more than MOE_DECODE_R16_ROWS rows each, else 8.  At 8 rows an expert or
+ * fewer the 8-row kernels stay ahead (H200, INT4: Kimi K2's down GEMM at 1,
+ * 64 and 128 tokens 0.15, 0.49-0.50 and 0.48 of the floor against the
+ * staged kernel's 0.13, 0.41 and 0.42; GLM-4.7's at one token on 32 SMs
+ * 0.50 of an RTX 5090's DRAM share against 0.40).  Why the rows sit in
+ * shared memory as m16 operands: the unstaged kernels of 16 rows a pass
+ * before them (two n8 operands, rows from L1; 1.17-1.38 times as fast as 8
+ * rows a pass from 10 to 51 rows an expert, H200) were held by L1, not by
+ * the dequantization (ncu, Kimi K2's gate/up at 1024 tokens: L1/TEX 81%
+ * busy against DRAM 29%, issue slots 55%), since a warp of 16 columns read
+ * 4 KB of A a k step against its 1 KB of W, the same A bytes for every
+ * warp and tile; 32 rows a pass that way (four n8 operands, about 200
+ * registers: one block per SM) was no faster than 16 at any of 128 to 3072
+ * tokens.  Pure, plain C.
  */
 #define MOE_DECODE_R16_ROWS 8
 static inline int moe_gemm_decode_rows(int quant, int32_t block_m, int32_t num_valid, int32_t em)
 {
-	return moe_gemm_decode_name(quant, 16, 16) &&
+	return moe_gemm_decode_staged(quant) &&
 			       moe_gemm_rows_per_expert(block_m, num_valid, em) > MOE_DECODE_R16_ROWS
 		       ? 16
 		       : 8;

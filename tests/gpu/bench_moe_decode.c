@@ -246,6 +246,10 @@ static CUfunction get(CUmodule mod, const char *name, int smem)
 {
 	CUfunction f;
 
+	if (!name) {
+		fprintf(stderr, "bench_moe_decode: no bundled kernel for this launch (a plan or table mismatch)\n");
+		exit(1);
+	}
 	CHECK(cuModuleGetFunction(&f, mod, name));
 	CHECK(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem));
 	return f;
@@ -579,10 +583,10 @@ int main(int argc, char **argv)
 	printf("# fractions of the floor (floor / time); old = row tiles (the plan before), new = the decode "
 	       "kernel the plan picks now (its tile: tn, its rows a pass: rp; W4A16 of 16 rows a pass the "
 	       "staged one of the tile, moe_gemm_decode_kernel, up to %d rows a pass; tn 0 = the row tile kept); d16..d128 "
-	       "each decode tile at 8 rows a pass; r16..r128 each at 16 rows a pass (W4A16; not staged), eq = whether "
-	       "the kernel of 16 rows a pass the plan launches on moe_gemm_decode_tile's tile (moe_gemm_decode_kernel) "
-	       "wrote the same bytes as the tile's of 8 rows a pass (the same sums in the same order, where their warps "
-	       "split K alike); own = the plan's kernel "
+	       "each decode tile at 8 rows a pass, eq = whether "
+	       "the staged kernel of K (16 rows a pass, moe_gemm_decode_kernel; -1: none for the format) "
+	       "wrote the same bytes as the 8-row kernel of its 128 columns (the same sums in the same order, where "
+	       "their warps split K alike); own = the plan's kernel "
 	       "with every expert's weights and weight scales expert 0's (the L2 holds them: its own work, not the "
 	       "DRAM); us = microseconds\n",
 	       MOE_DECODE_W4_SPASS);
@@ -594,9 +598,9 @@ int main(int argc, char **argv)
 		       "sooner than one under full load); then read_bw reading exactly those bytes on the same SMs, "
 		       "timed the same way: what launch, ramp and tail leave there\n",
 		       green_sms, SM120_SM_GBS);
-	printf("%-5s %-6s %-11s %4s %4s %8s %6s %9s %6s %8s %4s %3s %9s %6s %6s %6s %6s %6s %6s %6s %6s %6s %3s %6s%s\n",
+	printf("%-5s %-6s %-11s %4s %4s %8s %6s %9s %6s %8s %4s %3s %9s %6s %6s %6s %6s %6s %3s %6s%s\n",
 	       "model", "half", "quant", "M", "exp", "floor_us", "limit", "old_us", "old", "old_pad", "tn", "rp",
-	       "new_us", "new", "d16", "d32", "d64", "d128", "r16", "r32", "r64", "r128", "eq", "own",
+	       "new_us", "new", "d16", "d32", "d64", "d128", "eq", "own",
 	       alt ? "    alt    wiring" : "    wiring");
 
 	for (size_t mi = 0; mi < sizeof(models) / sizeof(models[0]); mi++)
@@ -625,7 +629,7 @@ int main(int argc, char **argv)
 					CUdeviceptr da, dc, das = 0, dbs = 0, dtw, dsorted, deids, dntpp;
 					size_t abytes = (size_t)arows * K * esz, cbytes = (size_t)nv * N * 2;
 					size_t as_n = 0, bs_n = 0, per_scale = 0;
-					double floor_ms, lim_ms, glim_ms = 0, old_ms, pad_ms, new_ms, dn[4], dr[4] = { 0 }, alt_ms = 0, wire = 0;
+					double floor_ms, lim_ms, glim_ms = 0, old_ms, pad_ms, new_ms, dn[4], alt_ms = 0, wire = 0;
 					double g_ms = 0;   /* the plan's kernel on the green context */
 					double own_ms = 0; /* the plan's kernel, every expert's weights expert 0's (own_time) */
 					struct moe_gemm_choice choice;
@@ -782,21 +786,18 @@ int main(int argc, char **argv)
 					/* new: the decode kernel the plan picks (0: it keeps the row tile) */
 					tn = choice.tn;
 					rp = choice.rows;
-					for (int t = 0; t < 8; t++) {
-						const int dt = 16 << (t % 4), r = t < 4 ? 8 : 16;
+					for (int t = 0; t < 4; t++) {
+						const int dt = 16 << t;
 
-						if (!moe_gemm_decode_name(qt->quant, dt, r))
-							continue;
-						(t < 4 ? dn : dr)[t % 4] =
-							timed_ms(get(mod, moe_gemm_decode_name(qt->quant, dt, r), 0),
+						dn[t] = timed_ms(get(mod, moe_gemm_decode_name(qt->quant, dt, 8), 0),
 								 (unsigned)decode_cols(qt->quant, N, K, dt, em, bm, nv),
 								 (unsigned)moe_gemm_decode_blocks(em, bm, nv), MOE_GEMM_THREADS, 0,
 								 params, &a.b, wbuf, wbytes);
 					}
-					if (moe_gemm_decode_name(qt->quant, 16, 16)) {
-						/* the bytes of 16 rows a pass (the kernel the plan launches) against 8
-						 * rows a pass on the plan's tile */
-						const int dt = moe_gemm_decode_tile(qt->quant, N, K, em, bm, nv, sms);
+					if (moe_gemm_decode_staged(qt->quant)) {
+						/* the bytes of the staged kernel of K (16 rows a pass, which the plan
+						 * launches past 8 rows an expert) against the 8-row kernel of its tile */
+						const int dt = 128;
 						const unsigned gx = (unsigned)decode_cols(qt->quant, N, K, dt, em, bm, nv);
 						const unsigned gy = (unsigned)moe_gemm_decode_blocks(em, bm, nv);
 						uint16_t *c0 = malloc(cbytes), *c1 = malloc(cbytes);
@@ -814,28 +815,26 @@ int main(int argc, char **argv)
 						free(c0);
 						free(c1);
 					}
-					/* the decode kernel the plan launches: the tile's staged one, or the one timed above */
+					/* the decode kernel the plan launches: a staged one, or the one of 8 rows a pass timed above */
 					const char *pk = tn ? moe_gemm_decode_kernel(qt->quant, tn, rp, K) : NULL;
 					/* its grid */
 					const unsigned pgx = tn ? (unsigned)decode_cols(qt->quant, N, K, tn, em, bm, nv) : 0;
 					const unsigned pgy = (unsigned)moe_gemm_decode_blocks(em, bm, nv);
 
-					if (pk && strcmp(pk, moe_gemm_decode_name(qt->quant, tn, rp)))
+					if (tn && rp == 16)
 						new_ms = timed_ms(get(mod, pk, 0), pgx, pgy, MOE_GEMM_THREADS, 0, params, &a.b, wbuf,
 								  wbytes);
 					else
-						new_ms = !tn ? old_ms : (rp == 16 ? dr : dn)[tn == 16 ? 0 : tn == 32 ? 1 : tn == 64 ? 2 : 3];
+						new_ms = !tn ? old_ms : dn[tn == 16 ? 0 : tn == 32 ? 1 : tn == 64 ? 2 : 3];
 					if (tn)
 						own_ms = own_time(&a, get(mod, pk, 0), pgx, pgy, MOE_GEMM_THREADS, 0, params, wbuf);
 					if (green && tn)
 						g_ms = green_ms(get(mod, pk, 0), pgx, pgy, MOE_GEMM_THREADS, 0, params, &a.b, wbuf, wbytes);
 					if (alt && tn) {
-						/* the plan's kernel in ALT; a build before the staged or the 16-row kernels
-						 * has the unstaged one, or the 8-row one, of the tile */
+						/* the plan's kernel in ALT; a build without it, the 8-row one of the tile */
 						CUfunction f;
 
-						if (cuModuleGetFunction(&f, alt, pk) != CUDA_SUCCESS &&
-						    cuModuleGetFunction(&f, alt, moe_gemm_decode_name(qt->quant, tn, rp)) != CUDA_SUCCESS)
+						if (cuModuleGetFunction(&f, alt, pk) != CUDA_SUCCESS)
 							f = get(alt, moe_gemm_decode_name(qt->quant, tn, 8), 0);
 						alt_ms = timed_ms(f, pgx, pgy, MOE_GEMM_THREADS, 0, params, &a.b, wbuf, wbytes);
 					}
@@ -876,13 +875,11 @@ int main(int argc, char **argv)
 					}
 
 					printf("%-5s %-6s %-11s %4d %4d %8.1f %6.2f %9.1f %6.2f %8.2f %4d %3d %9.1f %6.2f %6.2f %6.2f %6.2f "
-					       "%6.2f %6.2f %6.2f %6.2f %6.2f %3d %6.2f",
+					       "%6.2f %3d %6.2f",
 					       md->name, half ? "down" : "gateup", qt->name, M, touched, floor_ms * 1e3,
 					       floor_ms / lim_ms, old_ms * 1e3, floor_ms / old_ms, floor_ms / pad_ms, tn, tn ? rp : 0,
 					       new_ms * 1e3, floor_ms / new_ms, floor_ms / dn[0], floor_ms / dn[1],
-					       floor_ms / dn[2], floor_ms / dn[3], dr[0] > 0 ? floor_ms / dr[0] : 0.0,
-					       dr[1] > 0 ? floor_ms / dr[1] : 0.0, dr[2] > 0 ? floor_ms / dr[2] : 0.0,
-					       dr[3] > 0 ? floor_ms / dr[3] : 0.0, eq16, own_ms > 0 ? floor_ms / own_ms : 0.0);
+					       floor_ms / dn[2], floor_ms / dn[3], eq16, own_ms > 0 ? floor_ms / own_ms : 0.0);
 					if (alt)
 						printf(" %6.2f", floor_ms / alt_ms);
 					printf(" %9.1e%s\n", wire, tn ? "" : "  (new = old: row tile kept)");

@@ -109,19 +109,17 @@
  * experts (most of them empty), several passes and windows (block_m 512),
  * padded strides with NaN scales and 0x77 bytes between packed columns,
  * experts on another rank, short and dropped rows, grid (2, 3), row mode,
- * and the two model-like shapes.  The W4A16 decode kernels of 16 rows a
- * pass (flag R16, moe_gemm_w4a16_d<TN>_r16): blocks of 9 to 16 valid rows
- * (both n8 operands), of 8 or fewer (the second idle), of several passes
- * and windows, experts on another rank, grid (2, 3) and row mode.  The
- * kernels of 32-column warps (MOE_DECODE_WARP_N) on a longer K and on the
- * down GEMM's short one.  The staged W4A16 kernels (flag STG: up to 32
- * rows a pass as two m16 operands, W the n8 one; moe_gemm_w4a16_d128_r16_s
- * for K up to 512, moe_gemm_w4a16_d128_r16_sl, streamed, past it): K inside
- * one 128-k step, ending inside one, and 512, passes on both m16 operands
- * (the second partly rows, about 29 an expert) and on one, several passes
- * and windows, other ranks, grid (2, 3), row mode; streamed, K one step
- * past the slots, 1536, 1600 (ending inside a step), several tiles a block
- * (copies crossing from a tile's last step to the next's first).
+ * and the two model-like shapes.  The kernels of 32-column warps
+ * (MOE_DECODE_WARP_N) on a longer K and on the down GEMM's short one.  The
+ * staged W4A16 kernels, the decode kernels of 16 rows a pass (flag STG: up
+ * to 32 rows a pass as two m16 operands, W the n8 one;
+ * moe_gemm_w4a16_d128_r16_s for K up to 512, moe_gemm_w4a16_d128_r16_sl,
+ * streamed, past it): K inside one 128-k step, ending inside one, and 512,
+ * passes on both m16 operands (the second partly rows, about 29 an expert)
+ * and on one, several passes and windows, other ranks, grid (2, 3), row
+ * mode; streamed, K one step past the slots, 1024, 1536, 1600 and 2304
+ * (ending inside a step, or at one), several tiles a block (copies crossing
+ * from a tile's last step to the next's first), N under one tile.
  *
  * Flags P1 and P2 launch the row tiles with args.row_parts 1 and 2 (grid
  * y moe_gemm_rows_grid: a row block per framework block, or two, each
@@ -150,8 +148,8 @@
 /* ------------------------------------------------------------ cases */
 
 /* tm: the row tile, or DEC(TN) for the decode kernel of TN columns; rows: a decode
- * kernel's routed rows a pass (8 or 16), 0 for the row tiles; staged: 1 for
- * MOE_DECODE_STAGED_KERNELS, 2 for MOE_DECODE_STREAMED_KERNELS */
+ * kernel's routed rows a pass (8, or 16 for the staged ones), 0 for the row tiles; staged: 1
+ * for MOE_DECODE_STAGED_KERNELS, 2 for MOE_DECODE_STREAMED_KERNELS */
 struct kernel {
 	const char *name;
 	int quant, tm, rows, staged;
@@ -182,9 +180,8 @@ static const struct kernel kernels[] = { MOE_GEMM_KERNELS(KERNEL_ROW) MOE_DECODE
 			  * MOE_GEMM_MULTI row tiles: grid x 2, each block every other column tile */
 #define SHALLOW (1u << 9) /* args.stages MOE_GEMM_SHALLOW_STAGES, moe_gemm_launch_smem bytes (the shallow
 			   * pipeline; a kernel without one ignores it) */
-#define R16 (1u << 10)    /* decode kernels: the one of 16 rows a pass (moe_gemm_<quant>_d<TN>_r16) */
-#define STG (1u << 11)    /* decode kernels: the staged one of the K (MOE_DECODE_STAGED_KERNELS' up to
-			   * MOE_DECODE_W4_STAGE_K, else MOE_DECODE_STREAMED_KERNELS') */
+#define STG (1u << 11)    /* decode kernels: the staged one of the K, 16 rows a pass (MOE_DECODE_STAGED_KERNELS'
+			   * up to MOE_DECODE_W4_STAGE_K, else MOE_DECODE_STREAMED_KERNELS') */
 #define P1 (1u << 12)     /* row tiles: args.row_parts 1 (a row block per framework block, its parts in turn) */
 #define P2 (1u << 13)     /* row tiles: args.row_parts 2 */
 #define HOLES (1u << 14)  /* each expert's rows at the end of its padded rows (its first parts padding) */
@@ -317,20 +314,22 @@ static const struct tcase cases[] = {
 	{ W4, DEC(128), 16, 8, 16, 1024, 256, 128, 0, 32, RW | BIAS },
 	{ W4, DEC(32), 3, 8, 12, 199, 448, 16, 0, 32, NAIVE | RW | PAD | OFF },
 	{ W4, DEC(16), 2, 4, 9, 72, 1024, 64, 0, 64, NAIVE | SHORT | DROP | GRID3 },
-	/* the W4A16 decode kernels of 16 rows a pass: blocks of 9 to 16 valid rows
-	   (both n8 operands), of 8 or fewer (the second one idle), of several passes and
-	   windows, and row mode */
-	{ W4, DEC(16), 33, 8, 9, 200, 1024, 128, 0, 32, R16 | RW | BIAS | PAD },
-	{ W4, DEC(128), 7, 2, 6, 456, 192, 16, 0, 32, R16 | OFF | SHORT },
-	{ W4, DEC(32), 12, 8, 12, 199, 448, 64, 0, 64, R16 | RW | PAD | DROP | GRID3 },
-	{ W4, DEC(64), 300, 8, 9, 384, 320, 512, 0, 128, R16 | RW | BIAS | PAD | SAMPLE },
-	{ W4, DEC(16), 2, 4, 9, 72, 1024, 64, 0, 64, R16 | NAIVE | SHORT | DROP },
-	{ W4, DEC(128), 16, 8, 16, 1024, 256, 128, 0, 32, R16 | RW | BIAS | OFF },
+	/* the staged W4A16 decode kernels (16 rows a pass): streamed, K of 8 whole steps on both
+	   m16 operands (about 29 rows an expert) and in row mode on N under one tile; block_m 48
+	   (no power of two) on a K of 6 steps; short K ending inside its third step (320), K 256
+	   on N of 8 tiles at 8 rows an expert (one m16 operand, half of it); streamed, K 2304 at
+	   block_m 512 (several passes and windows) */
+	{ W4, DEC(128), 33, 8, 9, 200, 1024, 128, 0, 32, STG | RW | BIAS | PAD },
+	{ W4, DEC(128), 7, 2, 6, 456, 768, 48, 0, 128, STG | OFF | SHORT },
+	{ W4, DEC(128), 12, 8, 12, 199, 320, 64, 0, 64, STG | RW | PAD | DROP | GRID3 },
+	{ W4, DEC(128), 300, 8, 9, 384, 2304, 512, 0, 128, STG | RW | BIAS | PAD | SAMPLE },
+	{ W4, DEC(128), 2, 4, 9, 72, 1024, 64, 0, 64, STG | NAIVE | SHORT | DROP },
+	{ W4, DEC(128), 16, 8, 16, 1024, 256, 128, 0, 32, STG | RW | BIAS | OFF },
 	/* the W4A16 decode kernels of 32-column warps (MOE_DECODE_WARP_N) on a longer K than
 	   above: k steps spread unevenly over the warps along K (12 steps over 8, 18 over 4),
-	   both n8 operands, a last tile of 8 valid columns (a quarter of a warp's; of the 64-column
-	   tile's two warps, the second with none) */
-	{ W4, DEC(32), 20, 8, 10, 264, 1536, 64, 0, 32, R16 | RW | BIAS | OFF },
+	   a last tile of 8 valid columns (a quarter of a warp's; of the 64-column tile's two
+	   warps, the second with none) */
+	{ W4, DEC(32), 20, 8, 10, 264, 1536, 64, 0, 32, RW | BIAS | OFF },
 	{ W4, DEC(64), 6, 8, 11, 200, 2304, 16, 0, 128, RW | PAD | DROP },
 	/* ... and on the down GEMM's short K (the 128-column kernel of 8 rows a pass, which
 	   took the place of a staged one): K 192, 320, 448 and 512, a warp tile partly past N
@@ -343,21 +342,21 @@ static const struct tcase cases[] = {
 	   most it holds), 29 rows an expert (both operands, the second partly), 2 or 3 (one),
 	   several passes and windows, odd N, experts on another rank, short and dropped rows,
 	   grid (2, 3) and row mode */
-	{ W4, DEC(128), 33, 8, 9, 200, 64, 128, 0, 32, STG | R16 | RW | PAD },
-	{ W4, DEC(128), 7, 2, 6, 456, 192, 16, 0, 32, STG | R16 | OFF | SHORT },
-	{ W4, DEC(128), 300, 8, 9, 384, 256, 512, 0, 128, STG | R16 | RW | BIAS | PAD | SAMPLE | DROP },
-	{ W4, DEC(128), 12, 8, 12, 199, 448, 64, 0, 64, STG | R16 | RW | PAD | DROP | GRID3 },
-	{ W4, DEC(128), 33, 4, 8, 201, 512, 32, 0, 64, STG | R16 | BIAS | PAD | OFF | GRID3 },
-	{ W4, DEC(128), 3, 8, 12, 199, 448, 16, 0, 32, STG | R16 | NAIVE | RW | PAD | OFF },
+	{ W4, DEC(128), 33, 8, 9, 200, 64, 128, 0, 32, STG | RW | PAD },
+	{ W4, DEC(128), 7, 2, 6, 456, 192, 16, 0, 32, STG | OFF | SHORT },
+	{ W4, DEC(128), 300, 8, 9, 384, 256, 512, 0, 128, STG | RW | BIAS | PAD | SAMPLE | DROP },
+	{ W4, DEC(128), 12, 8, 12, 199, 448, 64, 0, 64, STG | RW | PAD | DROP | GRID3 },
+	{ W4, DEC(128), 33, 4, 8, 201, 512, 32, 0, 64, STG | BIAS | PAD | OFF | GRID3 },
+	{ W4, DEC(128), 3, 8, 12, 199, 448, 16, 0, 32, STG | NAIVE | RW | PAD | OFF },
 	/* ... on a K past its four slots, its steps streamed through two (the gate/up's long K):
 	   K 640 (one step past them) on one m16 operand, 1536 on both, 1600 ending inside a step,
 	   several tiles a block (the copies crossing from a tile's last step to the next's first),
 	   other ranks, short and dropped rows, row mode */
-	{ W4, DEC(128), 7, 2, 6, 456, 640, 16, 0, 32, STG | R16 | OFF | SHORT },
-	{ W4, DEC(128), 300, 8, 9, 384, 1536, 512, 0, 128, STG | R16 | RW | BIAS | PAD | SAMPLE | DROP },
-	{ W4, DEC(128), 33, 8, 9, 200, 1600, 128, 0, 64, STG | R16 | RW | PAD },
-	{ W4, DEC(128), 40, 8, 12, 456, 1088, 64, 0, 32, STG | R16 | RW | PAD | DROP | GRID3 },
-	{ W4, DEC(128), 3, 8, 12, 199, 704, 16, 0, 32, STG | R16 | NAIVE | RW | PAD | OFF },
+	{ W4, DEC(128), 7, 2, 6, 456, 640, 16, 0, 32, STG | OFF | SHORT },
+	{ W4, DEC(128), 300, 8, 9, 384, 1536, 512, 0, 128, STG | RW | BIAS | PAD | SAMPLE | DROP },
+	{ W4, DEC(128), 33, 8, 9, 200, 1600, 128, 0, 64, STG | RW | PAD },
+	{ W4, DEC(128), 40, 8, 12, 456, 1088, 64, 0, 32, STG | RW | PAD | DROP | GRID3 },
+	{ W4, DEC(128), 3, 8, 12, 199, 704, 16, 0, 32, STG | NAIVE | RW | PAD | OFF },
 	/* FP8 block scales copied with the k tiles: the 64-row tile's column tiles in turn
 	   (grid x 2) on an N and a K that end inside a 128 group, the 128-row tile's second
 	   128 columns past N, and the 16-row tile's eight k slices on a third of a k tile */
@@ -430,7 +429,7 @@ static const struct kernel *find_kernel(const struct tcase *tc)
 {
 	for (size_t i = 0; i < sizeof(kernels) / sizeof(kernels[0]); i++)
 		if (kernels[i].quant == tc->quant && kernels[i].tm == tc->tm &&
-		    kernels[i].rows == (tc->tm > 0 ? 0 : tc->flags & R16 ? 16 : 8) &&
+		    kernels[i].rows == (tc->tm > 0 ? 0 : tc->flags & STG ? 16 : 8) &&
 		    kernels[i].staged == (tc->flags & STG ? tc->K <= MOE_DECODE_W4_STAGE_K ? 1 : 2 : 0))
 			return &kernels[i];
 	fprintf(stderr, "no kernel for quant %d, tile %d\n", tc->quant, tc->tm);

@@ -72,13 +72,13 @@ expect "a launch not rerouted is warned of" "WARNING: not every over-limit launc
 # bench_proxy.awk: gpu_bench_moe_decode's header and rows with an ALT (the proxy) column: a row
 # on a decode kernel (tn 128: new 0.46 against alt 0.51) and one that keeps the row tile (tn 0:
 # old_pad 0.55, not new 0.54, against alt 0.60).
-hdr="model half   quant          M  exp floor_us  limit    old_us    old  old_pad   tn  rp    new_us    new    d16    d32    d64   d128    r16    r32    r64   r128  eq"
-dec="kimi  down   fp8_tensor    16   91     20.0   0.72      55.3   0.36     0.31  128   8      43.9   0.46   0.13   0.24   0.36   0.46   0.00   0.00   0.00   0.00  -1"
+hdr="model half   quant          M  exp floor_us  limit    old_us    old  old_pad   tn  rp    new_us    new    d16    d32    d64   d128  eq"
+dec="kimi  down   fp8_tensor    16   91     20.0   0.72      55.3   0.36     0.31  128   8      43.9   0.46   0.13   0.24   0.36   0.46  -1"
 cat >"$w/proxy" <<EOF
 # a comment line
 $hdr    alt    wiring
 $dec   0.51   9.4e-04
-glm   gateup fp8_block     16   94     41.7   0.87      69.4   0.54     0.55    0   0      69.4   0.54   0.61   0.57   0.55   0.50   0.00   0.00   0.00   0.00  -1   0.60   1.1e-03  (new = old: row tile kept)
+glm   gateup fp8_block     16   94     41.7   0.87      69.4   0.54     0.55    0   0      69.4   0.54   0.61   0.57   0.55   0.50  -1   0.60   1.1e-03  (new = old: row tile kept)
       rows:  m16 tiles 0.54 cols 0.54 (gx 8 of 8, parts 2) pad 0.55 same 1
 EOF
 check "the proxy rows are printed" 0 awk -f tests/gpu/decode_rows.awk -f tests/gpu/bench_proxy.awk "$w/proxy"
@@ -100,7 +100,7 @@ ok - bundled fatbin (100 bytes) loaded
 $hdr    own    wiring
 $dec   0.47   9.4e-04
       green: 32 SMs 50.0 us 12.0 GB/s/SM x5090 1.14  read_bw 30.0 us x5090 1.90
-glm   gateup fp8_block     16   94     41.7   0.87      69.4   0.54     0.55    0   0      69.4   0.54   0.61   0.57   0.55   0.50   0.00   0.00   0.00   0.00  -1   0.95   1.1e-03  (new = old: row tile kept)
+glm   gateup fp8_block     16   94     41.7   0.87      69.4   0.54     0.55    0   0      69.4   0.54   0.61   0.57   0.55   0.50  -1   0.95   1.1e-03  (new = old: row tile kept)
 EOF
 check "what holds each row is printed" 0 awk -f tests/gpu/decode_rows.awk -f tests/gpu/bench_own.awk "$w/own"
 if grep -q "^kimi  down   fp8_tensor    16 d128         0.46   0.47   0.72  kernel$" "$out" &&

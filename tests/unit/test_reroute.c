@@ -1033,9 +1033,12 @@ static void test_moe_decisions(void **state)
 	assert_int_equal(moe_gemm_decode_rows(MOE_W4A16, 128, 512 * 8, 512 * 8 + 385 * 127), 16);
 	assert_int_equal(moe_gemm_decode_rows(MOE_BF16, 128, 512 * 8, 512 * 8 + 385 * 127), 8);
 	assert_int_equal(moe_gemm_decode_rows(MOE_FP8, 128, 512 * 8, 512 * 8 + 385 * 127), 8);
-	assert_string_equal(moe_gemm_decode_name(MOE_W4A16, 16, 16), "moe_gemm_w4a16_d16_r16");
 	assert_string_equal(moe_gemm_decode_name(MOE_W4A16, 128, 8), "moe_gemm_w4a16_d128");
+	assert_null(moe_gemm_decode_name(MOE_W4A16, 128, 16));   /* 16 rows a pass: staged kernels only */
 	assert_null(moe_gemm_decode_name(MOE_BF16, 16, 16));
+	assert_true(moe_gemm_decode_staged(MOE_W4A16));
+	assert_false(moe_gemm_decode_staged(MOE_BF16) || moe_gemm_decode_staged(MOE_FP8) ||
+		     moe_gemm_decode_staged(MOE_NVFP4));
 	/* the staged kernels: W4A16, 128 columns, 16 rows a pass; K up to MOE_DECODE_W4_STAGE_K (the
 	   down GEMM) in slots, a longer one streamed */
 	assert_string_equal(moe_gemm_decode_kernel(MOE_W4A16, 128, 16, 256), "moe_gemm_w4a16_d128_r16_s");
@@ -1045,7 +1048,7 @@ static void test_moe_decisions(void **state)
 	assert_string_equal(moe_gemm_decode_kernel(MOE_W4A16, 128, 8, 192), "moe_gemm_w4a16_d128");
 	assert_string_equal(moe_gemm_decode_kernel(MOE_W4A16, 128, 8, 512), "moe_gemm_w4a16_d128");
 	assert_string_equal(moe_gemm_decode_kernel(MOE_W4A16, 128, 8, 544), "moe_gemm_w4a16_d128");
-	assert_string_equal(moe_gemm_decode_kernel(MOE_W4A16, 32, 16, 256), "moe_gemm_w4a16_d32_r16");
+	assert_null(moe_gemm_decode_kernel(MOE_W4A16, 32, 16, 256));   /* no staged kernel of 32 columns */
 	assert_string_equal(moe_gemm_decode_kernel(MOE_BF16, 128, 8, 256), "moe_gemm_bf16_d128");
 	assert_int_equal(moe_gemm_decode_cols(MOE_W4A16, 512, 7168, 16, 8 + 385 * 127, 128, 8), 32);
 	/* the down GEMM's short K: at least MOE_DECODE_SHORT_MIN_BLOCKS blocks, not MOE_DECODE_MIN_BLOCKS:
