@@ -439,9 +439,10 @@ __device__ __forceinline__ int wscale_shift(const moe_gemm_args &a)
 
 /* A scale as load_wscales stores it -> its float.  (W4A16's staged as its bf16 twice instead, the
  * bf16x2 word w4_pair multiplies by, so that no F2FP converts it where used: 24 fewer of
- * w4a16_m128's 846 loop instructions on sm_90, the same bytes, but the row tiles 0-1.2% slower:
- * H200, gpu_bench_moe_decode MOE_DECODE_ROWTILES=1, INT4 at 512 to 4096 tokens, each build as the
- * other's ALT, two runs each.) */
+ * w4a16_m128's 846 loop instructions on sm_90, the same bytes, but no faster: the plan's row
+ * tiles 1.0-1.7% slower in 6 of 16 rows (Kimi K2's gate/up at 512 to 2048 tokens 1.2%), 0.7-1.1%
+ * faster in 2, within 0.6% in the rest; H200, gpu_bench_moe_decode MOE_DECODE_ROWTILES=1, INT4 at
+ * TP8, 512 to 4096 tokens, each build as the other's ALT, two runs each.) */
 template <int QUANT>
 __device__ __forceinline__ float wscale(uint32_t stored)
 {
