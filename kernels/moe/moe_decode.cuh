@@ -96,8 +96,12 @@ struct shape {
 
 /* The decode kernels' treatment of A, their template argument STAGED (moe_gemm.h's tables):
  * none (the rows are the n8 operands, read from L1), the staged kernels' with each k step in a
- * slot of xs, or their streamed one's */
-enum { UNSTAGED, SLOTS, STREAMED };
+ * slot of xs, their streamed one's, or HALVED: SLOTS on a K of MOE_DECODE_W4_HALVED_K (two k
+ * steps, the second 64 k), whose second step a lane quad q takes as k 16 q .. 16 q + 15, two
+ * words (W's and A's alike), so that it costs four MMAs an operand and half the
+ * dequantization, not a full step's on zeros; with as many ring slots as steps a tile
+ * (MOE_DECODE_W4_SDEPTH), ring slot 1 always holds that step */
+enum { UNSTAGED, SLOTS, STREAMED, HALVED };
 
 /* A block's shared memory: the warps' k partial sums of a pass's column tile
  * (two buffers: tiles alternate), or, for the STAGED kernels, whose warps
@@ -297,6 +301,10 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 		__trap();   /* xs cannot hold the rows: a launch moe_gemm_decode_kernel never makes */
 	if (STAGED == STREAMED && a.K <= MOE_DECODE_W4_STAGE_K)
 		__trap();   /* steps_on's copies take more k steps: a launch it never makes either */
+	if (STAGED == HALVED && a.K != MOE_DECODE_W4_HALVED_K)
+		__trap();   /* its steps are that K's: a launch it never makes either */
+	static_assert(STAGED != HALVED || (WD == 2 && MOE_DECODE_W4_HALVED_K == 192),
+		      "HALVED: two ring slots for the two k steps of a tile, the second a half one");
 	const int g = lane >> 2, q = lane & 3;
 	const int kbytes = a.K * S::ESZ;   /* of an A row (and of a W row but for W4A16) */
 	const int steps = QUANT == MOE_W4A16 ? (a.K + 127) / 128 : (kbytes + S::STEP - 1) / S::STEP;
@@ -605,17 +613,26 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 			srow = sexp + (int64_t)col * a.bs_stride_n;
 		};
 		point_w();
-		auto fetch_w = [&](wstep4<MG> &s) {
+		auto fetch_w = [&](wstep4<MG> &s, auto halfc) {
+			constexpr bool half = decltype(halfc)::value;   /* HALVED's second step: 16 k a lane */
+
 			if (wt >= ntl || nst == 0)
 				return;
-			const int st = kg + wi * S::WK, k = st * 128 + 32 * q;
+			const int st = kg + wi * S::WK, k = st * 128 + (half ? 16 : 32) * q;
 			const bool in = k < a.K;   /* K % 32 == 0: the lane's 32 k are all in or all out */
 
 #pragma unroll
 			for (int c = 0; c < 2 * MG; c++) {
 				const bool ok = in && c < wok;
 
-				load16<MOE_GEMM_W_PREFETCH>(s.w[c], ok, wrow + 8 * c * a.b_stride_n + k / 2);
+				if constexpr (half) {
+					const uint2 v = ok ? __ldg((const uint2 *)(wrow + 8 * c * a.b_stride_n + k / 2))
+							   : make_uint2(0u, 0u);
+
+					s.w[c][0] = v.x, s.w[c][1] = v.y;
+				} else {
+					load16<MOE_GEMM_W_PREFETCH>(s.w[c], ok, wrow + 8 * c * a.b_stride_n + k / 2);
+				}
 				s.s[c] = ok ? __ldg(srow + 8 * c * a.bs_stride_n + (k >> gshift)) : 0u;
 			}
 			if (++wi == nst) {
@@ -639,16 +656,16 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 				xi = 0, xt++;
 		};
 
-		/* @body(j, wf) for each word j of step @w, wf[c][s] its bf16 pairs (k s, k s + 4), s =
-		 * 0..3, of the lane's column c, scaled (w4_pair) */
-		auto words = [&](const wstep4<MG> &w, auto &&body) {
+		/* @body(j, wf) for each word j < @jc (4; HALVED's second step 2) of step @w, wf[c][s]
+		 * its bf16 pairs (k s, k s + 4), s = 0..3, of the lane's column c, scaled (w4_pair) */
+		auto words = [&](const wstep4<MG> &w, auto jc, auto &&body) {
 			__nv_bfloat162 sc[2 * MG];
 
 #pragma unroll
 			for (int c = 0; c < 2 * MG; c++)
 				sc[c] = __bfloat162bfloat162(__ushort_as_bfloat16((unsigned short)w.s[c]));
 #pragma unroll
-			for (int j = 0; j < 4; j++) {
+			for (int j = 0; j < decltype(jc)::value; j++) {
 				uint32_t wf[2 * MG][4];
 
 #pragma unroll
@@ -663,7 +680,7 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 		/* d += the products of one step: W dequantized word by word, eight MMAs per n8 operand
 		 * that holds rows and 16-column group m of the warp (d[m]) */
 		auto dots = [&](float (&d)[MG][NP][4], const wstep4<MG> &w) {
-			words(w, [&](int j, const uint32_t (&wf)[2 * MG][4]) {
+			words(w, constant<4>(), [&](int j, const uint32_t (&wf)[2 * MG][4]) {
 #pragma unroll
 				for (int f = 0; f < NP; f++) {
 					if (f >= xr.nf)
@@ -688,11 +705,11 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 		 * ones that hold rows: a constant, so that the MMAs are not predicated) and the lane's
 		 * n8 operand c (columns 8 c .. 8 c + 7 of the warp's 16), in the order of dots' (word j,
 		 * then MMA t); A's fragments from xs, the step's first of the lane at shared address
-		 * @xa (frag_at) */
-		auto sdots = [&](auto nmc, float (&d)[2][NP][4], const wstep4<MG> &w, uint32_t xa) {
+		 * @xa (frag_at); @halfc: HALVED's second step (two words) */
+		auto sdots = [&](auto nmc, float (&d)[2][NP][4], const wstep4<MG> &w, uint32_t xa, auto halfc) {
 			constexpr int NM = decltype(nmc)::value;
 
-			words(w, [&](int j, const uint32_t (&wf)[2 * MG][4]) {
+			words(w, constant<decltype(halfc)::value ? 2 : 4>(), [&](int j, const uint32_t (&wf)[2 * MG][4]) {
 #pragma unroll
 				for (int t = 0; t < 2; t++)
 #pragma unroll
@@ -753,9 +770,10 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 
 			return row && k < a.K ? ldg16(row + 2 * k) : make_uint4(0u, 0u, 0u, 0u);
 		};
-		auto stage_store = [&](int p, int sl, uint4 v) {
-			const int r = p >> 4, c = p & 15;
-			const int f0 = 4 * frag_at(sl, r >> 4, 2 * (c & 3), 4 * (r & 7) + (c >> 2)) + ((r >> 3) & 1);
+		auto stage_store = [&](int p, int sl, uint4 v, auto halfc) {   /* half: 16 k a lane quad */
+			constexpr bool half = decltype(halfc)::value;
+			const int r = p >> 4, c = p & 15, j = half ? c & 1 : c & 3, qc = half ? c >> 1 : c >> 2;
+			const int f0 = 4 * frag_at(sl, r >> 4, 2 * j, 4 * (r & 7) + qc) + ((r >> 3) & 1);
 			const uint32_t x[4] = { v.x, v.y, v.z, v.w };
 			uint32_t *xw = (uint32_t *)sm.xs, pr[4];
 
@@ -769,9 +787,14 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 		 * every step in its own, filled once at the pass's start */
 		constexpr bool stream = STAGED == STREAMED;
 
+		if constexpr (STAGED == HALVED) {
+			fetch_w(wb[0], constant<false>());
+			fetch_w(wb[1], constant<true>());
+		} else {
 #pragma unroll
-		for (int d = 0; d < WD; d++)
-			fetch_w(wb[d]);
+			for (int d = 0; d < WD; d++)
+				fetch_w(wb[d], constant<false>());
+		}
 		factors(e, r0, nr);
 		uint32_t xa0 = 0;   /* STAGED: the lane's first fragment (frag_at(0, 0, 0, lane)) */
 		if (STAGED) {
@@ -783,7 +806,14 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 			for (int i = threadIdx.x; i < 16 * nm * sst * 16; i += MOE_GEMM_THREADS) {
 				const int r = i / (sst * 16), c = i % (sst * 16);
 
-				stage_store(16 * r + (c & 15), c >> 4, stage_load(a_row(r), 16 * r + (c & 15), c >> 4));
+				if (STAGED == HALVED && c >> 4 == 1) {   /* its 64 k: pieces 0..7 of a row */
+					if ((c & 15) < 8)
+						stage_store(16 * r + (c & 15), 1, stage_load(a_row(r), 16 * r + (c & 15), 1),
+							    constant<true>());
+				} else {
+					stage_store(16 * r + (c & 15), c >> 4, stage_load(a_row(r), 16 * r + (c & 15), c >> 4),
+						    constant<false>());
+				}
 			}
 			__syncthreads();
 			xa0 = smem_u32(&sm.xs[frag_at(0, 0, 0, lane)]);
@@ -833,7 +863,8 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 					if (u < ntl * nst)
 #pragma unroll
 						for (int h = 0; h < NM; h++)
-							stage_store(NM * (int)threadIdx.x + h, u & 1, lds128(raw_at(u) + 16 * h));
+							stage_store(NM * (int)threadIdx.x + h, u & 1, lds128(raw_at(u) + 16 * h),
+								    constant<false>());
 				};
 				if (stream) {   /* nst > 4: steps 1 and 2 are k steps 1 and 2 */
 					copy(1, 1);
@@ -853,8 +884,9 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 						copy(u + 3, i + 3 < nst ? i + 3 : i + 3 - nst);
 					}
 					/* step i or u: frag_at(i or u & 1, 0, 0, lane) */
-					sdots(nmc, acc, wb[sl], xa0 + (uint32_t)(stream ? u & 1 : i) * 8192u);
-					fetch_w(wb[sl]);
+					sdots(nmc, acc, wb[sl], xa0 + (uint32_t)(stream ? u & 1 : i) * 8192u,
+					      constant<STAGED == HALVED && sl == 1>());
+					fetch_w(wb[sl], constant<STAGED == HALVED && sl == 1>());
 					if (stream)
 						barrier_sync<1, MOE_GEMM_THREADS>();   /* slot (u + 1) & 1 full, u & 1 read */
 					if (++i == nst) {
@@ -873,7 +905,7 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 				constexpr int sl = decltype(slot)::value;
 
 				dots(acc, wb[sl]);
-				fetch_w(wb[sl]);
+				fetch_w(wb[sl], constant<false>());
 				fetch_x(xb);
 				if (++i == nst) {
 					meet(acc, e, r0, nr, t++);

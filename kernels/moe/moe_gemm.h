@@ -805,6 +805,19 @@ static inline int moe_gemm_decode_has(int quant)
  */
 #define MOE_DECODE_STAGED_KERNELS(X) X(MOE_W4A16, 128, 16, moe_gemm_w4a16_d128_r16_s)
 #define MOE_DECODE_STREAMED_KERNELS(X) X(MOE_W4A16, 128, 16, moe_gemm_w4a16_d128_r16_sl)
+/* The staged kernel on K = MOE_DECODE_W4_HALVED_K, two k steps a tile, the second of 64 k (the
+ * down GEMM of a model of 1536 expert columns at TP8: GLM-4.7, Qwen3-235B-A22B), which the _s
+ * kernel multiplies as a full step with zeros: this one takes it as 16 k a lane, two words
+ * (moe_decode.cuh's HALVED), its own instance, so that the _s kernel's code stays (3864
+ * instructions against 4240 on sm_90, 72 MMAs against 96).  It writes the 8-row kernel's bytes
+ * (gpu_bench_moe_decode's eq).  Against the _s kernel, H200 (gpu_bench_moe_decode, INT4, GLM-4.7's
+ * down GEMM at TP8, both builds alternating, two runs): 256, 512 and 1024 tokens 76.6-77.2,
+ * 103.5-104.1 and 177.3-179.7 us against 79.4, 108.9-109.4 and 185.0-185.1 (1.03, 1.05 and
+ * 1.04 times as fast; kernels unchanged in the same runs moved by up to 3%); on 32 SMs 0.76 of
+ * an RTX 5090's DRAM share at 512 tokens against 0.72.  (One kernel taking either kind of last
+ * step at run time, tried before, ran slower: the _s kernel's comment.) */
+#define MOE_DECODE_W4_HALVED_K 192
+#define MOE_DECODE_HALVED_KERNELS(X) X(MOE_W4A16, 128, 16, moe_gemm_w4a16_d128_r16_sh)
 
 /* moe_gemm_decode_steps - the k steps of a reduction of length @k. */
 static inline int64_t moe_gemm_decode_steps(int quant, int32_t k)
@@ -824,12 +837,14 @@ static inline const char *moe_gemm_decode_name(int quant, int tn, int rows)
 
 /* moe_gemm_decode_kernel - the decode kernel to launch for @quant, @tn columns and @rows
  * routed rows a pass at K @k: the staged one of the triple where one is
- * (MOE_DECODE_STAGED_KERNELS for @k up to MOE_DECODE_W4_STAGE_K, else
- * MOE_DECODE_STREAMED_KERNELS), else moe_gemm_decode_name's; NULL for a triple
- * of neither.  Pure, plain C. */
+ * (MOE_DECODE_HALVED_KERNELS at @k MOE_DECODE_W4_HALVED_K, MOE_DECODE_STAGED_KERNELS
+ * for another @k up to MOE_DECODE_W4_STAGE_K, else MOE_DECODE_STREAMED_KERNELS), else
+ * moe_gemm_decode_name's; NULL for a triple of neither.  Pure, plain C. */
 static inline const char *moe_gemm_decode_kernel(int quant, int tn, int rows, int32_t k)
 {
-	if (k <= MOE_DECODE_W4_STAGE_K) {
+	if (k == MOE_DECODE_W4_HALVED_K) {
+		MOE_DECODE_HALVED_KERNELS(MOE_DECODE_NAME_OF)
+	} else if (k <= MOE_DECODE_W4_STAGE_K) {
 		MOE_DECODE_STAGED_KERNELS(MOE_DECODE_NAME_OF)
 	} else {
 		MOE_DECODE_STREAMED_KERNELS(MOE_DECODE_NAME_OF)

@@ -577,6 +577,7 @@ int main(int argc, char **argv)
 		MOE_DECODE_KERNELS(DECODE_OCC)
 		MOE_DECODE_STAGED_KERNELS(DECODE_OCC)
 		MOE_DECODE_STREAMED_KERNELS(DECODE_OCC)
+		MOE_DECODE_HALVED_KERNELS(DECODE_OCC)
 #undef DECODE_OCC
 		printf(" (SM120 the same: their registers)\n");
 	}

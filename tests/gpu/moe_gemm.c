@@ -119,7 +119,10 @@
  * and on one, several passes and windows, other ranks, grid (2, 3), row
  * mode; streamed, K one step past the slots, 1024, 1536, 1600 and 2304
  * (ending inside a step, or at one), several tiles a block (copies crossing
- * from a tile's last step to the next's first), N under one tile.
+ * from a tile's last step to the next's first), N under one tile; at K 192
+ * (moe_gemm_w4a16_d128_r16_sh, its second step taken 16 k a lane): both m16
+ * operands and one, several passes and windows, group sizes 32, 64 and 128,
+ * odd N, other ranks, grid (2, 3) and row mode.
  *
  * Flags P1 and P2 launch the row tiles with args.row_parts 1 and 2 (grid
  * y moe_gemm_rows_grid: a row block per framework block, or two, each
@@ -149,7 +152,8 @@
 
 /* tm: the row tile, or DEC(TN) for the decode kernel of TN columns; rows: a decode
  * kernel's routed rows a pass (8, or 16 for the staged ones), 0 for the row tiles; staged: 1
- * for MOE_DECODE_STAGED_KERNELS, 2 for MOE_DECODE_STREAMED_KERNELS */
+ * for MOE_DECODE_STAGED_KERNELS, 2 for MOE_DECODE_STREAMED_KERNELS, 3 for
+ * MOE_DECODE_HALVED_KERNELS */
 struct kernel {
 	const char *name;
 	int quant, tm, rows, staged;
@@ -160,13 +164,16 @@ struct kernel {
 #define DECODE_ROW(quant, tn, rows, name) { #name, quant, DEC(tn), rows, 0 },
 #define STAGED_ROW(quant, tn, rows, name) { #name, quant, DEC(tn), rows, 1 },
 #define STREAMED_ROW(quant, tn, rows, name) { #name, quant, DEC(tn), rows, 2 },
+#define HALVED_ROW(quant, tn, rows, name) { #name, quant, DEC(tn), rows, 3 },
 static const struct kernel kernels[] = { MOE_GEMM_KERNELS(KERNEL_ROW) MOE_DECODE_KERNELS(DECODE_ROW)
 						 MOE_DECODE_STAGED_KERNELS(STAGED_ROW)
-							 MOE_DECODE_STREAMED_KERNELS(STREAMED_ROW) };
+							 MOE_DECODE_STREAMED_KERNELS(STREAMED_ROW)
+								 MOE_DECODE_HALVED_KERNELS(HALVED_ROW) };
 #undef KERNEL_ROW
 #undef DECODE_ROW
 #undef STAGED_ROW
 #undef STREAMED_ROW
+#undef HALVED_ROW
 
 #define RW (1u << 0)     /* mul_routed_weight */
 #define BIAS (1u << 1)   /* a bias */
@@ -180,8 +187,9 @@ static const struct kernel kernels[] = { MOE_GEMM_KERNELS(KERNEL_ROW) MOE_DECODE
 			  * MOE_GEMM_MULTI row tiles: grid x 2, each block every other column tile */
 #define SHALLOW (1u << 9) /* args.stages MOE_GEMM_SHALLOW_STAGES, moe_gemm_launch_smem bytes (the shallow
 			   * pipeline; a kernel without one ignores it) */
-#define STG (1u << 11)    /* decode kernels: the staged one of the K, 16 rows a pass (MOE_DECODE_STAGED_KERNELS'
-			   * up to MOE_DECODE_W4_STAGE_K, else MOE_DECODE_STREAMED_KERNELS') */
+#define STG (1u << 11)    /* decode kernels: the staged one of the K, 16 rows a pass, as moe_gemm_decode_kernel
+			   * picks it (MOE_DECODE_HALVED_KERNELS' at MOE_DECODE_W4_HALVED_K, else
+			   * MOE_DECODE_STAGED_KERNELS' up to MOE_DECODE_W4_STAGE_K, else MOE_DECODE_STREAMED_KERNELS') */
 #define P1 (1u << 12)     /* row tiles: args.row_parts 1 (a row block per framework block, its parts in turn) */
 #define P2 (1u << 13)     /* row tiles: args.row_parts 2 */
 #define HOLES (1u << 14)  /* each expert's rows at the end of its padded rows (its first parts padding) */
@@ -415,6 +423,12 @@ static const struct tcase cases[] = {
 	{ BF16, 32, 61, 8, 9, 456, 192, 128, 0, 0, P2 | RW | PAD | DROP | SHALLOW },
 	{ BF16, 32, 300, 8, 16, 384, 208, 256, 0, 0, P2 | HOLES | RW | BIAS | PAD | SAMPLE | SHALLOW },
 	{ BF16, 32, 7, 3, 6, 456, 64, 512, 0, 0, P1 | HOLES | DROP },
+	/* the staged W4A16 kernel at K 192 (the halved one, its second step 16 k a lane): about
+	   29 rows an expert (both m16 operands) and 267 (several passes and windows), group sizes
+	   64 and 128 (case 110's 7-token one has 32), odd N, other ranks, grid (2, 3), row mode */
+	{ W4, DEC(128), 33, 8, 9, 201, 192, 128, 0, 64, STG | RW | BIAS | PAD | OFF | GRID3 },
+	{ W4, DEC(128), 300, 8, 9, 456, 192, 512, 0, 128, STG | RW | PAD | SAMPLE | DROP },
+	{ W4, DEC(128), 3, 8, 12, 199, 192, 16, 0, 32, STG | NAIVE | RW | PAD | OFF | SHORT },
 };
 #undef BF16
 #undef FP8
@@ -430,7 +444,10 @@ static const struct kernel *find_kernel(const struct tcase *tc)
 	for (size_t i = 0; i < sizeof(kernels) / sizeof(kernels[0]); i++)
 		if (kernels[i].quant == tc->quant && kernels[i].tm == tc->tm &&
 		    kernels[i].rows == (tc->tm > 0 ? 0 : tc->flags & STG ? 16 : 8) &&
-		    kernels[i].staged == (tc->flags & STG ? tc->K <= MOE_DECODE_W4_STAGE_K ? 1 : 2 : 0))
+		    kernels[i].staged == (!(tc->flags & STG)                ? 0
+					  : tc->K == MOE_DECODE_W4_HALVED_K   ? 3
+					  : tc->K <= MOE_DECODE_W4_STAGE_K    ? 1
+									      : 2))
 			return &kernels[i];
 	fprintf(stderr, "no kernel for quant %d, tile %d\n", tc->quant, tc->tm);
 	exit(1);

@@ -1041,11 +1041,14 @@ static void test_moe_decisions(void **state)
 		     moe_gemm_decode_staged(MOE_NVFP4));
 	/* the staged kernels: W4A16, 128 columns, 16 rows a pass; K up to MOE_DECODE_W4_STAGE_K (the
 	   down GEMM) in slots, a longer one streamed */
+	assert_string_equal(moe_gemm_decode_kernel(MOE_W4A16, 128, 16, 192), "moe_gemm_w4a16_d128_r16_sh");
+	assert_string_equal(moe_gemm_decode_kernel(MOE_W4A16, 128, 16, 64), "moe_gemm_w4a16_d128_r16_s");
+	assert_string_equal(moe_gemm_decode_kernel(MOE_W4A16, 128, 16, 320), "moe_gemm_w4a16_d128_r16_s");
 	assert_string_equal(moe_gemm_decode_kernel(MOE_W4A16, 128, 16, 256), "moe_gemm_w4a16_d128_r16_s");
 	assert_string_equal(moe_gemm_decode_kernel(MOE_W4A16, 128, 16, 512), "moe_gemm_w4a16_d128_r16_s");
 	assert_string_equal(moe_gemm_decode_kernel(MOE_W4A16, 128, 16, 544), "moe_gemm_w4a16_d128_r16_sl");
 	assert_string_equal(moe_gemm_decode_kernel(MOE_W4A16, 128, 16, 7168), "moe_gemm_w4a16_d128_r16_sl");
-	assert_string_equal(moe_gemm_decode_kernel(MOE_W4A16, 128, 8, 192), "moe_gemm_w4a16_d128");
+	assert_string_equal(moe_gemm_decode_kernel(MOE_W4A16, 128, 8, 192), "moe_gemm_w4a16_d128");   /* 8 rows */
 	assert_string_equal(moe_gemm_decode_kernel(MOE_W4A16, 128, 8, 512), "moe_gemm_w4a16_d128");
 	assert_string_equal(moe_gemm_decode_kernel(MOE_W4A16, 128, 8, 544), "moe_gemm_w4a16_d128");
 	assert_null(moe_gemm_decode_kernel(MOE_W4A16, 32, 16, 256));   /* no staged kernel of 32 columns */
