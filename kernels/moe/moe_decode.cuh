@@ -46,6 +46,7 @@
  * shape::WDEPTH steps ahead, A (from L1 or L2, the same bytes for every
  * tile) one step ahead, in registers.  The staged kernels (STAGED SLOTS:
  * moe_gemm.h's MOE_DECODE_STAGED_KERNELS, K up to MOE_DECODE_W4_STAGE_K;
+ * HALVED: MOE_DECODE_HALVED_KERNELS, SLOTS at K MOE_DECODE_W4_HALVED_K;
  * STREAMED: MOE_DECODE_STREAMED_KERNELS, any K) swap the operands: the same
  * pairs of W (column g of each n8 operand, the warp's columns g and g + 8)
  * are the n8 operand, and a pass's rows, up to two m16 operands, the other,

@@ -746,8 +746,8 @@ static inline int moe_gemm_decode_has(int quant)
  * (moe_gemm_decode_rows; their tile, 128 columns: moe_gemm_decode_tile),
  * which moe_gemm_decode_kernel picks by K: moe_gemm_w4a16_d128_r16_s for K
  * up to MOE_DECODE_W4_STAGE_K (the down GEMM at TP8 and TP4; it traps on a
- * longer K), moe_gemm_w4a16_d128_r16_sl, streamed, for a longer one (the
- * gate/up).  The grid of the decode kernels above, each tile computed the
+ * longer K; at K 192 its halved form below), moe_gemm_w4a16_d128_r16_sl,
+ * streamed, for a longer one (the gate/up).  The grid of the decode kernels above, each tile computed the
  * other way round; the _s kernel's sums are the 8-row kernel's of its
  * tile, to the bit (gpu_bench_moe_decode's "eq"; the _sl kernel's warps
  * each take the whole of K, the 8-row kernel's split it, so not to the bit
