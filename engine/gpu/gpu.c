@@ -99,10 +99,10 @@ static const struct {
 
 /* The bundle's decode kernels (moe_gemm.h), which linear() takes where the plan picks one. */
 #define DECODE_NAME(quant, tn, rows, name) #name,
-static const char *const decode_names[] = { MOE_DECODE_KERNELS(DECODE_NAME) MOE_DECODE_STAGED_KERNELS(DECODE_NAME)
-					       MOE_DECODE_STREAMED_KERNELS(DECODE_NAME)
-						       MOE_DECODE_HALVED_KERNELS(DECODE_NAME) };
+#define STAGED_NAME(quant, tn, rows, staging, name) #name,
+static const char *const decode_names[] = { MOE_DECODE_KERNELS(DECODE_NAME) MOE_DECODE_STAGED_KERNELS(STAGED_NAME) };
 #undef DECODE_NAME
+#undef STAGED_NAME
 enum { NDECODE = sizeof(decode_names) / sizeof(decode_names[0]) };
 
 /* ---- weights on the device ------------------------------------------------- */

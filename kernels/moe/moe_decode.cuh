@@ -44,10 +44,10 @@
  * columns c = 2m and 2m + 1 (the warp's 16m + g and 16m + g + 8), each
  * dequantized once for every n8 operand.  W and its scales are fetched
  * shape::WDEPTH steps ahead, A (from L1 or L2, the same bytes for every
- * tile) one step ahead, in registers.  The staged kernels (STAGED SLOTS:
- * moe_gemm.h's MOE_DECODE_STAGED_KERNELS, K up to MOE_DECODE_W4_STAGE_K;
- * HALVED: MOE_DECODE_HALVED_KERNELS, SLOTS at K MOE_DECODE_W4_HALVED_K;
- * STREAMED: MOE_DECODE_STREAMED_KERNELS, any K) swap the operands: the same
+ * tile) one step ahead, in registers.  The staged kernels (moe_gemm.h's
+ * MOE_DECODE_STAGED_KERNELS; STAGED SLOTS: K up to MOE_DECODE_W4_STAGE_K;
+ * HALVED: SLOTS at K MOE_DECODE_W4_HALVED_K; STREAMED: any K) swap the
+ * operands: the same
  * pairs of W (column g of each n8 operand, the warp's columns g and g + 8)
  * are the n8 operand, and a pass's rows, up to two m16 operands, the other,
  * in shared memory as the very fragments the MMAs take (frag_at), by the
@@ -95,14 +95,15 @@ struct shape {
 	static_assert(NP == 1 || (NP == 2 && QUANT == MOE_W4A16), "8 rows a pass, or 16 for W4A16");
 };
 
-/* The decode kernels' treatment of A, their template argument STAGED (moe_gemm.h's tables):
+/* The decode kernels' treatment of A, their template argument STAGED (moe_gemm.h's tables; the
+ * staged ones' values moe_gemm.h's enum moe_decode_staging):
  * none (the rows are the n8 operands, read from L1), the staged kernels' with each k step in a
  * slot of xs, their streamed one's, or HALVED: SLOTS on a K of MOE_DECODE_W4_HALVED_K (two k
  * steps, the second 64 k), whose second step a lane quad q takes as k 16 q .. 16 q + 15, two
  * words (W's and A's alike), so that it costs four MMAs an operand and half the
  * dequantization, not a full step's on zeros; with as many ring slots as steps a tile
  * (MOE_DECODE_W4_SDEPTH), ring slot 1 always holds that step */
-enum { UNSTAGED, SLOTS, STREAMED, HALVED };
+enum { UNSTAGED, SLOTS = MOE_DECODE_SLOTS, STREAMED = MOE_DECODE_STREAMED, HALVED = MOE_DECODE_HALVED };
 
 /* A block's shared memory: the warps' k partial sums of a pass's column tile
  * (two buffers: tiles alternate), or, for the STAGED kernels, whose warps
@@ -874,6 +875,8 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 
 				ring<WD>(ntl * nst, [&](auto slot) {
 					constexpr int sl = decltype(slot)::value;
+					/* HALVED: slot 1 holds every tile's second, half step */
+					constexpr bool half = STAGED == HALVED && sl == 1;
 					const int u = t * nst + i;   /* stream: the step, in slot u & 1 */
 
 					if (stream) {
@@ -885,9 +888,8 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 						copy(u + 3, i + 3 < nst ? i + 3 : i + 3 - nst);
 					}
 					/* step i or u: frag_at(i or u & 1, 0, 0, lane) */
-					sdots(nmc, acc, wb[sl], xa0 + (uint32_t)(stream ? u & 1 : i) * 8192u,
-					      constant<STAGED == HALVED && sl == 1>());
-					fetch_w(wb[sl], constant<STAGED == HALVED && sl == 1>());
+					sdots(nmc, acc, wb[sl], xa0 + (uint32_t)(stream ? u & 1 : i) * 8192u, constant<half>());
+					fetch_w(wb[sl], constant<half>());
 					if (stream)
 						barrier_sync<1, MOE_GEMM_THREADS>();   /* slot (u + 1) & 1 full, u & 1 read */
 					if (++i == nst) {

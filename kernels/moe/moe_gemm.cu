@@ -2,8 +2,8 @@
  * moe_gemm.cu - the bundled moe_gemm_* kernels: one extern "C" instance of
  * moe_gemm.cuh's template per row of moe_gemm.h's MOE_GEMM_KERNELS table
  * (quant, rows tile, name), and of moe_decode.cuh's per row of its
- * MOE_DECODE_KERNELS, MOE_DECODE_STAGED_KERNELS, _STREAMED_KERNELS and _HALVED_KERNELS tables (quant, columns
- * tile, rows a pass, name), each declaring its dynamic shared memory.
+ * MOE_DECODE_KERNELS and MOE_DECODE_STAGED_KERNELS tables (quant, columns tile, rows a pass,
+ * the staged ones' staging, name), each declaring its dynamic shared memory.
  */
 #include "../common.cuh"
 #include "moe_decode.cuh"
@@ -45,12 +45,7 @@ MOE_GEMM_KERNELS(MOE_GEMM_DEFINE)
 		moe_decode::decode<quant, tn, (rows) / 8, staged>(a, moe_decode_smem_);      \
 	}
 #define MOE_DECODE_DEFINE(quant, tn, rows, name) MOE_DECODE_DEFINE_AS(quant, tn, rows, name, moe_decode::UNSTAGED)
-#define MOE_DECODE_DEFINE_STAGED(quant, tn, rows, name) MOE_DECODE_DEFINE_AS(quant, tn, rows, name, moe_decode::SLOTS)
-#define MOE_DECODE_DEFINE_STREAMED(quant, tn, rows, name) \
-	MOE_DECODE_DEFINE_AS(quant, tn, rows, name, moe_decode::STREAMED)
-#define MOE_DECODE_DEFINE_HALVED(quant, tn, rows, name) MOE_DECODE_DEFINE_AS(quant, tn, rows, name, moe_decode::HALVED)
+#define MOE_DECODE_DEFINE_STAGED(quant, tn, rows, staging, name) MOE_DECODE_DEFINE_AS(quant, tn, rows, name, staging)
 
 MOE_DECODE_KERNELS(MOE_DECODE_DEFINE)
 MOE_DECODE_STAGED_KERNELS(MOE_DECODE_DEFINE_STAGED)
-MOE_DECODE_STREAMED_KERNELS(MOE_DECODE_DEFINE_STREAMED)
-MOE_DECODE_HALVED_KERNELS(MOE_DECODE_DEFINE_HALVED)

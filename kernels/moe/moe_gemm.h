@@ -710,7 +710,7 @@ static inline int moe_gemm_rows_cols(int quant, int tm, int32_t n, int32_t k, in
 #define MOE_DECODE_W4_WIDE_DEPTH 1
 /* The largest K whose k steps the staged W4A16 kernel holds each in a slot of its own (the down
  * GEMM's 192 and 256 at TP8, 512 at TP4): 32 KB of a pass's A rows at MOE_DECODE_W4_SPASS rows;
- * a longer K streams through two of those slots (MOE_DECODE_STREAMED_KERNELS) */
+ * a longer K streams through two of those slots (MOE_DECODE_STREAMED) */
 #define MOE_DECODE_W4_STAGE_K 512
 /* ... their routed rows a pass: two m16 operands (W is their n8 operand) */
 #define MOE_DECODE_W4_SPASS 32
@@ -803,9 +803,7 @@ static inline int moe_gemm_decode_has(int quant)
  * tile with two barriers a chunk and the copies not ahead ran slower than
  * the 32-column kernel (GLM-4.7 at 512 tokens 0.18 against 0.20).
  */
-#define MOE_DECODE_STAGED_KERNELS(X) X(MOE_W4A16, 128, 16, moe_gemm_w4a16_d128_r16_s)
-#define MOE_DECODE_STREAMED_KERNELS(X) X(MOE_W4A16, 128, 16, moe_gemm_w4a16_d128_r16_sl)
-/* The staged kernel on K = MOE_DECODE_W4_HALVED_K, two k steps a tile, the second of 64 k (the
+/* The halved kernel: the staged kernel on K = MOE_DECODE_W4_HALVED_K, two k steps a tile, the second of 64 k (the
  * down GEMM of a model of 1536 expert columns at TP8: GLM-4.7, Qwen3-235B-A22B), which the _s
  * kernel multiplies as a full step with zeros: this one takes it as 16 k a lane, two words
  * (moe_decode.cuh's HALVED), its own instance, so that the _s kernel's code stays (3864
@@ -817,7 +815,28 @@ static inline int moe_gemm_decode_has(int quant)
  * an RTX 5090's DRAM share at 512 tokens against 0.72.  (One kernel taking either kind of last
  * step at run time, tried before, ran slower: the _s kernel's comment.) */
 #define MOE_DECODE_W4_HALVED_K 192
-#define MOE_DECODE_HALVED_KERNELS(X) X(MOE_W4A16, 128, 16, moe_gemm_w4a16_d128_r16_sh)
+
+/* How a staged kernel holds a pass's rows (moe_decode.cuh's template argument STAGED, 0 there
+ * for the unstaged kernels): a slot of xs for every k step (K up to MOE_DECODE_W4_STAGE_K), so
+ * at K MOE_DECODE_W4_HALVED_K with its second step halved, or streamed through two slots. */
+enum moe_decode_staging { MOE_DECODE_SLOTS = 1, MOE_DECODE_STREAMED, MOE_DECODE_HALVED };
+
+/* The staged kernels as a table: quant, columns, rows a pass (the plan's name, 16), staging,
+ * entry name. */
+#define MOE_DECODE_STAGED_KERNELS(X)                                           \
+	X(MOE_W4A16, 128, 16, MOE_DECODE_SLOTS, moe_gemm_w4a16_d128_r16_s)     \
+	X(MOE_W4A16, 128, 16, MOE_DECODE_STREAMED, moe_gemm_w4a16_d128_r16_sl) \
+	X(MOE_W4A16, 128, 16, MOE_DECODE_HALVED, moe_gemm_w4a16_d128_r16_sh)
+
+/* moe_gemm_decode_staging - the staging of the staged kernel for K @k: MOE_DECODE_HALVED at
+ * MOE_DECODE_W4_HALVED_K, MOE_DECODE_SLOTS up to MOE_DECODE_W4_STAGE_K, else
+ * MOE_DECODE_STREAMED.  Pure, plain C. */
+static inline int moe_gemm_decode_staging(int32_t k)
+{
+	return k == MOE_DECODE_W4_HALVED_K ? MOE_DECODE_HALVED
+	       : k <= MOE_DECODE_W4_STAGE_K ? MOE_DECODE_SLOTS
+					    : MOE_DECODE_STREAMED;
+}
 
 /* moe_gemm_decode_steps - the k steps of a reduction of length @k. */
 static inline int64_t moe_gemm_decode_steps(int quant, int32_t k)
@@ -835,28 +854,27 @@ static inline const char *moe_gemm_decode_name(int quant, int tn, int rows)
 	return 0;
 }
 
+#undef MOE_DECODE_NAME_OF
+
 /* moe_gemm_decode_kernel - the decode kernel to launch for @quant, @tn columns and @rows
- * routed rows a pass at K @k: the staged one of the triple where one is
- * (MOE_DECODE_HALVED_KERNELS at @k MOE_DECODE_W4_HALVED_K, MOE_DECODE_STAGED_KERNELS
- * for another @k up to MOE_DECODE_W4_STAGE_K, else MOE_DECODE_STREAMED_KERNELS), else
- * moe_gemm_decode_name's; NULL for a triple of neither.  Pure, plain C. */
+ * routed rows a pass at K @k: the staged one of the triple and of K's staging
+ * (moe_gemm_decode_staging) where one is, else moe_gemm_decode_name's; NULL for a triple of
+ * neither.  Pure, plain C. */
 static inline const char *moe_gemm_decode_kernel(int quant, int tn, int rows, int32_t k)
 {
-	if (k == MOE_DECODE_W4_HALVED_K) {
-		MOE_DECODE_HALVED_KERNELS(MOE_DECODE_NAME_OF)
-	} else if (k <= MOE_DECODE_W4_STAGE_K) {
-		MOE_DECODE_STAGED_KERNELS(MOE_DECODE_NAME_OF)
-	} else {
-		MOE_DECODE_STREAMED_KERNELS(MOE_DECODE_NAME_OF)
-	}
+	const int staging = moe_gemm_decode_staging(k);
+
+#define MOE_DECODE_STAGED_OF(q, t, r, s, name) \
+	if (quant == (q) && tn == (t) && rows == (r) && staging == (s)) return #name;
+	MOE_DECODE_STAGED_KERNELS(MOE_DECODE_STAGED_OF)
+#undef MOE_DECODE_STAGED_OF
 	return moe_gemm_decode_name(quant, tn, rows);
 }
-#undef MOE_DECODE_NAME_OF
 
 /* moe_gemm_decode_staged - whether staged decode kernels (16 rows a pass) compute @quant. */
 static inline int moe_gemm_decode_staged(int quant)
 {
-#define MOE_DECODE_QUANT_OF(q, t, r, name) if (quant == (q)) return 1;
+#define MOE_DECODE_QUANT_OF(q, t, r, s, name) if (quant == (q)) return 1;
 	MOE_DECODE_STAGED_KERNELS(MOE_DECODE_QUANT_OF)
 	return 0;
 #undef MOE_DECODE_QUANT_OF
@@ -1017,7 +1035,7 @@ static inline int moe_gemm_decode_rows(int quant, int32_t block_m, int32_t num_v
  * hit) over the slots of the waves they take (moe_gemm_decode_fill); with
  * @sms 0 the tile itself.  Where moe_gemm_decode_rows takes 16 rows a pass
  * (W4A16 past MOE_DECODE_R16_ROWS rows an expert), 128 on any K and GPU:
- * the staged kernels' tile (MOE_DECODE_STAGED_KERNELS, _STREAMED_KERNELS),
+ * the staged kernels' tile (MOE_DECODE_STAGED_KERNELS),
  * whose warps share a pass's rows in shared memory across all 128 columns.
  * On the gate/up's long K, H200 (gpu_bench_moe_decode, INT4 at TP8, one
  * run): from 9 rows an expert, Kimi K2 at 512 tokens (10.7) 0.47 of the
@@ -1073,7 +1091,7 @@ static inline int moe_gemm_decode_tile(int quant, int32_t n, int32_t k, int32_t 
 	if (!tn || tn >= 128)
 		return tn;
 	if (moe_gemm_decode_rows(quant, block_m, num_valid, em) == 16)
-		return 128;   /* the staged kernels' (MOE_DECODE_STAGED_KERNELS, _STREAMED_KERNELS) */
+		return 128;   /* the staged kernels' (MOE_DECODE_STAGED_KERNELS) */
 	if (num_valid >= MOE_DECODE_WIDE_ROWS)
 		return 2 * tn;
 	if (sms <= 0 || num_valid < 1)

@@ -575,9 +575,9 @@ int main(int argc, char **argv)
 		printf("\n# blocks per SM of the decode kernels here:");
 #define DECODE_OCC(quant, tn, rows, name) printf(" %s %d", #name, blocks_per_sm(get(mod, #name, 0), MOE_GEMM_THREADS, 0));
 		MOE_DECODE_KERNELS(DECODE_OCC)
-		MOE_DECODE_STAGED_KERNELS(DECODE_OCC)
-		MOE_DECODE_STREAMED_KERNELS(DECODE_OCC)
-		MOE_DECODE_HALVED_KERNELS(DECODE_OCC)
+#define STAGED_OCC(quant, tn, rows, staging, name) DECODE_OCC(quant, tn, rows, name)
+		MOE_DECODE_STAGED_KERNELS(STAGED_OCC)
+#undef STAGED_OCC
 #undef DECODE_OCC
 		printf(" (SM120 the same: their registers)\n");
 	}

@@ -151,9 +151,8 @@
 /* ------------------------------------------------------------ cases */
 
 /* tm: the row tile, or DEC(TN) for the decode kernel of TN columns; rows: a decode
- * kernel's routed rows a pass (8, or 16 for the staged ones), 0 for the row tiles; staged: 1
- * for MOE_DECODE_STAGED_KERNELS, 2 for MOE_DECODE_STREAMED_KERNELS, 3 for
- * MOE_DECODE_HALVED_KERNELS */
+ * kernel's routed rows a pass (8, or 16 for the staged ones), 0 for the row tiles; staged: a
+ * staged kernel's staging (enum moe_decode_staging), else 0 */
 struct kernel {
 	const char *name;
 	int quant, tm, rows, staged;
@@ -162,18 +161,12 @@ struct kernel {
 #define DEC(tn) (-(tn))
 #define KERNEL_ROW(quant, tm, name) { #name, quant, tm, 0, 0 },
 #define DECODE_ROW(quant, tn, rows, name) { #name, quant, DEC(tn), rows, 0 },
-#define STAGED_ROW(quant, tn, rows, name) { #name, quant, DEC(tn), rows, 1 },
-#define STREAMED_ROW(quant, tn, rows, name) { #name, quant, DEC(tn), rows, 2 },
-#define HALVED_ROW(quant, tn, rows, name) { #name, quant, DEC(tn), rows, 3 },
+#define STAGED_ROW(quant, tn, rows, staging, name) { #name, quant, DEC(tn), rows, staging },
 static const struct kernel kernels[] = { MOE_GEMM_KERNELS(KERNEL_ROW) MOE_DECODE_KERNELS(DECODE_ROW)
-						 MOE_DECODE_STAGED_KERNELS(STAGED_ROW)
-							 MOE_DECODE_STREAMED_KERNELS(STREAMED_ROW)
-								 MOE_DECODE_HALVED_KERNELS(HALVED_ROW) };
+						 MOE_DECODE_STAGED_KERNELS(STAGED_ROW) };
 #undef KERNEL_ROW
 #undef DECODE_ROW
 #undef STAGED_ROW
-#undef STREAMED_ROW
-#undef HALVED_ROW
 
 #define RW (1u << 0)     /* mul_routed_weight */
 #define BIAS (1u << 1)   /* a bias */
@@ -187,9 +180,8 @@ static const struct kernel kernels[] = { MOE_GEMM_KERNELS(KERNEL_ROW) MOE_DECODE
 			  * MOE_GEMM_MULTI row tiles: grid x 2, each block every other column tile */
 #define SHALLOW (1u << 9) /* args.stages MOE_GEMM_SHALLOW_STAGES, moe_gemm_launch_smem bytes (the shallow
 			   * pipeline; a kernel without one ignores it) */
-#define STG (1u << 11)    /* decode kernels: the staged one of the K, 16 rows a pass, as moe_gemm_decode_kernel
-			   * picks it (MOE_DECODE_HALVED_KERNELS' at MOE_DECODE_W4_HALVED_K, else
-			   * MOE_DECODE_STAGED_KERNELS' up to MOE_DECODE_W4_STAGE_K, else MOE_DECODE_STREAMED_KERNELS') */
+#define STG (1u << 11)    /* decode kernels: the staged one of the K, 16 rows a pass, of the staging
+			   * moe_gemm_decode_kernel picks (moe_gemm_decode_staging) */
 #define P1 (1u << 12)     /* row tiles: args.row_parts 1 (a row block per framework block, its parts in turn) */
 #define P2 (1u << 13)     /* row tiles: args.row_parts 2 */
 #define HOLES (1u << 14)  /* each expert's rows at the end of its padded rows (its first parts padding) */
@@ -444,10 +436,7 @@ static const struct kernel *find_kernel(const struct tcase *tc)
 	for (size_t i = 0; i < sizeof(kernels) / sizeof(kernels[0]); i++)
 		if (kernels[i].quant == tc->quant && kernels[i].tm == tc->tm &&
 		    kernels[i].rows == (tc->tm > 0 ? 0 : tc->flags & STG ? 16 : 8) &&
-		    kernels[i].staged == (!(tc->flags & STG)                ? 0
-					  : tc->K == MOE_DECODE_W4_HALVED_K   ? 3
-					  : tc->K <= MOE_DECODE_W4_STAGE_K    ? 1
-									      : 2))
+		    kernels[i].staged == (tc->flags & STG ? moe_gemm_decode_staging(tc->K) : 0))
 			return &kernels[i];
 	fprintf(stderr, "no kernel for quant %d, tile %d\n", tc->quant, tc->tm);
 	exit(1);
