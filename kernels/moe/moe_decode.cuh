@@ -49,12 +49,13 @@
  * HALVED: SLOTS at K MOE_DECODE_W4_HALVED_K; STREAMED: any K) swap the
  * operands: the same
  * pairs of W (column g of each n8 operand, the warp's columns g and g + 8)
- * are the n8 operand, and a pass's rows, up to two m16 operands, the other,
- * in shared memory as the very fragments the MMAs take (frag_at), by the
- * same byte permutes: copied once at the pass's start (SLOTS), or step by
- * step through two slots (STREAMED); a warp owns its 16 columns of each
- * tile over the whole of K and stores their sums from its accumulators (no
- * meeting, no barrier between tiles; STREAMED, one a step).
+ * are the n8 operand, and a pass's rows, up to two m16 operands (HALVED:
+ * five), the other, in shared memory as the very fragments the MMAs take
+ * (frag_at, xs_at), by the same byte permutes: copied once at the pass's
+ * start (SLOTS, HALVED), or step by step through two slots (STREAMED); a
+ * warp owns its 16 columns of each tile over the whole of K and stores their
+ * sums from its accumulators (no meeting, no barrier between tiles;
+ * STREAMED, one a step).
  */
 #ifndef SM120_KERNELS_MOE_DECODE_CUH
 #define SM120_KERNELS_MOE_DECODE_CUH
@@ -101,9 +102,22 @@ struct shape {
  * slot of xs, their streamed one's, or HALVED: SLOTS on a K of MOE_DECODE_W4_HALVED_K (two k
  * steps, the second 64 k), whose second step a lane quad q takes as k 16 q .. 16 q + 15, two
  * words (W's and A's alike), so that it costs four MMAs an operand and half the
- * dequantization, not a full step's on zeros; with as many ring slots as steps a tile
- * (MOE_DECODE_W4_SDEPTH), ring slot 1 always holds that step */
+ * dequantization, not a full step's on zeros, and which holds a tile's W over both steps,
+ * dequantized, while it multiplies every m16 operand of its pass (up to
+ * MOE_DECODE_W4_HALVED_PASS rows) by it; W steps in flight: the tile's two (wb[0], wb[1]) */
 enum { UNSTAGED, SLOTS = MOE_DECODE_SLOTS, STREAMED = MOE_DECODE_STREAMED, HALVED = MOE_DECODE_HALVED };
+
+/* HALVED's A fragments an m16 operand: 8 of the first k step, 4 of the half one */
+enum { HALVED_FRAGS = 12 };
+
+/* the routed rows a pass of a kernel of @NP n8 operands and staging @STAGED: the staged
+ * kernels' two m16 operands (MOE_DECODE_W4_SPASS), HALVED's up to MOE_DECODE_W4_HALVED_PASS,
+ * the unstaged ones' NP n8 operands */
+template <int NP, int STAGED>
+__host__ __device__ constexpr int pass_of()
+{
+	return STAGED == HALVED ? MOE_DECODE_W4_HALVED_PASS : STAGED ? MOE_DECODE_W4_SPASS : 8 * NP;
+}
 
 /* A block's shared memory: the warps' k partial sums of a pass's column tile
  * (two buffers: tiles alternate), or, for the STAGED kernels, whose warps
@@ -124,7 +138,7 @@ struct smem {
 	int bsr[QUANT == MOE_FP8 ? MOE_GEMM_THREADS : 1];
 	/* the pass's factors for every tile's epilogue (decode's factors): each row's routed
 	 * weight and FP8 per-channel activation scale, the FP8 per-tensor scale */
-	float row_w[STAGED ? MOE_DECODE_W4_SPASS : 8 * NP];
+	float row_w[pass_of<NP, STAGED>()];
 	/* the STREAMED kernels' A row of each row of the pass (NULL past its rows; a thread's
 	 * row pointer in registers spilled them on sm_90) */
 	const unsigned char *arow[STAGED == STREAMED ? MOE_DECODE_W4_SPASS : 1];
@@ -143,6 +157,20 @@ struct smem {
 __device__ __forceinline__ int frag_at(int st, int m, int jt, int lane)
 {
 	return ((st * 2 + m) * 8 + jt) * 32 + lane;
+}
+
+/*
+ * xs_at - frag_at for the staged kernels of staging @STAGED; HALVED's
+ * fragments go operand by operand instead (an operand's 12, HALVED_FRAGS:
+ * step 0's 8 MMAs, then the half step's 4, each 512 contiguous bytes), so
+ * that its pass's rows fill xs whatever their count of m16 operands.
+ */
+template <int STAGED>
+__device__ __forceinline__ int xs_at(int st, int m, int jt, int lane)
+{
+	if (STAGED == HALVED)
+		return (m * HALVED_FRAGS + 8 * st + jt) * 32 + lane;
+	return frag_at(st, m, jt, lane);
 }
 
 /*
@@ -294,8 +322,10 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 	static_assert(!STAGED || (QUANT == MOE_W4A16 && MG == 1 && NP == 2 && S::WK == 1),
 		      "staged kernels are W4A16's, of 16-column warps over all of K");
 	static_assert(STAGED || NP == 1, "unstaged kernels take 8 rows a pass");
-	/* routed rows a pass: the STAGED kernels' two m16 operands, else NP n8 ones */
-	enum { PASS = STAGED ? MOE_DECODE_W4_SPASS : S::PASS };
+	/* routed rows a pass (pass_of) */
+	enum { PASS = pass_of<NP, STAGED>() };
+	static_assert(STAGED != HALVED || PASS / 16 * HALVED_FRAGS * 32 <= (int)(sizeof sm.xs / sizeof sm.xs[0]),
+		      "HALVED: xs holds a pass's fragments");
 	/* W4A16: W steps in flight */
 	enum { WD = STAGED ? MOE_DECODE_W4_SDEPTH : S::WDEPTH };
 
@@ -306,7 +336,7 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 	if (STAGED == HALVED && a.K != MOE_DECODE_W4_HALVED_K)
 		__trap();   /* its steps are that K's: a launch it never makes either */
 	static_assert(STAGED != HALVED || (WD == 2 && MOE_DECODE_W4_HALVED_K == 192),
-		      "HALVED: two ring slots for the two k steps of a tile, the second a half one");
+		      "HALVED: a W slot for each of a tile's two k steps, the second a half one");
 	const int g = lane >> 2, q = lane & 3;
 	const int kbytes = a.K * S::ESZ;   /* of an A row (and of a W row but for W4A16) */
 	const int steps = QUANT == MOE_W4A16 ? (a.K + 127) / 128 : (kbytes + S::STEP - 1) / S::STEP;
@@ -579,8 +609,9 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 	 * 16 bytes of A refilled as soon as taken, under the step's MMAs, ran 0.81 to 1.00 the
 	 * fraction of the floor, 0.89 on average: H200, INT4, 8 rows a pass, both models and
 	 * GEMMs, 1 to 64 tokens, two runs each way).
-	 * STAGED: up to MOE_DECODE_W4_SPASS rows a pass, and W is the n8 operand, the rows the
-	 * m16 one (two of them), so that each W fragment dequantized serves every row of the
+	 * STAGED: up to MOE_DECODE_W4_SPASS rows a pass (HALVED: MOE_DECODE_W4_HALVED_PASS),
+	 * and W is the n8 operand, the rows the m16 one (two of them; HALVED's one at a time), so
+	 * that each W fragment dequantized serves every row of the
 	 * pass.  The rows are copied into xs at the pass's start (SLOTS, K up to
 	 * MOE_DECODE_W4_STAGE_K: the down GEMM) or a step at a time (STREAMED: steps_on),
 	 * already as fragments (frag_at: one 16-byte read a lane and MMA), and the
@@ -707,11 +738,11 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 		 * ones that hold rows: a constant, so that the MMAs are not predicated) and the lane's
 		 * n8 operand c (columns 8 c .. 8 c + 7 of the warp's 16), in the order of dots' (word j,
 		 * then MMA t); A's fragments from xs, the step's first of the lane at shared address
-		 * @xa (frag_at); @halfc: HALVED's second step (two words) */
-		auto sdots = [&](auto nmc, float (&d)[2][NP][4], const wstep4<MG> &w, uint32_t xa, auto halfc) {
+		 * @xa (frag_at) */
+		auto sdots = [&](auto nmc, float (&d)[2][NP][4], const wstep4<MG> &w, uint32_t xa) {
 			constexpr int NM = decltype(nmc)::value;
 
-			words(w, constant<decltype(halfc)::value ? 2 : 4>(), [&](int j, const uint32_t (&wf)[2 * MG][4]) {
+			words(w, constant<4>(), [&](int j, const uint32_t (&wf)[2 * MG][4]) {
 #pragma unroll
 				for (int t = 0; t < 2; t++)
 #pragma unroll
@@ -726,16 +757,17 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 			});
 		};
 
-		/* STAGED: tile @t's sums of the warp's columns straight from its accumulators (d[m][c]:
-		 * rows 16 m + g and 16 m + g + 8 of the pass, columns 8 c + 2q and 8 c + 2q + 1 of the
-		 * warp's 16) through the epilogue's values and pair stores, as the meeting's epilogue
-		 * does with the same sums */
-		auto store_tile = [&](const float (&d)[2][NP][4], int t) {
+		/* STAGED: tile @t's sums of the warp's columns straight from its accumulators (d[m][c]
+		 * of m16 operand @m0 + m: rows 16 (m0 + m) + g and 16 (m0 + m) + g + 8 of the pass,
+		 * columns 8 c + 2q and 8 c + 2q + 1 of the warp's 16) through the epilogue's values and
+		 * pair stores, as the meeting's epilogue does with the same sums */
+		auto store_tile = [&](const auto &d, int m0, int t) {
+			constexpr int NM = sizeof d / sizeof d[0];   /* d[m]: m16 operand m0 + m */
 #pragma unroll
-			for (int m = 0; m < 2; m++)
+			for (int m = 0; m < NM; m++)
 #pragma unroll
 				for (int h = 0; h < 2; h++) {
-					const int row = 16 * m + g + 8 * h;
+					const int row = 16 * (m0 + m) + g + 8 * h;
 
 					if (row >= nr)
 						continue;
@@ -775,7 +807,7 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 		auto stage_store = [&](int p, int sl, uint4 v, auto halfc) {   /* half: 16 k a lane quad */
 			constexpr bool half = decltype(halfc)::value;
 			const int r = p >> 4, c = p & 15, j = half ? c & 1 : c & 3, qc = half ? c >> 1 : c >> 2;
-			const int f0 = 4 * frag_at(sl, r >> 4, 2 * j, 4 * (r & 7) + qc) + ((r >> 3) & 1);
+			const int f0 = 4 * xs_at<STAGED>(sl, r >> 4, 2 * j, 4 * (r & 7) + qc) + ((r >> 3) & 1);
 			const uint32_t x[4] = { v.x, v.y, v.z, v.w };
 			uint32_t *xw = (uint32_t *)sm.xs, pr[4];
 
@@ -835,7 +867,60 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 						acc[m][f][j] = 0.0f;
 		};
 
-		if constexpr (STAGED) {
+		if constexpr (STAGED == HALVED) {
+			/*
+			 * A tile's W over the whole of K, dequantized once and held (wd[c][jj]: the
+			 * lane's column c, word jj of the first step's four and the half step's two,
+			 * its pairs as words() gives them), then multiplied by the pass's m16
+			 * operands one at a time in the k order of sdots' (word, then MMA), so that
+			 * the sums are the _s kernel's and a pass takes as many rows as xs holds
+			 * (MOE_DECODE_W4_HALVED_PASS) at one dequantization a tile.  The next
+			 * tile's W is asked for before the rows are multiplied.
+			 */
+			uint32_t wd[2][6][4];
+			auto hold = [&](const wstep4<MG> &w, auto halfc) {
+				constexpr bool half = decltype(halfc)::value;
+
+				words(w, constant<half ? 2 : 4>(), [&](int j, const uint32_t (&wf)[2 * MG][4]) {
+#pragma unroll
+					for (int c = 0; c < 2; c++)
+#pragma unroll
+						for (int p = 0; p < 4; p++)
+							wd[c][(half ? 4 : 0) + j][p] = wf[c][p];
+				});
+			};
+			/* m16 operand @m of the pass times tile @t's held W, stored.  One operand at a
+			 * time: two (16 accumulators beside wd and the next tile's W) spilled 12 bytes on
+			 * sm_90, and two with the next tile's W copied into shared memory (cp.async) to
+			 * free those registers ran no faster (H200, gpu_bench_moe_decode, GLM-4.7's
+			 * down GEMM at TP8, in one process: 512 to 1536 tokens 0.3-1.2% slower, 256 6%) */
+			auto rows_by = [&](int m, int t) {
+				float d[1][NP][4] = {};
+
+#pragma unroll
+				for (int jj = 0; jj < 6; jj++)
+#pragma unroll
+					for (int u = 0; u < 2; u++) {
+						const uint4 v = lds128(xa0 + (uint32_t)((m * HALVED_FRAGS + 2 * jj + u) * 512));
+						const uint32_t af[4] = { v.x, v.y, v.z, v.w };
+
+#pragma unroll
+						for (int c = 0; c < 2; c++)
+							mma_bf16(d[0][c], af, wd[c][jj][2 * u], wd[c][jj][2 * u + 1]);
+					}
+				store_tile(d, m, t);
+			};
+#pragma unroll 1
+			for (; t < ntl; t++) {
+				hold(wb[0], constant<false>());
+				fetch_w(wb[0], constant<false>());
+				hold(wb[1], constant<true>());
+				fetch_w(wb[1], constant<true>());
+#pragma unroll 1
+				for (int m = 0; m < nm; m++)
+					rows_by(m, t);
+			}
+		} else if constexpr (STAGED) {
 			/* the pass's steps on @nmc m16 operands (a constant: sdots), each tile's sums stored
 			 * by its warps (store_tile) */
 			auto steps_on = [&](auto nmc) {
@@ -875,8 +960,6 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 
 				ring<WD>(ntl * nst, [&](auto slot) {
 					constexpr int sl = decltype(slot)::value;
-					/* HALVED: slot 1 holds every tile's second, half step */
-					constexpr bool half = STAGED == HALVED && sl == 1;
 					const int u = t * nst + i;   /* stream: the step, in slot u & 1 */
 
 					if (stream) {
@@ -888,12 +971,12 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 						copy(u + 3, i + 3 < nst ? i + 3 : i + 3 - nst);
 					}
 					/* step i or u: frag_at(i or u & 1, 0, 0, lane) */
-					sdots(nmc, acc, wb[sl], xa0 + (uint32_t)(stream ? u & 1 : i) * 8192u, constant<half>());
-					fetch_w(wb[sl], constant<half>());
+					sdots(nmc, acc, wb[sl], xa0 + (uint32_t)(stream ? u & 1 : i) * 8192u);
+					fetch_w(wb[sl], constant<false>());
 					if (stream)
 						barrier_sync<1, MOE_GEMM_THREADS>();   /* slot (u + 1) & 1 full, u & 1 read */
 					if (++i == nst) {
-						store_tile(acc, t++);
+						store_tile(acc, 0, t++);
 						i = 0;
 						zero();
 					}

@@ -813,8 +813,21 @@ static inline int moe_gemm_decode_has(int quant)
  * 103.5-104.1 and 177.3-179.7 us against 79.4, 108.9-109.4 and 185.0-185.1 (1.03, 1.05 and
  * 1.04 times as fast; kernels unchanged in the same runs moved by up to 3%); on 32 SMs 0.76 of
  * an RTX 5090's DRAM share at 512 tokens against 0.72.  (One kernel taking either kind of last
- * step at run time, tried before, ran slower: the _s kernel's comment.) */
+ * step at run time, tried before, ran slower: the _s kernel's comment.)  Its W of a tile, both
+ * steps, is dequantized once and held in registers (48 of them) while every m16 operand of the
+ * pass is multiplied by it, one at a time, so that a pass takes as many rows as xs holds at
+ * this K: MOE_DECODE_W4_HALVED_PASS, where two operands a pass had dequantized each tile again
+ * for every 32 rows.  1784 instructions against 3864 on sm_90, 122 registers on both (128 and
+ * 112 before), the same sums in the same order (eq).  Against the two-operand form, H200
+ * (gpu_bench_moe_decode, INT4, GLM-4.7's down GEMM at TP8, both builds in alternating
+ * processes, two runs each, on two machines): 768, 1024 and 1536 tokens (38, 51 and 77 rows an
+ * expert) 123.7-125.3, 146.8-155.4 and 218.9-225.7 us against 141.5-143.7, 173.7-182.2 and
+ * 254.4-259.7 (1.15, 1.17-1.18 and 1.16 times as fast), 512 tokens 1.01-1.08 times, 256 within
+ * 1%; on 32 SMs at 1024 tokens 0.50 of an RTX 5090's DRAM share against 0.43. */
 #define MOE_DECODE_W4_HALVED_K 192
+/* ... its routed rows a pass: five m16 operands, as many as the 32 KB of the staged kernels' A
+ * rows hold at that K */
+#define MOE_DECODE_W4_HALVED_PASS 80
 
 /* How a staged kernel holds a pass's rows (moe_decode.cuh's template argument STAGED, 0 there
  * for the unstaged kernels): a slot of xs for every k step (K up to MOE_DECODE_W4_STAGE_K), so

@@ -583,14 +583,15 @@ int main(int argc, char **argv)
 	}
 	printf("# fractions of the floor (floor / time); old = row tiles (the plan before), new = the decode "
 	       "kernel the plan picks now (its tile: tn, its rows a pass: rp; W4A16 of 16 rows a pass the "
-	       "staged one of the tile, moe_gemm_decode_kernel, up to %d rows a pass; tn 0 = the row tile kept); d16..d128 "
+	       "staged one of the tile, moe_gemm_decode_kernel, up to %d rows a pass, %d at K %d; tn 0 = the row tile "
+	       "kept); d16..d128 "
 	       "each decode tile at 8 rows a pass, eq = whether "
 	       "the staged kernel of K (16 rows a pass, moe_gemm_decode_kernel; -1: none for the format) "
 	       "wrote the same bytes as the 8-row kernel of its 128 columns (the same sums in the same order, where "
 	       "their warps split K alike); own = the plan's kernel "
 	       "with every expert's weights and weight scales expert 0's (the L2 holds them: its own work, not the "
 	       "DRAM); us = microseconds\n",
-	       MOE_DECODE_W4_SPASS);
+	       MOE_DECODE_W4_SPASS, MOE_DECODE_W4_HALVED_PASS, MOE_DECODE_W4_HALVED_K);
 	if (green)
 		printf("# a green line per case: the plan's kernel (new; a row tile padded to SM120's blocks per SM) "
 		       "on a green context of %u SMs: its microseconds, the weight bytes it streamed per second and SM "
