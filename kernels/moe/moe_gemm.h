@@ -1142,15 +1142,21 @@ static inline int moe_gemm_decode_tile(int quant, int32_t n, int32_t k, int32_t 
  *     to 1156 at 2048), GLM-4.7's at 1024 and 2048 3.15 and 3.21, and the
  *     decode kernel of the down GEMM at 0.08 to 0.02 of the floor against
  *     the 16-row tile's 0.01 to 0.00 (Kimi, 2048 to 8192 tokens);
- *     on K up to MOE_DECODE_W4_STAGE_K (the down GEMM, on the staged
- *     kernel: MOE_DECODE_STAGED_KERNELS), MOE_DECODE_W4_SHORT_ROWS instead,
- *     and at any count where no 64-row tile divides block_m:
- *     measured on an H200 (gpu_bench_moe_decode, BLOCK_SIZE_M 128, the
- *     decode kernels at every count against the row tiles, two runs) Kimi
- *     K2's at 2048 and 4096 tokens (43 and 85 rows) ran 0.17 and 0.10 of
- *     the floor against 0.12 and 0.08, GLM-4.7's at 1024 and 1536 (51 and
- *     77) 0.10 and 0.07 on both, at 2048 and 4096 (102 and 205) 0.06 and
- *     0.03 against 0.07 and 0.04;
+ *     and on K up to MOE_DECODE_W4_STAGE_K (the down GEMM, on the staged
+ *     kernels: MOE_DECODE_STAGED_KERNELS) at any count: measured on an H200
+ *     (gpu_bench_moe_decode, the decode kernels at every count against the
+ *     row tile, two runs), BLOCK_SIZE_M 128, Kimi K2's at 2048, 3072, 4096,
+ *     6144 and 8192 tokens (43 to 171 rows an expert) 486, 662, 828, 1209
+ *     and 1564 us against 699-703, 990-996, 1063, 1436 and 1952-1953 (at TP4,
+ *     K 512, 4096 and 8192 tokens 1330-1338 and 2522-2526 against 1763-1767
+ *     and 3243-3248), GLM-4.7's at 2560, 3072, 4096, 6144 and 8192 (128 to
+ *     410) 344-347, 396-397, 491-496, 699-702 and 909 against 370, 465-467,
+ *     545-549, 792-794 and 1015-1016, at 2048 (102: a pass of 80 rows and
+ *     one of 22) 285-286 against 278-279; BLOCK_SIZE_M 64, Kimi K2's at
+ *     4096 and 8192 834 and 1546 against 1287 and 2095, GLM-4.7's at 2048,
+ *     4096 and 8192 265, 480 and 898 against 342, 624 and 1148 (the bound
+ *     was 96 rows, set by GLM-4.7's at 2048 and 4096 tokens when its kernel
+ *     took 32 rows a pass);
  *   on a short K (moe_gemm_short_k: the down GEMM), MOE_DECODE_SHORT_ROWS
  *     (the estimate, which counts E + 1 lists: Kimi K2's 4 rows an expert
  *     are 3): the four-warp 16-row tiles (moe_gemm_rows_tile; FP8's in its
@@ -1212,7 +1218,6 @@ static inline int moe_gemm_decode_tile(int quant, int32_t n, int32_t k, int32_t 
  * tokens).  (Row mode, one routed row per block, always is.)  Pure, plain C.
  */
 #define MOE_DECODE_W4_ROWS 48
-#define MOE_DECODE_W4_SHORT_ROWS 96
 #define MOE_DECODE_SHORT_ROWS 3
 #define MOE_DECODE_LONG_ROWS 4
 #define MOE_DECODE_FP8_LONG_VALID 40
@@ -1223,7 +1228,7 @@ static inline int moe_gemm_decode_wanted(int quant, int32_t block_m, int32_t num
 	if (!moe_gemm_decode_has(quant))
 		return 0;
 	if (quant == MOE_W4A16 && k <= MOE_DECODE_W4_STAGE_K)
-		return per <= MOE_DECODE_W4_SHORT_ROWS || block_m % 64;
+		return 1;
 	if (quant == MOE_W4A16)
 		return per <= MOE_DECODE_W4_ROWS || block_m % 128;
 	if (moe_gemm_short_k(quant, k))

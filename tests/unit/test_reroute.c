@@ -1118,15 +1118,19 @@ static void test_moe_decisions(void **state)
 		{ MOE_W4A16, 64, 8192, 385, 7168, 1 },
 		{ MOE_W4A16, 64, 1024, 161, 5120, 1 },
 		{ MOE_W4A16, 256, 4096, 385, 7168, 0 },
-		/* ... but on the down GEMM's short K (the staged kernel) up to 96 rows an expert
-		   (MOE_DECODE_W4_SHORT_ROWS), at any BLOCK_SIZE_M: Kimi K2's at 2048 and 4096 tokens
-		   (42 and 85, estimated), GLM-4.7's at 1536 (76), not at 2048 (101) */
+		/* ... and on the down GEMM's short K (the staged kernels) at any count and
+		   BLOCK_SIZE_M: Kimi K2's at 2048, 4096 and 8192 tokens (42, 85 and 170 estimated),
+		   GLM-4.7's at 1536, 2048 and 8192 (76, 101 and 406), K 512 (the most the staged
+		   kernel holds) at 8192; not K 544, beyond it (the long K's bound) */
 		{ MOE_W4A16, 64, 2048, 385, 256, 1 },
 		{ MOE_W4A16, 128, 2048, 385, 256, 1 },
 		{ MOE_W4A16, 128, 4096, 385, 256, 1 },
+		{ MOE_W4A16, 128, 8192, 385, 256, 1 },
 		{ MOE_W4A16, 128, 1536, 161, 192, 1 },
-		{ MOE_W4A16, 128, 2048, 161, 192, 0 },
-		{ MOE_W4A16, 128, 1536, 161, 512, 1 },   /* K 512: the most the staged kernel holds */
+		{ MOE_W4A16, 128, 2048, 161, 192, 1 },
+		{ MOE_W4A16, 256, 8192, 161, 192, 1 },
+		{ MOE_W4A16, 128, 1536, 161, 512, 1 },
+		{ MOE_W4A16, 128, 8192, 385, 512, 1 },
 		{ MOE_W4A16, 128, 1536, 161, 544, 0 },
 	};
 
