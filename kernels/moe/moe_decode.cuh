@@ -50,7 +50,7 @@
  * operands: the same
  * pairs of W (column g of each n8 operand, the warp's columns g and g + 8)
  * are the n8 operand, and a pass's rows, up to two m16 operands (HALVED:
- * five), the other, in shared memory as the very fragments the MMAs take
+ * seven), the other, in shared memory as the very fragments the MMAs take
  * (frag_at, xs_at), by the same byte permutes: copied once at the pass's
  * start (SLOTS, HALVED), or step by step through two slots (STREAMED); a
  * warp owns its 16 columns of each tile over the whole of K and stores their
@@ -122,7 +122,8 @@ __host__ __device__ constexpr int pass_of()
 /* A block's shared memory: the warps' k partial sums of a pass's column tile
  * (two buffers: tiles alternate), or, for the STAGED kernels, whose warps
  * keep their sums, the pass's A rows (xs, frag_at's layout: every k step,
- * K up to MOE_DECODE_W4_STAGE_K, or STREAMED's two and two raw) in the
+ * K up to MOE_DECODE_W4_STAGE_K, or STREAMED's two and two raw; HALVED's,
+ * xs_at, its MOE_DECODE_W4_HALVED_PASS rows, 42 KB) in the
  * same bytes; the valid routed ids of the current
  * window of a framework block, in order, and, for FP8, each thread's row of
  * W block scales in its current tile (bsr; one register more spilled the FP8
@@ -131,7 +132,8 @@ template <int QUANT, int TN, int NP, int STAGED>
 struct smem {
 	union {
 		float red[2][MOE_DECODE_KWARPS(QUANT, TN, 8 * NP)][8 * NP][TN];
-		uint4 xs[STAGED ? MOE_DECODE_W4_SPASS * MOE_DECODE_W4_STAGE_K / 8 : 1];
+		uint4 xs[STAGED == HALVED ? MOE_DECODE_W4_HALVED_PASS / 16 * HALVED_FRAGS * 32
+			 : STAGED ? MOE_DECODE_W4_SPASS * MOE_DECODE_W4_STAGE_K / 8 : 1];
 	};
 	int ids[MOE_GEMM_THREADS];
 	int warp_count[MOE_GEMM_THREADS / 32];
@@ -324,8 +326,7 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 	static_assert(STAGED || NP == 1, "unstaged kernels take 8 rows a pass");
 	/* routed rows a pass (pass_of) */
 	enum { PASS = pass_of<NP, STAGED>() };
-	static_assert(STAGED != HALVED || PASS / 16 * HALVED_FRAGS * 32 <= (int)(sizeof sm.xs / sizeof sm.xs[0]),
-		      "HALVED: xs holds a pass's fragments");
+	static_assert(STAGED != HALVED || PASS % 16 == 0, "HALVED: whole m16 operands a pass");
 	/* W4A16: W steps in flight */
 	enum { WD = STAGED ? MOE_DECODE_W4_SDEPTH : S::WDEPTH };
 

@@ -825,9 +825,15 @@ static inline int moe_gemm_decode_has(int quant)
  * 254.4-259.7 (1.15, 1.17-1.18 and 1.16 times as fast), 512 tokens 1.01-1.08 times, 256 within
  * 1%; on 32 SMs at 1024 tokens 0.50 of an RTX 5090's DRAM share against 0.43. */
 #define MOE_DECODE_W4_HALVED_K 192
-/* ... its routed rows a pass: five m16 operands, as many as the 32 KB of the staged kernels' A
- * rows hold at that K */
-#define MOE_DECODE_W4_HALVED_PASS 80
+/* ... its routed rows a pass: seven m16 operands, 42 KB of A rows in shared memory (44.6 KB in
+ * all, so that SM120 holds two of its blocks, as their registers allow; 48 KB is the most a
+ * block's static shared memory may take).  Against five (the 32 KB of the other staged
+ * kernels' rows), H200 (gpu_bench_moe_decode, INT4, GLM-4.7's down GEMM at TP8, both builds in
+ * alternating processes, two runs): 1536 and 2048 tokens (77 and 102 rows an expert, some
+ * experts past 80) 212.1-212.2 and 271.0-271.3 us against 224.3-224.4 and 290.8-291.7, where
+ * the row tile ran 281.4-282.6 at 2048; 512 and 1024 within 1%, 2560 to 4096 (128 to 205
+ * rows) 0.985-1.00 times */
+#define MOE_DECODE_W4_HALVED_PASS 112
 
 /* How a staged kernel holds a pass's rows (moe_decode.cuh's template argument STAGED, 0 there
  * for the unstaged kernels): a slot of xs for every k step (K up to MOE_DECODE_W4_STAGE_K), so
@@ -1151,8 +1157,9 @@ static inline int moe_gemm_decode_tile(int quant, int32_t n, int32_t k, int32_t 
  *     K 512, 4096 and 8192 tokens 1330-1338 and 2522-2526 against 1763-1767
  *     and 3243-3248), GLM-4.7's at 2560, 3072, 4096, 6144 and 8192 (128 to
  *     410) 344-347, 396-397, 491-496, 699-702 and 909 against 370, 465-467,
- *     545-549, 792-794 and 1015-1016, at 2048 (102: a pass of 80 rows and
- *     one of 22) 285-286 against 278-279; BLOCK_SIZE_M 64, Kimi K2's at
+ *     545-549, 792-794 and 1015-1016, at 2048 (102) 271.0-271.3 against
+ *     281.4-282.6 on 112-row passes (MOE_DECODE_W4_HALVED_PASS; 285-286
+ *     against 278-279 on 80-row ones); BLOCK_SIZE_M 64, Kimi K2's at
  *     4096 and 8192 834 and 1546 against 1287 and 2095, GLM-4.7's at 2048,
  *     4096 and 8192 265, 480 and 898 against 342, 624 and 1148 (the bound
  *     was 96 rows, set by GLM-4.7's at 2048 and 4096 tokens when its kernel

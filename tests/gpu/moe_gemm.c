@@ -121,8 +121,8 @@
  * (ending inside a step, or at one), several tiles a block (copies crossing
  * from a tile's last step to the next's first), N under one tile; at K 192
  * (moe_gemm_w4a16_d128_r16_sh, its second step taken 16 k a lane, a tile's W
- * held for up to 80 rows a pass): passes of one m16 operand to five (four,
- * the last partly), several passes and windows, group sizes 32, 64 and 128,
+ * held for up to 112 rows a pass): passes of one m16 operand to seven
+ * (four, the last partly), several passes and windows, group sizes 32, 64 and 128,
  * odd N, other ranks, grid (2, 3) and row mode.
  *
  * Flags P1 and P2 launch the row tiles with args.row_parts 1 and 2 (grid
@@ -417,11 +417,11 @@ static const struct tcase cases[] = {
 	{ BF16, 32, 300, 8, 16, 384, 208, 256, 0, 0, P2 | HOLES | RW | BIAS | PAD | SAMPLE | SHALLOW },
 	{ BF16, 32, 7, 3, 6, 456, 64, 512, 0, 0, P1 | HOLES | DROP },
 	/* the staged W4A16 kernel at K 192 (the halved one, its second step 16 k a lane, a tile's
-	   W held for up to 80 rows a pass): about 29 rows an expert (two m16 operands) and 267
-	   (passes of all five and of one, several windows), group sizes 64 and 128 (case 110's
-	   7-token one has 32), odd N, other ranks, grid (2, 3), row mode; then about 54 rows an
-	   expert (four operands, the last partly), in framework blocks of 64 (some experts in
-	   two), a last tile of 72 columns */
+	   W held for up to 112 rows a pass): about 29 rows an expert (two m16 operands) and 267
+	   (passes of all seven, of two and of one, several windows), group sizes 64 and 128
+	   (case 110's 7-token one has 32), odd N, other ranks, grid (2, 3), row mode; then about
+	   54 rows an expert (four operands, the last partly), in framework blocks of 64 (some
+	   experts in two), a last tile of 72 columns */
 	{ W4, DEC(128), 33, 8, 9, 201, 192, 128, 0, 64, STG | RW | BIAS | PAD | OFF | GRID3 },
 	{ W4, DEC(128), 300, 8, 9, 456, 192, 512, 0, 128, STG | RW | PAD | SAMPLE | DROP },
 	{ W4, DEC(128), 3, 8, 12, 199, 192, 16, 0, 32, STG | NAIVE | RW | PAD | OFF | SHORT },
