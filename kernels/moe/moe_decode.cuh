@@ -761,7 +761,9 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 		/* STAGED: tile @t's sums of the warp's columns straight from its accumulators (d[m][c]
 		 * of m16 operand @m0 + m: rows 16 (m0 + m) + g and 16 (m0 + m) + g + 8 of the pass,
 		 * columns 8 c + 2q and 8 c + 2q + 1 of the warp's 16) through the epilogue's values and
-		 * pair stores, as the meeting's epilogue does with the same sums */
+		 * pair stores, as the meeting's epilogue does with the same sums.  One loop over the
+		 * operands here: a lambda of one operand, called for each, scheduled the _s and _sl
+		 * kernels' code otherwise on sm_90 */
 		auto store_tile = [&](const auto &d, int m0, int t) {
 			constexpr int NM = sizeof d / sizeof d[0];   /* d[m]: m16 operand m0 + m */
 #pragma unroll
