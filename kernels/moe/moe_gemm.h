@@ -806,8 +806,8 @@ static inline int moe_gemm_decode_has(int quant)
 /* The halved kernel: the staged kernel on K = MOE_DECODE_W4_HALVED_K, two k steps a tile, the second of 64 k (the
  * down GEMM of a model of 1536 expert columns at TP8: GLM-4.7, Qwen3-235B-A22B), which the _s
  * kernel multiplies as a full step with zeros: this one takes it as 16 k a lane, two words
- * (moe_decode.cuh's HALVED), its own instance, so that the _s kernel's code stays (3864
- * instructions against 4240 on sm_90, 72 MMAs against 96).  It writes the 8-row kernel's bytes
+ * (moe_decode.cuh's HALVED), its own instance, so that the _s kernel's code stays (its first,
+ * two-operand form: 3864 instructions against 4240 on sm_90, 72 MMAs against 96).  It writes the 8-row kernel's bytes
  * (gpu_bench_moe_decode's eq).  Against the _s kernel, H200 (gpu_bench_moe_decode, INT4, GLM-4.7's
  * down GEMM at TP8, both builds alternating, two runs): 256, 512 and 1024 tokens 76.6-77.2,
  * 103.5-104.1 and 177.3-179.7 us against 79.4, 108.9-109.4 and 185.0-185.1 (1.03, 1.05 and
@@ -825,8 +825,8 @@ static inline int moe_gemm_decode_has(int quant)
  * 254.4-259.7 (1.15, 1.17-1.18 and 1.16 times as fast), 512 tokens 1.01-1.08 times, 256 within
  * 1%; on 32 SMs at 1024 tokens 0.50 of an RTX 5090's DRAM share against 0.43. */
 #define MOE_DECODE_W4_HALVED_K 192
-/* ... its routed rows a pass: seven m16 operands, 42 KB of A rows in shared memory (44.6 KB in
- * all, so that SM120 holds two of its blocks, as their registers allow; 48 KB is the most a
+/* ... its routed rows a pass: seven m16 operands, 42 KB of A rows in shared memory (46080 bytes
+ * in all, so that SM120 holds two of its blocks, as their registers allow; 48 KB is the most a
  * block's static shared memory may take).  Against five (the 32 KB of the other staged
  * kernels' rows), H200 (gpu_bench_moe_decode, INT4, GLM-4.7's down GEMM at TP8, both builds in
  * alternating processes, two runs): 1536 and 2048 tokens (77 and 102 rows an expert, some
@@ -1011,7 +1011,8 @@ static inline int moe_gemm_decode_cols(int quant, int32_t n, int32_t k, int tn, 
  * launch of @quant (@block_m, @num_valid, @em as for
  * moe_gemm_rows_per_expert): 16, the plan's name for the staged kernels
  * (MOE_DECODE_STAGED_KERNELS: up to MOE_DECODE_W4_SPASS rows a pass in
- * fact, on 128 columns, moe_gemm_decode_tile and moe_gemm_decode_kernel),
+ * fact, MOE_DECODE_W4_HALVED_PASS for the halved one, on 128 columns,
+ * moe_gemm_decode_tile and moe_gemm_decode_kernel),
  * where @quant has them (moe_gemm_decode_staged: W4A16) and the experts get
  * more than MOE_DECODE_R16_ROWS rows each, else 8.  At 8 rows an expert or
  * fewer the 8-row kernels stay ahead (H200, INT4: Kimi K2's down GEMM at 1,
