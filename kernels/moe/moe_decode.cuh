@@ -146,6 +146,9 @@ struct smem {
 	const unsigned char *arow[STAGED == STREAMED ? MOE_DECODE_W4_SPASS : 1];
 	float row_as[8 * NP];
 	float ts;
+	/* the STAGED kernels' output row of each row of the pass, in elements of C (store_tile;
+	 * last, so that the other kernels' fields keep their places) */
+	int64_t row_c[STAGED ? pass_of<NP, STAGED>() : 1];
 };
 
 /*
@@ -366,7 +369,8 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 
 	/*
 	 * factors - the factors of the pass of rows ids[r0 .. r0 + nr) of expert @e that do not
-	 * change from tile to tile into sm.row_w, sm.row_as and sm.ts, read by the epilogues of
+	 * change from tile to tile into sm.row_w, sm.row_as and sm.ts (STAGED: and each row's place
+	 * in C, sm.row_c), read by the epilogues of
 	 * all its tiles.  Called after the pass's first k steps are asked for, so that these
 	 * reads travel with them: in the epilogue they were one more round trip to memory after
 	 * every tile's meeting, and the decode kernels at a few tokens are a chain of such trips
@@ -382,6 +386,8 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 
 			if (a.mul_routed_weight)
 				sm.row_w[t] = __ldg(a.topk_weights + id);
+			if (STAGED)
+				sm.row_c[t] = (int64_t)id * a.c_stride_m;
 			if (QUANT == MOE_FP8 && a.scale == MOE_SCALE_CHANNEL)
 				sm.row_as[t] = moe_epilogue::act_scale(a, id);
 		}
@@ -758,14 +764,49 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 			});
 		};
 
+		/* STAGED: no bias, and C's rows all 4-byte aligned, so that store_tile's pairs
+		 * are whole words wherever the warp's 16 columns lie below N */
+		const bool plain = !a.bias && ((uintptr_t)a.c & 3) == 0 && (a.c_stride_m & 1) == 0;
+
 		/* STAGED: tile @t's sums of the warp's columns straight from its accumulators (d[m][c]
 		 * of m16 operand @m0 + m: rows 16 (m0 + m) + g and 16 (m0 + m) + g + 8 of the pass,
 		 * columns 8 c + 2q and 8 c + 2q + 1 of the warp's 16) through the epilogue's values and
-		 * pair stores, as the meeting's epilogue does with the same sums.  One loop over the
-		 * operands here: a lambda of one operand, called for each, scheduled the _s and _sl
-		 * kernels' code otherwise on sm_90 */
+		 * pair stores, as the meeting's epilogue does with the same sums.  Where the launch is
+		 * plain and the warp's 16 columns lie below N, the same products (values' x * 1.0 *
+		 * w: no bias, no FP8 scale) go out as whole words at each row's place in C, found
+		 * once a pass (factors: sm.row_c), with no test but the row's: about 35 instructions
+		 * an operand on sm_120 against about 130 through values and store_pair, where the
+		 * _sh kernel's 24 MMAs an operand take about 50.  H200 (gpu_bench_moe_decode, INT4
+		 * at TP8, both builds in alternating processes, two runs each): the down GEMM from
+		 * 512 tokens 1.15-1.18 times as fast on Kimi K2 (181-182 us against 208-210 at 512,
+		 * 713-716 against 840 at 4096), GLM-4.7's 1.10 at 512 and 1.13-1.16 at 1024 to
+		 * 4096 (136 against 156 at 1024), 1.08 at 256; the gate/up (_sl, K 7168 and 5120:
+		 * a store every 56 or 40 k steps) within 1.5%, but GLM-4.7's at 512 tokens, 1.04-1.06.
+		 * One loop over the operands here: a lambda of one operand, called for each,
+		 * scheduled the _s and _sl kernels' code otherwise on sm_90 */
 		auto store_tile = [&](const auto &d, int m0, int t) {
 			constexpr int NM = sizeof d / sizeof d[0];   /* d[m]: m16 operand m0 + m */
+			const int n0 = tile_n0(t) + wn * 16 + 2 * q;   /* the lane's first column */
+
+			if (plain && n0 - 2 * q + 16 <= a.N) {
+#pragma unroll
+				for (int m = 0; m < NM; m++)
+#pragma unroll
+					for (int h = 0; h < 2; h++) {
+						const int row = 16 * (m0 + m) + g + 8 * h;
+
+						if (row >= nr)
+							continue;
+						__nv_bfloat16 *dst = (__nv_bfloat16 *)a.c + sm.row_c[row] + n0;
+						const float w = a.mul_routed_weight ? sm.row_w[row] : 1.0f;
+
+#pragma unroll
+						for (int c = 0; c < 2; c++)
+							*(uint32_t *)(dst + 8 * c) = pack_bf16(d[m][c][2 * h] * w,
+											       d[m][c][2 * h + 1] * w);
+					}
+				return;
+			}
 #pragma unroll
 			for (int m = 0; m < NM; m++)
 #pragma unroll

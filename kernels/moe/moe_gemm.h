@@ -825,8 +825,8 @@ static inline int moe_gemm_decode_has(int quant)
  * 254.4-259.7 (1.15, 1.17-1.18 and 1.16 times as fast), 512 tokens 1.01-1.08 times, 256 within
  * 1%; on 32 SMs at 1024 tokens 0.50 of an RTX 5090's DRAM share against 0.43. */
 #define MOE_DECODE_W4_HALVED_K 192
-/* ... its routed rows a pass: seven m16 operands, 42 KB of A rows in shared memory (46080 bytes
- * in all, so that SM120 holds two of its blocks, as their registers allow; 48 KB is the most a
+/* ... its routed rows a pass: seven m16 operands, 42 KB of A rows in shared memory (47104 bytes
+ * in all with each row's place in C, so that SM120 holds two of its blocks, as their registers allow; 48 KB is the most a
  * block's static shared memory may take).  Against five (the 32 KB of the other staged
  * kernels' rows), H200 (gpu_bench_moe_decode, INT4, GLM-4.7's down GEMM at TP8, both builds in
  * alternating processes, two runs): 1536 and 2048 tokens (77 and 102 rows an expert, some
