@@ -11,7 +11,7 @@
  *     rows: no 16-row padding of A (a framework block of more valid rows
  *     takes more passes, each streaming the weights again; the plans keep
  *     such launches on the row tiles, moe_gemm_decode_wanted, and W4A16's
- *     of more than 8 rows an expert on the staged kernels below).  Most
+ *     of more than a few rows an expert on the staged kernels below).  Most
  *     W4A16 warps take two W fragments (32 columns, MG = 2:
  *     MOE_DECODE_WARP_N), so that each A fragment loaded serves both;
  *   - each lane loads 16 contiguous bytes of a W row (and of an A row) per

@@ -653,7 +653,7 @@ static inline int moe_gemm_rows_cols(int quant, int tm, int32_t n, int32_t k, in
  * blockIdx.y + gridDim.y, ... below *num_tokens_post_padded, and of each
  * the column tiles (TN columns) blockIdx.x, blockIdx.x + gridDim.x, ...  It
  * gathers a framework block's valid routed rows (up to 256 at a time) and computes
- * them 8 at a time (W4A16 past 8 rows an expert: the staged kernels below,
+ * them 8 at a time (W4A16 past a few rows an expert: the staged kernels below,
  * moe_gemm_decode_rows): each pass streams its tiles' weights once, tile
  * after tile.  Its 8 warps split TN / MOE_DECODE_WARP_N ways along N and
  * the rest (MOE_DECODE_KWARPS) along K: a warp multiplies
@@ -766,9 +766,8 @@ static inline int moe_gemm_decode_has(int quant)
  * SMs (MOE_DECODE_SMS, an RTX 5090's share of DRAM a SM) GLM-4.7's at 512
  * streamed 0.72 of that share against 0.38, Kimi K2's 1.35 against 1.04.
  * ncu (H200, GLM-4.7's at 512 tokens): 48.8 M warp instructions against
- * 95.4 M, dequantization the largest part.  Where an expert gets 8 rows or
- * fewer the 128-column kernel of 32-column warps stays ahead of it (Kimi
- * K2's at 64 and 128 tokens 0.49-0.50 and 0.48 against 0.41 and 0.42):
+ * 95.4 M, dequantization the largest part.  Where an expert gets a few rows
+ * the 128-column kernel of 32-column warps stays ahead of it:
  * moe_gemm_decode_rows.  Its W steps in flight: MOE_DECODE_W4_SDEPTH (three
  * and four ran within 0.01 of two: H200, 256 to 1024 tokens, two runs).
  * Its count of m16 operands is a constant of the step's code (one or two),
@@ -1008,17 +1007,29 @@ static inline int moe_gemm_decode_cols(int quant, int32_t n, int32_t k, int tn, 
 
 /*
  * moe_gemm_decode_rows - the routed rows a pass of the decode kernel for a
- * launch of @quant (@block_m, @num_valid, @em as for
+ * launch of @quant with K @k (@block_m, @num_valid, @em as for
  * moe_gemm_rows_per_expert): 16, the plan's name for the staged kernels
  * (MOE_DECODE_STAGED_KERNELS: up to MOE_DECODE_W4_SPASS rows a pass in
  * fact, MOE_DECODE_W4_HALVED_PASS for the halved one, on 128 columns,
  * moe_gemm_decode_tile and moe_gemm_decode_kernel),
  * where @quant has them (moe_gemm_decode_staged: W4A16) and the experts get
- * more than MOE_DECODE_R16_ROWS rows each, else 8.  At 8 rows an expert or
- * fewer the 8-row kernels stay ahead (H200, INT4: Kimi K2's down GEMM at 1,
- * 64 and 128 tokens 0.15, 0.49-0.50 and 0.48 of the floor against the
- * staged kernel's 0.13, 0.41 and 0.42; GLM-4.7's at one token on 32 SMs
- * 0.50 of an RTX 5090's DRAM share against 0.40).  Why the rows sit in
+ * more than MOE_DECODE_R16_ROWS rows each (MOE_DECODE_R16_SHORT_ROWS on a K
+ * up to MOE_DECODE_W4_STAGE_K, the down GEMM), else 8.  Measured on an
+ * H200 since the staged kernels store a tile's sums as whole words
+ * (gpu_bench_moe_decode, INT4 at TP8, a build taking them at any count
+ * against one taking them past 8 rows, two runs each, and on 32 SMs, the
+ * SM120 proxy, one run; rows an expert as counted here):
+ *   - the down GEMM: Kimi K2 at 64 tokens (1 row) 0.99-1.01 times as fast
+ *     on them, at 128 (2) 1.03-1.04, 192 (3) 1.11-1.13, 256 (5) 1.25-1.27,
+ *     384 (7) 1.55-1.58; GLM-4.7 at 32 (1) 1.03-1.08, 64 (3) 1.10-1.13, 128
+ *     (6) 1.41-1.44; on 32 SMs the same within 0.04 (Kimi K2 at 384 tokens
+ *     0.66 ms against 1.06; 1.77 of an RTX 5090's DRAM share against 1.11);
+ *   - the gate/up: Kimi K2 at 64 to 256 tokens (1 to 5 rows) 0.88-0.99 (on
+ *     32 SMs 0.81-0.87), at 384 (7) 1.24-1.26 (1.11); GLM-4.7 at 32 and 64
+ *     (1 and 3) 0.82-0.96, at 128 (6) 1.13-1.14 (1.15).
+ * Before that store the 8-row kernels had been ahead at up to 8 rows (Kimi
+ * K2's down GEMM at 64 and 128 tokens 0.49-0.50 and 0.48 of the floor
+ * against 0.41 and 0.42).  Why the rows sit in
  * shared memory as m16 operands: the unstaged kernels of 16 rows a pass
  * before them (two n8 operands, rows from L1; 1.17-1.38 times as fast as 8
  * rows a pass from 10 to 51 rows an expert, H200) were held by L1, not by
@@ -1029,13 +1040,13 @@ static inline int moe_gemm_decode_cols(int quant, int32_t n, int32_t k, int tn, 
  * registers: one block per SM) was no faster than 16 at any of 128 to 3072
  * tokens.  Pure, plain C.
  */
-#define MOE_DECODE_R16_ROWS 8
-static inline int moe_gemm_decode_rows(int quant, int32_t block_m, int32_t num_valid, int32_t em)
+#define MOE_DECODE_R16_ROWS 5
+#define MOE_DECODE_R16_SHORT_ROWS 1
+static inline int moe_gemm_decode_rows(int quant, int32_t block_m, int32_t num_valid, int32_t em, int32_t k)
 {
-	return moe_gemm_decode_staged(quant) &&
-			       moe_gemm_rows_per_expert(block_m, num_valid, em) > MOE_DECODE_R16_ROWS
-		       ? 16
-		       : 8;
+	const int64_t least = k <= MOE_DECODE_W4_STAGE_K ? MOE_DECODE_R16_SHORT_ROWS : MOE_DECODE_R16_ROWS;
+
+	return moe_gemm_decode_staged(quant) && moe_gemm_rows_per_expert(block_m, num_valid, em) > least ? 16 : 8;
 }
 
 /*
@@ -1054,7 +1065,7 @@ static inline int moe_gemm_decode_rows(int quant, int32_t block_m, int32_t num_v
  * one a routed row at these counts, an upper bound on the experts they
  * hit) over the slots of the waves they take (moe_gemm_decode_fill); with
  * @sms 0 the tile itself.  Where moe_gemm_decode_rows takes 16 rows a pass
- * (W4A16 past MOE_DECODE_R16_ROWS rows an expert), 128 on any K and GPU:
+ * (W4A16 past a few rows an expert), 128 on any K and GPU:
  * the staged kernels' tile (MOE_DECODE_STAGED_KERNELS),
  * whose warps share a pass's rows in shared memory across all 128 columns.
  * On the gate/up's long K, H200 (gpu_bench_moe_decode, INT4 at TP8, one
@@ -1110,7 +1121,7 @@ static inline int moe_gemm_decode_tile(int quant, int32_t n, int32_t k, int32_t 
 
 	if (!tn || tn >= 128)
 		return tn;
-	if (moe_gemm_decode_rows(quant, block_m, num_valid, em) == 16)
+	if (moe_gemm_decode_rows(quant, block_m, num_valid, em, k) == 16)
 		return 128;   /* the staged kernels' (MOE_DECODE_STAGED_KERNELS) */
 	if (num_valid >= MOE_DECODE_WIDE_ROWS)
 		return 2 * tn;
@@ -1322,7 +1333,7 @@ static inline struct moe_gemm_choice moe_gemm_choose(int quant, int scale, int32
 	       : moe_gemm_decode_wanted(quant, block_m, num_valid, em, k)
 		       ? moe_gemm_decode_tile(quant, n, k, em, block_m, num_valid, sms)
 		       : 0;
-	c.rows = naive ? 8 : moe_gemm_decode_rows(quant, block_m, num_valid, em);
+	c.rows = naive ? 8 : moe_gemm_decode_rows(quant, block_m, num_valid, em, k);
 	c.parts = naive || !c.tm ? 0 : moe_gemm_row_parts(quant, c.tm, block_m, num_valid, em);
 	return c;
 }

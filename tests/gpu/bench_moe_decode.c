@@ -798,7 +798,7 @@ int main(int argc, char **argv)
 					}
 					if (moe_gemm_decode_staged(qt->quant)) {
 						/* the bytes of the staged kernel of K (16 rows a pass, which the plan
-						 * launches past 8 rows an expert) against the 8-row kernel of its tile */
+						 * launches past a few rows an expert) against the 8-row kernel of its tile */
 						const int dt = 128;
 						const unsigned gx = (unsigned)decode_cols(qt->quant, N, K, dt, em, bm, nv);
 						const unsigned gy = (unsigned)moe_gemm_decode_blocks(em, bm, nv);

@@ -930,11 +930,19 @@ static void test_moe_decisions(void **state)
 		assert_int_equal(moe_gemm_decode_tile(MOE_BF16, 512, 7168, em + 64, 128, 64, 0), 32);
 		assert_int_equal(moe_gemm_decode_tile(MOE_BF16, 512, 7168, em + 64, 128, 64, 132), 32);
 		assert_int_equal(moe_gemm_decode_tile(MOE_FP8, 512, 2048, em + 128, 128, 128, 0), 64);
-		/* W4A16 past 8 rows an expert (16 rows a pass): the staged kernels' 128 columns, on
-		   any K and GPU (Kimi K2's gate/up at 512 tokens: 10.6 rows) */
+		/* W4A16 past 5 rows an expert on the gate/up's long K (16 rows a pass): the staged
+		   kernels' 128 columns, on any K and GPU (Kimi K2's gate/up at 512 tokens: 10.6 rows;
+		   at 320, 2560 rows: 6) */
 		assert_int_equal(moe_gemm_decode_tile(MOE_W4A16, 512, 7168, em + 4096, 128, 4096, 0), 128);
 		assert_int_equal(moe_gemm_decode_tile(MOE_W4A16, 512, 7168, em + 4096, 128, 4096, 132), 128);
-		assert_int_equal(moe_gemm_decode_tile(MOE_W4A16, 512, 7168, em + 3072, 128, 3072, 132), 32);   /* 7.9 rows: 8 a pass */
+		assert_int_equal(moe_gemm_decode_tile(MOE_W4A16, 512, 7168, em + 2560, 128, 2560, 132), 128);
+		assert_int_equal(moe_gemm_decode_tile(MOE_W4A16, 512, 7168, em + 2304, 128, 2304, 132), 32);   /* 5 rows: 8 a pass */
+		/* ... and past 1 on the down GEMM's (Kimi K2's at 128 tokens, 1024 rows: 2; at 64 tokens, 1) */
+		assert_int_equal(moe_gemm_decode_tile(MOE_W4A16, 7168, 256, em + 1024, 128, 1024, 132), 128);
+		assert_int_equal(moe_gemm_decode_rows(MOE_W4A16, 128, 1024, em + 1024, 256), 16);
+		assert_int_equal(moe_gemm_decode_rows(MOE_W4A16, 128, 512, em + 512, 256), 8);
+		assert_int_equal(moe_gemm_decode_rows(MOE_W4A16, 128, 512, em + 512, 512), 8);
+		assert_int_equal(moe_gemm_decode_rows(MOE_W4A16, 128, 1024, em + 1024, 544), 8);
 		assert_int_equal(moe_gemm_decode_tile(MOE_FP8, 7168, 256, em + 4096, 128, 4096, 0), 128);
 		assert_int_equal(moe_gemm_decode_tile(MOE_FP8, 7168, 256, em + 16, 128, 16, 132), 128);
 		assert_int_equal(moe_gemm_decode_tile(MOE_NVFP4, 512, 7168, em + 4096, 128, 4096, 132), 0);
@@ -1029,10 +1037,13 @@ static void test_moe_decisions(void **state)
 	assert_int_equal(moe_gemm_rows_tile(MOE_W4A16, MOE_SCALE_NONE, 128, 2048 * 8, 2048 * 8 + 385 * 127, 7168, 256), 64);
 	assert_int_equal(moe_gemm_rows_tile(MOE_W4A16, MOE_SCALE_NONE, 128, 2048 * 8, 2048 * 8 + 385 * 127, 512, 7168), 128);
 	assert_int_equal(moe_gemm_rows_tile(MOE_W4A16, MOE_SCALE_NONE, 64, 2048 * 8, 2048 * 8 + 385 * 63, 512, 7168), 64);
-	assert_int_equal(moe_gemm_decode_rows(MOE_W4A16, 128, 256 * 8, 256 * 8 + 385 * 127), 8);
-	assert_int_equal(moe_gemm_decode_rows(MOE_W4A16, 128, 512 * 8, 512 * 8 + 385 * 127), 16);
-	assert_int_equal(moe_gemm_decode_rows(MOE_BF16, 128, 512 * 8, 512 * 8 + 385 * 127), 8);
-	assert_int_equal(moe_gemm_decode_rows(MOE_FP8, 128, 512 * 8, 512 * 8 + 385 * 127), 8);
+	assert_int_equal(moe_gemm_decode_rows(MOE_W4A16, 128, 256 * 8, 256 * 8 + 385 * 127, 7168), 8);
+	assert_int_equal(moe_gemm_decode_rows(MOE_W4A16, 128, 384 * 8, 384 * 8 + 385 * 127, 7168), 16);
+	assert_int_equal(moe_gemm_decode_rows(MOE_W4A16, 128, 256 * 8, 256 * 8 + 385 * 127, 256), 16);
+	assert_int_equal(moe_gemm_decode_rows(MOE_W4A16, 128, 128 * 8, 128 * 8 + 161 * 127, 192), 16);
+	assert_int_equal(moe_gemm_decode_rows(MOE_W4A16, 128, 512 * 8, 512 * 8 + 385 * 127, 7168), 16);
+	assert_int_equal(moe_gemm_decode_rows(MOE_BF16, 128, 512 * 8, 512 * 8 + 385 * 127, 256), 8);
+	assert_int_equal(moe_gemm_decode_rows(MOE_FP8, 128, 512 * 8, 512 * 8 + 385 * 127, 256), 8);
 	assert_string_equal(moe_gemm_decode_name(MOE_W4A16, 128, 8), "moe_gemm_w4a16_d128");
 	assert_null(moe_gemm_decode_name(MOE_W4A16, 128, 16));   /* 16 rows a pass: staged kernels only */
 	assert_null(moe_gemm_decode_name(MOE_BF16, 16, 16));
@@ -1097,7 +1108,7 @@ static void test_moe_decisions(void **state)
 		{ MOE_BF16, 128, 192, 385, 256, 1 },  /* bf16's down GEMM alike */
 		/* W4A16 on the gate/up's long K: up to 48 rows an expert (MOE_DECODE_W4_ROWS: Kimi K2's
 		   2048 tokens, 42 estimated; GLM-4.7's 768, 38; not GLM-4.7's 1024, 50, nor Kimi K2's
-		   4096, 85), 16 rows a pass past 8 rows an expert (Kimi K2's 512 tokens: 10.7); beyond,
+		   4096, 85), 16 rows a pass past 5 rows an expert (Kimi K2's 384 tokens: 7); beyond,
 		   the 128-row tile where it fits (BLOCK_SIZE_M 128) */
 		{ MOE_W4A16, 128, 1, 161, 5120, 1 },
 		{ MOE_W4A16, 128, 512, 161, 5120, 1 },
