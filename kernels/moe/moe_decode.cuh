@@ -776,7 +776,9 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 		 * w: no bias, no FP8 scale) go out as whole words at each row's place in C, found
 		 * once a pass (factors: sm.row_c), with no test but the row's: about 35 instructions
 		 * an operand on sm_120 against about 130 through values and store_pair, where the
-		 * _sh kernel's 24 MMAs an operand take about 50.  H200 (gpu_bench_moe_decode, INT4
+		 * _sh kernel's 24 MMAs an operand take about 50 (a loop of its own: as a branch in
+		 * the general loop's rows, sm_120's code found each row's shared-memory place again,
+		 * about 26 instructions a row against 17).  H200 (gpu_bench_moe_decode, INT4
 		 * at TP8, both builds in alternating processes, two runs each): the down GEMM from
 		 * 512 tokens 1.15-1.18 times as fast on Kimi K2 (181-182 us against 208-210 at 512,
 		 * 713-716 against 840 at 4096), GLM-4.7's 1.10 at 512 and 1.13-1.16 at 1024 to

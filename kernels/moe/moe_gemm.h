@@ -824,9 +824,10 @@ static inline int moe_gemm_decode_has(int quant)
  * 254.4-259.7 (1.15, 1.17-1.18 and 1.16 times as fast), 512 tokens 1.01-1.08 times, 256 within
  * 1%; on 32 SMs at 1024 tokens 0.50 of an RTX 5090's DRAM share against 0.43. */
 #define MOE_DECODE_W4_HALVED_K 192
-/* ... its routed rows a pass: seven m16 operands, 42 KB of A rows in shared memory (47104 bytes
- * in all with each row's place in C, so that SM120 holds two of its blocks, as their registers allow; 48 KB is the most a
- * block's static shared memory may take).  Against five (the 32 KB of the other staged
+/* ... its routed rows a pass: seven m16 operands, 42 KB of A rows in shared memory (46080 bytes
+ * of static shared memory in all with each row's place in C: sm120 scan; cuobjdump -res-usage
+ * counts the 1 KB a block reserves too, 47104), so that SM120 holds two of its blocks, as
+ * their registers allow; 48 KB is the most a block's static shared memory may take).  Against five (the 32 KB of the other staged
  * kernels' rows), H200 (gpu_bench_moe_decode, INT4, GLM-4.7's down GEMM at TP8, both builds in
  * alternating processes, two runs): 1536 and 2048 tokens (77 and 102 rows an expert, some
  * experts past 80) 212.1-212.2 and 271.0-271.3 us against 224.3-224.4 and 290.8-291.7, where
