@@ -826,13 +826,13 @@ static inline int moe_gemm_decode_has(int quant)
 #define MOE_DECODE_W4_HALVED_K 192
 /* ... its routed rows a pass: seven m16 operands, 42 KB of A rows in shared memory (46080 bytes
  * of static shared memory in all with each row's place in C: sm120 scan; cuobjdump -res-usage
- * counts the 1 KB a block reserves too, 47104), so that SM120 holds two of its blocks, as
- * their registers allow; 48 KB is the most a block's static shared memory may take).  Against five (the 32 KB of the other staged
- * kernels' rows), H200 (gpu_bench_moe_decode, INT4, GLM-4.7's down GEMM at TP8, both builds in
- * alternating processes, two runs): 1536 and 2048 tokens (77 and 102 rows an expert, some
- * experts past 80) 212.1-212.2 and 271.0-271.3 us against 224.3-224.4 and 290.8-291.7, where
- * the row tile ran 281.4-282.6 at 2048; 512 and 1024 within 1%, 2560 to 4096 (128 to 205
- * rows) 0.985-1.00 times */
+ * counts the 1 KB a block reserves too, 47104), so that SM120 holds two of its blocks, as their
+ * registers allow; 48 KB is the most a block's static shared memory may take).  Against five
+ * (the 32 KB of the other staged kernels' rows), H200 (gpu_bench_moe_decode, INT4, GLM-4.7's
+ * down GEMM at TP8, both builds in alternating processes, two runs): 1536 and 2048 tokens (77
+ * and 102 rows an expert, some experts past 80) 212.1-212.2 and 271.0-271.3 us against
+ * 224.3-224.4 and 290.8-291.7, where the row tile ran 281.4-282.6 at 2048; 512 and 1024 within
+ * 1%, 2560 to 4096 (128 to 205 rows) 0.985-1.00 times */
 #define MOE_DECODE_W4_HALVED_PASS 112
 
 /* How a staged kernel holds a pass's rows (moe_decode.cuh's template argument STAGED, 0 there
