@@ -822,7 +822,7 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 
 #pragma unroll
 					for (int c = 0; c < 2; c++) {
-						const int n = tile_n0(t) + wn * 16 + 8 * c + 2 * q;
+						const int n = n0 + 8 * c;
 						const float x[2] = { d[m][c][2 * h], d[m][c][2 * h + 1] };
 						float cw[2], v[2];
 

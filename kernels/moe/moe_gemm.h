@@ -1014,8 +1014,9 @@ static inline int moe_gemm_decode_cols(int quant, int32_t n, int32_t k, int tn, 
  * fact, MOE_DECODE_W4_HALVED_PASS for the halved one, on 128 columns,
  * moe_gemm_decode_tile and moe_gemm_decode_kernel),
  * where @quant has them (moe_gemm_decode_staged: W4A16) and the experts get
- * more than MOE_DECODE_R16_ROWS rows each (MOE_DECODE_R16_SHORT_ROWS on a K
- * up to MOE_DECODE_W4_STAGE_K, the down GEMM), else 8.  Measured on an
+ * more than MOE_DECODE_R16_ROWS rows each (MOE_DECODE_R16_SHORT_ROWS where the
+ * staged kernel of K holds a pass's rows whole, moe_gemm_decode_staging: K up to
+ * MOE_DECODE_W4_STAGE_K, the down GEMM), else 8.  Measured on an
  * H200 since the staged kernels store a tile's sums as whole words
  * (gpu_bench_moe_decode, INT4 at TP8, a build taking them at any count
  * against one taking them past 8 rows, two runs each, and on 32 SMs, the
@@ -1045,7 +1046,8 @@ static inline int moe_gemm_decode_cols(int quant, int32_t n, int32_t k, int tn, 
 #define MOE_DECODE_R16_SHORT_ROWS 1
 static inline int moe_gemm_decode_rows(int quant, int32_t block_m, int32_t num_valid, int32_t em, int32_t k)
 {
-	const int64_t least = k <= MOE_DECODE_W4_STAGE_K ? MOE_DECODE_R16_SHORT_ROWS : MOE_DECODE_R16_ROWS;
+	const int64_t least = moe_gemm_decode_staging(k) != MOE_DECODE_STREAMED ? MOE_DECODE_R16_SHORT_ROWS
+										 : MOE_DECODE_R16_ROWS;
 
 	return moe_gemm_decode_staged(quant) && moe_gemm_rows_per_expert(block_m, num_valid, em) > least ? 16 : 8;
 }
