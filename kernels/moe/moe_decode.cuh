@@ -49,8 +49,8 @@
  * HALVED: SLOTS at K MOE_DECODE_W4_HALVED_K; STREAMED: any K) swap the
  * operands: the same
  * pairs of W (column g of each n8 operand, the warp's columns g and g + 8)
- * are the n8 operand, and a pass's rows, up to two m16 operands (HALVED:
- * seven), the other, in shared memory as the very fragments the MMAs take
+ * are the n8 operand, and a pass's rows, up to two m16 operands (SLOTS on
+ * a K of two k steps at most: three; HALVED: seven), the other, in shared memory as the very fragments the MMAs take
  * (frag_at, xs_at), by the same byte permutes: copied once at the pass's
  * start (SLOTS, HALVED), or step by step through two slots (STREAMED); a
  * warp owns its 16 columns of each tile over the whole of K and stores their
@@ -110,13 +110,25 @@ enum { UNSTAGED, SLOTS = MOE_DECODE_SLOTS, STREAMED = MOE_DECODE_STREAMED, HALVE
 /* HALVED's A fragments an m16 operand: 8 of the first k step, 4 of the half one */
 enum { HALVED_FRAGS = 12 };
 
-/* the routed rows a pass of a kernel of @NP n8 operands and staging @STAGED: the staged
- * kernels' two m16 operands (MOE_DECODE_W4_SPASS), HALVED's up to MOE_DECODE_W4_HALVED_PASS,
- * the unstaged ones' NP n8 operands */
+/* the most routed rows a pass of a kernel of @NP n8 operands and staging @STAGED takes: the
+ * staged kernels' two m16 operands (MOE_DECODE_W4_SPASS), SLOTS' three on a K of two k steps at
+ * most (MOE_DECODE_W4_WIDE_PASS: rows_a_pass), HALVED's up to MOE_DECODE_W4_HALVED_PASS, the
+ * unstaged ones' NP n8 operands */
 template <int NP, int STAGED>
 __host__ __device__ constexpr int pass_of()
 {
-	return STAGED == HALVED ? MOE_DECODE_W4_HALVED_PASS : STAGED ? MOE_DECODE_W4_SPASS : 8 * NP;
+	return STAGED == HALVED ? MOE_DECODE_W4_HALVED_PASS
+	       : STAGED == SLOTS ? MOE_DECODE_W4_WIDE_PASS
+	       : STAGED	       ? MOE_DECODE_W4_SPASS
+				 : 8 * NP;
+}
+
+/* the routed rows a pass of those kernels takes at K @k: pass_of, but SLOTS' two m16 operands
+ * (MOE_DECODE_W4_SPASS) past MOE_DECODE_W4_WIDE_K, where its three would not fit xs */
+template <int NP, int STAGED>
+__device__ __forceinline__ int rows_a_pass(int k)
+{
+	return STAGED == SLOTS && k > MOE_DECODE_W4_WIDE_K ? MOE_DECODE_W4_SPASS : pass_of<NP, STAGED>();
 }
 
 /* A block's shared memory: the warps' k partial sums of a pass's column tile
@@ -157,11 +169,13 @@ struct smem {
  * t) of k step @st and m16 operand @m (pass rows 16 m .. 16 m + 15): a
  * step's fragments operand by operand, in MMA order, lane by lane, so that
  * a warp's 16-byte reads of one MMA's fragment are 512 contiguous bytes (no
- * bank conflict), operand m + 1 4096 bytes on and step st + 1 8192.
+ * bank conflict), operand 1 4096 bytes on and step st + 1 8192; operands 2
+ * and 3 (SLOTS' wide passes, on two k steps at most) those of 0 and 1 16384
+ * bytes on, so that an operand's place in a step is a constant.
  */
 __device__ __forceinline__ int frag_at(int st, int m, int jt, int lane)
 {
-	return ((st * 2 + m) * 8 + jt) * 32 + lane;
+	return ((st * 2 + (m & 1) + 4 * (m >> 1)) * 8 + jt) * 32 + lane;
 }
 
 /*
@@ -232,6 +246,30 @@ struct pass_rows {
 	bool ok[NP];
 	int nf;
 };
+
+/* the type of decode's framework block index for staging @STAGED: int for the staged kernels,
+ * int64_t for the others (decode's is_block says why) */
+template <int STAGED>
+struct block_index {
+	using type = int;
+};
+template <>
+struct block_index<UNSTAGED> {
+	using type = int64_t;
+};
+
+/* @d = 0: a tile's sums gone, the accumulators for the next. */
+template <int M, int F>
+__device__ __forceinline__ void zero_sums(float (&d)[M][F][4])
+{
+#pragma unroll
+	for (int m = 0; m < M; m++)
+#pragma unroll
+		for (int f = 0; f < F; f++)
+#pragma unroll
+			for (int j = 0; j < 4; j++)
+				d[m][f][j] = 0.0f;
+}
 
 /* r = the 16 bytes at @p if @ok, else zeros (nothing read); PF as for ldg16. */
 template <int PF = 0>
@@ -327,9 +365,13 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 	static_assert(!STAGED || (QUANT == MOE_W4A16 && MG == 1 && NP == 2 && S::WK == 1),
 		      "staged kernels are W4A16's, of 16-column warps over all of K");
 	static_assert(STAGED || NP == 1, "unstaged kernels take 8 rows a pass");
-	/* routed rows a pass (pass_of) */
+	/* routed rows a pass (pass_of: the most; rows_a_pass: at this K) */
 	enum { PASS = pass_of<NP, STAGED>() };
 	static_assert(STAGED != HALVED || PASS % 16 == 0, "HALVED: whole m16 operands a pass");
+	static_assert(MOE_DECODE_W4_WIDE_K <= 2 * 128 && MOE_DECODE_W4_WIDE_PASS <= 64 &&
+			      MOE_DECODE_W4_STAGE_K >= 4 * 128 && MOE_DECODE_W4_SPASS == 32,
+		      "SLOTS: a wide pass's operands 2 and 3 in the places of k steps 2 and 3 (frag_at)");
+	const int prows = rows_a_pass<NP, STAGED>(a.K);
 	/* W4A16: W steps in flight */
 	enum { WD = STAGED ? MOE_DECODE_W4_SDEPTH : S::WDEPTH };
 
@@ -347,10 +389,19 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 	const int nst = kg < steps ? (steps - kg + S::WK - 1) / S::WK : 0;   /* this warp's k steps a tile */
 	const int tiles = (a.N + TN - 1) / TN;
 	const int ntl = (int)blockIdx.x < tiles ? (tiles - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x : 0;
-	int64_t nfb = ((int64_t)a.EM + a.block_m - 1) / a.block_m;          /* framework blocks */
+	/* the framework blocks: fb < nfb = ceil(EM / block_m) (row mode: and num_valid,
+	 * expert_ids' entries).  The staged kernels test the same from the launch's arguments each
+	 * time (is_block), take a block's index as an int (block_index) and let window 0's sorted
+	 * id die with the window (sid0 below): with the count in a register, a 64-bit index or that
+	 * id held across their passes, the _s kernel's three m16 operands spilled 8 to 24 bytes on
+	 * sm_90 or sm_120, or the _sl kernel did.  The other kernels keep the count and their code
+	 * (with all three, bf16's and FP8's decode rows ran 1-2% slower: H200,
+	 * gpu_bench_moe_decode, both builds in alternating processes, two runs each) */
+	int64_t nfb = ((int64_t)a.EM + a.block_m - 1) / a.block_m;
 
 	if (!a.sorted_ids && nfb > a.num_valid)
-		nfb = a.num_valid;   /* row mode: expert_ids has num_valid entries */
+		nfb = a.num_valid;
+	auto is_block = [&](int64_t fb) { return fb * a.block_m < a.EM && (a.sorted_ids || fb < a.num_valid); };
 
 	/* the first column of this block's tile t */
 	auto tile_n0 = [&](int t) { return ((int)blockIdx.x + t * (int)gridDim.x) * TN; };
@@ -616,8 +667,9 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 	 * 16 bytes of A refilled as soon as taken, under the step's MMAs, ran 0.81 to 1.00 the
 	 * fraction of the floor, 0.89 on average: H200, INT4, 8 rows a pass, both models and
 	 * GEMMs, 1 to 64 tokens, two runs each way).
-	 * STAGED: up to MOE_DECODE_W4_SPASS rows a pass (HALVED: MOE_DECODE_W4_HALVED_PASS),
-	 * and W is the n8 operand, the rows the m16 one (two of them; HALVED's one at a time), so
+	 * STAGED: up to rows_a_pass rows a pass (MOE_DECODE_W4_SPASS, SLOTS' wide passes
+	 * MOE_DECODE_W4_WIDE_PASS, HALVED's MOE_DECODE_W4_HALVED_PASS), and W is the n8
+	 * operand, the rows the m16 one (two of them, three; HALVED's one at a time), so
 	 * that each W fragment dequantized serves every row of the
 	 * pass.  The rows are copied into xs at the pass's start (SLOTS, K up to
 	 * MOE_DECODE_W4_STAGE_K: the down GEMM) or a step at a time (STREAMED: steps_on),
@@ -742,19 +794,19 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 		};
 
 		/* STAGED: d[m][c] += the products of one step for the pass's m16 operands m < NM (the
-		 * ones that hold rows: a constant, so that the MMAs are not predicated) and the lane's
-		 * n8 operand c (columns 8 c .. 8 c + 7 of the warp's 16), in the order of dots' (word j,
-		 * then MMA t); A's fragments from xs, the step's first of the lane at shared address
-		 * @xa (frag_at) */
-		auto sdots = [&](auto nmc, float (&d)[2][NP][4], const wstep4<MG> &w, uint32_t xa) {
-			constexpr int NM = decltype(nmc)::value;
+		 * ones that hold rows, d's count: a constant, so that the MMAs are not predicated) and
+		 * the lane's n8 operand c (columns 8 c .. 8 c + 7 of the warp's 16), in the order of
+		 * dots' (word j, then MMA t); A's fragments from xs, the step's first of the lane at
+		 * shared address @xa (frag_at) */
+		auto sdots = [&](auto &d, const wstep4<MG> &w, uint32_t xa) {
+			constexpr int NM = sizeof d / sizeof d[0];
 
 			words(w, constant<4>(), [&](int j, const uint32_t (&wf)[2 * MG][4]) {
 #pragma unroll
 				for (int t = 0; t < 2; t++)
 #pragma unroll
 					for (int m = 0; m < NM; m++) {
-						const uint4 v = lds128(xa + (m * 8 + 2 * j + t) * 512);
+						const uint4 v = lds128(xa + (uint32_t)(frag_at(0, m, 2 * j + t, 0) * 16));
 						const uint32_t af[4] = { v.x, v.y, v.z, v.w };
 
 #pragma unroll
@@ -899,19 +951,7 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 			xa0 = smem_u32(&sm.xs[frag_at(0, 0, 0, lane)]);
 		}
 		fetch_x(xb);
-		float acc[STAGED ? 2 : MG][NP][4] = {};
 		int t = 0, i = 0;
-
-		/* a tile's sums gone: the accumulators to zero for the next */
-		auto zero = [&]() {
-#pragma unroll
-			for (int m = 0; m < (STAGED ? 2 : MG); m++)
-#pragma unroll
-				for (int f = 0; f < NP; f++)
-#pragma unroll
-					for (int j = 0; j < 4; j++)
-						acc[m][f][j] = 0.0f;
-		};
 
 		if constexpr (STAGED == HALVED) {
 			/*
@@ -968,9 +1008,10 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 			}
 		} else if constexpr (STAGED) {
 			/* the pass's steps on @nmc m16 operands (a constant: sdots), each tile's sums stored
-			 * by its warps (store_tile) */
+			 * by its warps (store_tile) from their accumulators d */
 			auto steps_on = [&](auto nmc) {
 				constexpr int NM = decltype(nmc)::value;
+				float d[NM][NP][4] = {};
 
 				/* stream: this thread's pieces of step @u of the sequence (k step @ks, NM t + h,
 				 * h < NM: one row) copied (cp.async, a group a call) into raw slot u & 1, xs's
@@ -1017,22 +1058,26 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 						copy(u + 3, i + 3 < nst ? i + 3 : i + 3 - nst);
 					}
 					/* step i or u: frag_at(i or u & 1, 0, 0, lane) */
-					sdots(nmc, acc, wb[sl], xa0 + (uint32_t)(stream ? u & 1 : i) * 8192u);
+					sdots(d, wb[sl], xa0 + (uint32_t)(stream ? u & 1 : i) * 8192u);
 					fetch_w(wb[sl], constant<false>());
 					if (stream)
 						barrier_sync<1, MOE_GEMM_THREADS>();   /* slot (u + 1) & 1 full, u & 1 read */
 					if (++i == nst) {
-						store_tile(acc, 0, t++);
+						store_tile(d, 0, t++);
 						i = 0;
-						zero();
+						zero_sums(d);
 					}
 				});
 			};
-			if (nm == 2)
+			if (STAGED == SLOTS && nm == 3)
+				steps_on(constant<3>());
+			else if (nm == 2)
 				steps_on(constant<2>());
 			else
 				steps_on(constant<1>());
 		} else {
+			float acc[MG][NP][4] = {};
+
 			ring<WD>(ntl * nst, [&](auto slot) {
 				constexpr int sl = decltype(slot)::value;
 
@@ -1042,7 +1087,7 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 				if (++i == nst) {
 					meet(acc, e, r0, nr, t++);
 					i = 0;
-					zero();
+					zero_sums(acc);
 				}
 			});
 			for (; t < ntl; t++)   /* a warp without k steps: zeros at every tile's meeting */
@@ -1055,8 +1100,8 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 		const int rows = a.sorted_ids ? a.block_m : 1;
 		int ntpp = 0;
 
-		for (int64_t fb = blockIdx.y; fb < nfb; fb += gridDim.y) {
-			const int64_t base = fb * a.block_m;
+		for (typename block_index<STAGED>::type fb = blockIdx.y; STAGED ? is_block(fb) : fb < nfb; fb += gridDim.y) {
+			const int64_t base = (int64_t)fb * a.block_m;
 
 			if (fb != blockIdx.y && base >= ntpp)
 				break;   /* the count is known: no read past it at the block's end */
@@ -1074,7 +1119,7 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 			const bool has = a.sorted_ids && (int)threadIdx.x < rows && base + threadIdx.x < a.EM;
 			const int64_t e = ld_relaxed(a.expert_ids + fb);
 			const int sid = ld_relaxed(has ? a.sorted_ids + base + threadIdx.x : a.num_tokens_post_padded);
-			const int sid0 = has ? sid : -1;
+			int sid0 = has ? sid : -1;
 
 			ntpp = ld_relaxed(a.num_tokens_post_padded);
 			if (base >= ntpp)
@@ -1082,8 +1127,11 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 			for (int w0 = 0; w0 < rows; w0 += S::WINDOW) {
 				const int cnt = gather(a, sm, fb, base, w0, rows, ntpp, sid0);
 
-				for (int r0 = 0; r0 < cnt; r0 += PASS) {
-					const int nr = cnt - r0 < PASS ? cnt - r0 : PASS;
+				if (STAGED)
+					sid0 = -1;   /* window 0's only (is_block says why it dies here) */
+
+				for (int r0 = 0; r0 < cnt; r0 += prows) {
+					const int nr = cnt - r0 < prows ? cnt - r0 : prows;
 
 					if (e < 0)
 						zeros(r0, nr);

@@ -714,6 +714,18 @@ static inline int moe_gemm_rows_cols(int quant, int tm, int32_t n, int32_t k, in
 #define MOE_DECODE_W4_STAGE_K 512
 /* ... their routed rows a pass: two m16 operands (W is their n8 operand) */
 #define MOE_DECODE_W4_SPASS 32
+/* ... but for the slots kernel on a K of at most MOE_DECODE_W4_WIDE_K (two k steps: Kimi K2's
+ * down GEMM at TP8), whose rows take half the bytes there: three m16 operands, 24 KB of xs, so
+ * that an expert of up to 48 rows dequantizes each tile's W once, not twice (four operands
+ * spilled 44 bytes on sm_120, 136 on sm_90).  Against two, H200 (gpu_bench_moe_decode, INT4,
+ * Kimi K2's down GEMM at TP8, both builds in alternating processes, two runs each): 1536, 2048,
+ * 3072, 4096 and 6144 tokens (32 to 128 rows an expert) 273.5-273.6, 354.3-354.4,
+ * 512.5-513.6, 624.1-626.2 and 948.3-950.4 us against 324.5-325.1, 415.7-416.8, 559.4-560.0,
+ * 708.4-711.5 and 1033.2-1033.5 (1.19, 1.17-1.18, 1.09, 1.13-1.14 and 1.09 times as fast);
+ * on 32 SMs (an RTX 5090's share of DRAM a SM) 1.12 of that share at 1536 tokens against
+ * 0.95, 0.90 at 2048 against 0.74 */
+#define MOE_DECODE_W4_WIDE_K 256
+#define MOE_DECODE_W4_WIDE_PASS 48
 /* ... and their W steps in flight */
 #define MOE_DECODE_W4_SDEPTH 2
 #define MOE_DECODE_STEP_K(quant) ((quant) == MOE_BF16 ? 64 : 128)
@@ -753,7 +765,8 @@ static inline int moe_gemm_decode_has(int quant)
  * each take the whole of K, the 8-row kernel's split it, so not to the bit
  * there).  A
  * pass takes up to MOE_DECODE_W4_SPASS routed rows, copied into shared
- * memory once as the m16 operands of its MMAs (two of them), and W is the
+ * memory once as the m16 operands of its MMAs (two of them; three, up to
+ * MOE_DECODE_W4_WIDE_PASS rows, on a K up to MOE_DECODE_W4_WIDE_K), and W is the
  * n8 operand: each W fragment dequantized serves every row of the pass, and
  * each warp owns 16 columns of every tile over the whole of K, so it writes
  * its sums straight from its accumulators, without the partial sums'
@@ -1011,7 +1024,8 @@ static inline int moe_gemm_decode_cols(int quant, int32_t n, int32_t k, int tn, 
  * launch of @quant with K @k (@block_m, @num_valid, @em as for
  * moe_gemm_rows_per_expert): 16, the plan's name for the staged kernels
  * (MOE_DECODE_STAGED_KERNELS: up to MOE_DECODE_W4_SPASS rows a pass in
- * fact, MOE_DECODE_W4_HALVED_PASS for the halved one, on 128 columns,
+ * fact, MOE_DECODE_W4_WIDE_PASS for the _s kernel on a K up to
+ * MOE_DECODE_W4_WIDE_K, MOE_DECODE_W4_HALVED_PASS for the halved one, on 128 columns,
  * moe_gemm_decode_tile and moe_gemm_decode_kernel),
  * where @quant has them (moe_gemm_decode_staged: W4A16) and the experts get
  * more than MOE_DECODE_R16_ROWS rows each (MOE_DECODE_R16_SHORT_ROWS where the

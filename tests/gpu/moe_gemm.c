@@ -123,7 +123,9 @@
  * (moe_gemm_w4a16_d128_r16_sh, its second step taken 16 k a lane, a tile's W
  * held for up to 112 rows a pass): passes of one m16 operand to seven
  * (four, the last partly), several passes and windows, group sizes 32, 64 and 128,
- * odd N, other ranks, grid (2, 3) and row mode.
+ * odd N, other ranks, grid (2, 3) and row mode; the _s kernel's wide passes
+ * on K up to 256 (up to 48 rows, three m16 operands): the third operand
+ * partly, plain and with bias and padded strides, and passes of 48 and 2.
  *
  * Flags P1 and P2 launch the row tiles with args.row_parts 1 and 2 (grid
  * y moe_gemm_rows_grid: a row block per framework block, or two, each
@@ -426,6 +428,13 @@ static const struct tcase cases[] = {
 	{ W4, DEC(128), 300, 8, 9, 456, 192, 512, 0, 128, STG | RW | PAD | SAMPLE | DROP },
 	{ W4, DEC(128), 3, 8, 12, 199, 192, 16, 0, 32, STG | NAIVE | RW | PAD | OFF | SHORT },
 	{ W4, DEC(128), 61, 8, 9, 328, 192, 64, 0, 32, STG | RW | BIAS | OFF | DROP },
+	/* the staged kernel's wide passes (K up to 256: up to 48 rows a pass, three m16 operands):
+	   about 40 rows an expert (the third operand partly) on K 256, plain (no bias, C's rows
+	   aligned: the whole-word store) and with bias and padded strides; about 50 on K 128 (one
+	   step: passes of 48 and 2) in framework blocks of 64, other ranks, grid (2, 3) */
+	{ W4, DEC(128), 45, 8, 9, 1024, 256, 128, 0, 32, STG | RW },
+	{ W4, DEC(128), 45, 8, 9, 200, 256, 128, 0, 64, STG | RW | BIAS | PAD | DROP },
+	{ W4, DEC(128), 56, 8, 9, 456, 128, 64, 0, 32, STG | RW | OFF | GRID3 },
 };
 #undef BF16
 #undef FP8
