@@ -717,13 +717,14 @@ static inline int moe_gemm_rows_cols(int quant, int tm, int32_t n, int32_t k, in
 /* ... but for the slots kernel on a K of at most MOE_DECODE_W4_WIDE_K (two k steps: Kimi K2's
  * down GEMM at TP8), whose rows take half the bytes there: three m16 operands, 24 KB of xs, so
  * that an expert of up to 48 rows dequantizes each tile's W once, not twice (four operands
- * spilled 44 bytes on sm_120, 136 on sm_90).  Against two, H200 (gpu_bench_moe_decode, INT4,
+ * spilled 24 bytes on sm_120 and 80 on sm_90, even with the staged kernels' leaner block loop
+ * that three need: moe_decode.cuh's is_block).  Against two, H200 (gpu_bench_moe_decode, INT4,
  * Kimi K2's down GEMM at TP8, both builds in alternating processes, two runs each): 1536, 2048,
- * 3072, 4096 and 6144 tokens (32 to 128 rows an expert) 273.5-273.6, 354.3-354.4,
- * 512.5-513.6, 624.1-626.2 and 948.3-950.4 us against 324.5-325.1, 415.7-416.8, 559.4-560.0,
- * 708.4-711.5 and 1033.2-1033.5 (1.19, 1.17-1.18, 1.09, 1.13-1.14 and 1.09 times as fast);
- * on 32 SMs (an RTX 5090's share of DRAM a SM) 1.12 of that share at 1536 tokens against
- * 0.95, 0.90 at 2048 against 0.74 */
+ * 3072, 4096 and 6144 tokens (32 to 128 rows an expert) 273.5-273.6, 354.3-354.4, 512.5-513.6,
+ * 624.1-626.2 and 948.3-950.4 us against 324.5-325.1, 415.7-416.8, 559.4-560.0, 708.4-711.5 and
+ * 1033.2-1033.5 (1.19, 1.17-1.18, 1.09, 1.13-1.14 and 1.09 times as fast); on 32 SMs (an RTX
+ * 5090's share of DRAM a SM) 1.12 of that share at 1536 tokens against 0.95, 0.90 at 2048
+ * against 0.74 */
 #define MOE_DECODE_W4_WIDE_K 256
 #define MOE_DECODE_W4_WIDE_PASS 48
 /* ... and their W steps in flight */
