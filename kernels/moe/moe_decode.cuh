@@ -50,8 +50,9 @@
  * operands: the same
  * pairs of W (column g of each n8 operand, the warp's columns g and g + 8)
  * are the n8 operand, and a pass's rows, up to two m16 operands (SLOTS on
- * a K of two k steps at most: three; HALVED: seven), the other, in shared memory as the very fragments the MMAs take
- * (frag_at, xs_at), by the same byte permutes: copied once at the pass's
+ * a K of two k steps at most: three; HALVED: seven), the other, in shared
+ * memory as the very fragments the MMAs take (frag_at, xs_at), by the same
+ * byte permutes: copied once at the pass's
  * start (SLOTS, HALVED), or step by step through two slots (STREAMED); a
  * warp owns its 16 columns of each tile over the whole of K and stores their
  * sums from its accumulators (no meeting, no barrier between tiles;
@@ -650,11 +651,7 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 			if (++i == nst) {
 				meet(acc, e, r0, nr, t++);
 				i = 0;
-#pragma unroll
-				for (int f = 0; f < NP; f++)
-#pragma unroll
-					for (int j = 0; j < 4; j++)
-						acc[0][f][j] = 0.0f;
+				zero_sums(acc);
 			}
 		});
 		for (; t < ntl; t++)   /* a warp without k steps: zeros at every tile's meeting */
@@ -1100,7 +1097,8 @@ __device__ void decode(const moe_gemm_args &a, smem<QUANT, TN, NP, STAGED> &sm)
 		const int rows = a.sorted_ids ? a.block_m : 1;
 		int ntpp = 0;
 
-		for (typename block_index<STAGED>::type fb = blockIdx.y; STAGED ? is_block(fb) : fb < nfb; fb += gridDim.y) {
+		for (typename block_index<STAGED>::type fb = blockIdx.y; STAGED ? is_block(fb) : fb < nfb;
+		     fb += gridDim.y) {
 			const int64_t base = (int64_t)fb * a.block_m;
 
 			if (fb != blockIdx.y && base >= ntpp)
