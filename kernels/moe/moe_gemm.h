@@ -1161,12 +1161,22 @@ static inline int moe_gemm_decode_tile(int quant, int32_t n, int32_t k, int32_t 
  * the experts get at most
  *   MOE_DECODE_W4_ROWS rows each for W4A16 (the 128-row tile beyond: on
  *     the streamed kernel, H200, gpu_bench_moe_decode, INT4 gate/up at
- *     TP8, BLOCK_SIZE_M 128, two runs, Kimi K2 at 2048 tokens (42 rows
- *     estimated) 0.19-0.20 of the floor against 0.16-0.17, GLM-4.7 at 1024
- *     (50) 0.13-0.14 against 0.14, Kimi K2 at 4096 (85) 0.11 against 0.13;
- *     the bound was 40 on the unstaged kernels); and at any count where no
- *     128-row tile divides block_m: at BLOCK_SIZE_M 64 the streamed kernel
- *     ran ahead of the 64-row tile at every count measured (two runs and
+ *     TP8, BLOCK_SIZE_M 128, this bound against 48, both plans' binaries
+ *     in alternating processes, two runs: GLM-4.7 at 1024 and 1280 tokens
+ *     (50 and 63 rows estimated) 272.4-273.0 and 323.4 us against
+ *     275.7-276.0 and 393.9-394.7, Kimi K2 at 2560 and 3072 (53 and 63)
+ *     1057.7-1062.7 and 1250.3-1255.9 against 1108.8-1109.7 and
+ *     1253.8-1256.3; on 32 SMs (an RTX 5090's share of DRAM a SM, where
+ *     SM120's own MMA rate allows 0.64, 0.51, 0.62 and 0.51 of that share)
+ *     0.59, 0.47, 0.59 and 0.50 of it against 0.50, 0.37, 0.54 and 0.48.
+ *     Past 64, three passes: GLM-4.7's at 1536 and 1792 (76 and 89) ran
+ *     1.27 and 1.20 times as fast as on the row tile, but Kimi K2's at
+ *     3584 and 4096 (74 and 85) 0.97 and 0.89 times (one run; on 32 SMs
+ *     1.21, 1.13, 0.99 and 0.91).  The bound was 48, from GLM-4.7 at 1024
+ *     tokens on all 132 SMs (0.13-0.14 of the floor against 0.14), where
+ *     the two still run within 2%, and 40 on the unstaged kernels); and at
+ *     any count where no 128-row tile divides block_m: at BLOCK_SIZE_M 64
+ *     the streamed kernel ran ahead of the 64-row tile at every count measured (two runs and
  *     the committed form once more: Kimi K2 at 2048, 4096 and 8192 tokens
  *     0.19-0.20, 0.11-0.12 and 0.06 against 0.16, 0.09 and 0.06, 905-933
  *     us against 1092-1100, 1534-1599 against 2027-2049, 2910 against
@@ -1254,7 +1264,7 @@ static inline int moe_gemm_decode_tile(int quant, int32_t n, int32_t k, int32_t 
  * (tests/gpu/bench_moe_decode.c, Kimi K2 and GLM-4.7 at TP8, 8 to 2048
  * tokens).  (Row mode, one routed row per block, always is.)  Pure, plain C.
  */
-#define MOE_DECODE_W4_ROWS 48
+#define MOE_DECODE_W4_ROWS 64
 #define MOE_DECODE_SHORT_ROWS 3
 #define MOE_DECODE_LONG_ROWS 4
 #define MOE_DECODE_FP8_LONG_VALID 40

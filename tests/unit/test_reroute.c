@@ -1106,16 +1106,21 @@ static void test_moe_decisions(void **state)
 		{ MOE_FP8, 128, 64, 161, 192, 1 },    /* GLM-4.7's 64 tokens: 3.2 */
 		{ MOE_FP8, 128, 96, 161, 192, 0 },    /* 4.8 */
 		{ MOE_BF16, 128, 192, 385, 256, 1 },  /* bf16's down GEMM alike */
-		/* W4A16 on the gate/up's long K: up to 48 rows an expert (MOE_DECODE_W4_ROWS: Kimi K2's
-		   2048 tokens, 42 estimated; GLM-4.7's 768, 38; not GLM-4.7's 1024, 50, nor Kimi K2's
-		   4096, 85), 16 rows a pass past 5 rows an expert (Kimi K2's 384 tokens: 7); beyond,
-		   the 128-row tile where it fits (BLOCK_SIZE_M 128) */
+		/* W4A16 on the gate/up's long K: up to 64 rows an expert (MOE_DECODE_W4_ROWS: Kimi K2's
+		   2048 and 3072 tokens, 42 and 63 estimated; GLM-4.7's 768, 1024 and 1280, 38, 50 and
+		   63; not GLM-4.7's 1536, 76, nor Kimi K2's 3584 and 4096, 74 and 85), 16 rows a pass
+		   past 5 rows an expert (Kimi K2's 384 tokens: 7); beyond, the 128-row tile where it
+		   fits (BLOCK_SIZE_M 128) */
 		{ MOE_W4A16, 128, 1, 161, 5120, 1 },
 		{ MOE_W4A16, 128, 512, 161, 5120, 1 },
 		{ MOE_W4A16, 16, 512, 161, 192, 1 },
 		{ MOE_W4A16, 128, 768, 161, 5120, 1 },
-		{ MOE_W4A16, 128, 1024, 161, 5120, 0 },
+		{ MOE_W4A16, 128, 1024, 161, 5120, 1 },
+		{ MOE_W4A16, 128, 1280, 161, 5120, 1 },
+		{ MOE_W4A16, 128, 1536, 161, 5120, 0 },
 		{ MOE_W4A16, 128, 2048, 385, 7168, 1 },
+		{ MOE_W4A16, 128, 3072, 385, 7168, 1 },
+		{ MOE_W4A16, 128, 3584, 385, 7168, 0 },
 		{ MOE_W4A16, 128, 4096, 385, 7168, 0 },
 		/* ... at any count where no 128-row tile fits (BLOCK_SIZE_M 32: Kimi's down GEMM at
 		   8192 tokens, 170 rows an expert, and its gate/up at 4096, 85; BLOCK_SIZE_M 64, where the
