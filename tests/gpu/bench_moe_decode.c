@@ -37,8 +37,9 @@
  * "green" line per case: the plan's kernel on a green context of S SMs,
  * as the weight bytes it streams per SM and second against an SM120 SM's
  * share of its DRAM, SM120_SM_GBS; and read_bw reading exactly those bytes
- * on the same SMs, the most that launch, ramp and tail leave of that rate),
- * MOE_DECODE_PARTS=P (args.row_parts of every launch of a MOE_GEMM_PARTS
+ * on the same SMs, the most that launch, ramp and tail leave of that rate;
+ * and mma120, the most of that share an SM120 SM's MMA rate lets the row
+ * stream, SM120_SM_FLOPS), MOE_DECODE_PARTS=P (args.row_parts of every launch of a MOE_GEMM_PARTS
  * row tile: 0 for a row block per TM rows; default the plan's,
  * moe_gemm_row_parts; "parts" in the rows line), MOE_DECODE_PER=P (every
  * decode launch on P column tiles a block, the grid's x ceil(tiles / P);
@@ -141,6 +142,26 @@ static unsigned green_sms;
  * limit on those cards; the DRAM would.
  */
 #define SM120_SM_GBS (1792.0 / 170)
+
+/*
+ * The dense mma.sync rate of an SM of that card, flop a second, from its
+ * data sheet (not measured): 209.5 TFLOP/s of bf16 with FP32 accumulate
+ * (838.4 sparse with FP16 accumulate, halved for each) over its 170 SMs,
+ * the rate of the bf16 and W4A16 kernels' MMAs; FP8 twice that (its FP8
+ * figure is twice its FP16 one).  A row of F flop per weight byte streams
+ * at most SM120_SM_FLOPS / F bytes a second on such an SM, whatever this
+ * GPU's SMs, which do mma.sync several times faster, stream: where that is
+ * below SM120_SM_GBS ("mma120" < 1), SM120's MMA rate, not its DRAM, bounds
+ * the row, and an x5090 above mma120 does not carry over.
+ */
+#define SM120_SM_FLOPS(quant) (((quant) == MOE_FP8 ? 2.0 : 1.0) * 209.5e12 / 170)
+
+/* mma120 - the most of SM120_SM_GBS an SM120 SM's MMA rate (SM120_SM_FLOPS) lets a row of
+ * @quant stream: its 2 x @products flop over @bytes of weights. */
+static double mma120(int quant, size_t bytes, double products)
+{
+	return SM120_SM_FLOPS(quant) / (2.0 * products / (double)bytes) / (SM120_SM_GBS * 1e9);
+}
 
 /* green_stream - a stream whose launches run on @want SMs of @dev only (a green context of
  * the primary context's memory); sets green_sms to the count the driver gave. */
@@ -598,8 +619,10 @@ int main(int argc, char **argv)
 		       "(GB/s), and that over %.1f GB/s, an RTX 5090 SM's share of its DRAM (x5090 >= 1: on SM120 the "
 		       "DRAM, not this kernel, is the limit; measured on an otherwise idle GPU, whose DRAM answers "
 		       "sooner than one under full load); then read_bw reading exactly those bytes on the same SMs, "
-		       "timed the same way: what launch, ramp and tail leave there\n",
-		       green_sms, SM120_SM_GBS);
+		       "timed the same way: what launch, ramp and tail leave there; mma120: the most of that share "
+		       "an RTX 5090 SM's mma.sync rate allows the row's flop (2 x routed rows x N x K) per weight byte "
+		       "(its data sheet: %.0f TFLOP/s bf16, FP8 twice; below 1, SM120's MMA rate bounds the row)\n",
+		       green_sms, SM120_SM_GBS, SM120_SM_FLOPS(MOE_BF16) * 170 / 1e12);
 	printf("%-5s %-6s %-11s %4s %4s %8s %6s %9s %6s %8s %4s %3s %9s %6s %6s %6s %6s %6s %3s %6s%s\n",
 	       "model", "half", "quant", "M", "exp", "floor_us", "limit", "old_us", "old", "old_pad", "tn", "rp",
 	       "new_us", "new", "d16", "d32", "d64", "d128", "eq", "own",
@@ -886,9 +909,11 @@ int main(int argc, char **argv)
 						printf(" %6.2f", floor_ms / alt_ms);
 					printf(" %9.1e%s\n", wire, tn ? "" : "  (new = old: row tile kept)");
 					if (green)
-						printf("      green: %u SMs %.1f us %.1f GB/s/SM x5090 %.2f  read_bw %.1f us x5090 %.2f\n",
+						printf("      green: %u SMs %.1f us %.1f GB/s/SM x5090 %.2f  read_bw %.1f us x5090 %.2f"
+						       "  mma120 %.2f\n",
 						       green_sms, g_ms * 1e3, sm_gbs(bytes, g_ms), sm_gbs(bytes, g_ms) / SM120_SM_GBS,
-						       glim_ms * 1e3, sm_gbs(bytes, glim_ms) / SM120_SM_GBS);
+						       glim_ms * 1e3, sm_gbs(bytes, glim_ms) / SM120_SM_GBS,
+						       mma120(qt->quant, bytes, (double)nv * N * K));
 					if (rowtiles)
 						row_tiles(mod, alt, qt->quant, N, K, em, nv, bm, params, &a, dc, cbytes, wbuf, wbytes,
 							  floor_ms);
