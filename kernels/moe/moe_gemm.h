@@ -1155,28 +1155,38 @@ static inline int moe_gemm_decode_tile(int quant, int32_t n, int32_t k, int32_t 
 }
 
 /*
- * moe_gemm_decode_wanted - whether a sorted-mode launch of @quant with K @k
- * (@block_m, @num_valid, @em as for moe_gemm_rows_per_expert) is better
+ * moe_gemm_decode_wanted - whether a sorted-mode launch of @quant with N @n
+ * and K @k (@block_m, @num_valid, @em as for moe_gemm_rows_per_expert) is better
  * served by the decode kernels than by the row tiles: @quant has them and
  * the experts get at most
- *   MOE_DECODE_W4_ROWS rows each for W4A16 (the 128-row tile beyond: on
- *     the streamed kernel, H200, gpu_bench_moe_decode, INT4 gate/up at
- *     TP8, BLOCK_SIZE_M 128, this bound against 48, both plans' binaries
- *     in alternating processes, two runs: GLM-4.7 at 1024 and 1280 tokens
+ *   MOE_DECODE_W4_ROWS rows each for W4A16, MOE_DECODE_W4_WASTE_ROWS
+ *     where N leaves the 128-row tile's 256-column tiles a third idle or
+ *     more (moe_gemm_wide_waste) (the 128-row tile beyond: on the streamed
+ *     kernel, H200, gpu_bench_moe_decode, INT4 gate/up at TP8, BLOCK_SIZE_M
+ *     128, MOE_DECODE_W4_ROWS against 48, both plans' binaries in
+ *     alternating processes, two runs: GLM-4.7 at 1024 and 1280 tokens
  *     (50 and 63 rows estimated) 272.4-273.0 and 323.4 us against
  *     275.7-276.0 and 393.9-394.7, Kimi K2 at 2560 and 3072 (53 and 63)
  *     1057.7-1062.7 and 1250.3-1255.9 against 1108.8-1109.7 and
  *     1253.8-1256.3; on 32 SMs (an RTX 5090's share of DRAM a SM, where
  *     SM120's own MMA rate allows 0.64, 0.51, 0.62 and 0.51 of that share)
- *     0.59, 0.47, 0.59 and 0.50 of it against 0.50, 0.37, 0.54 and 0.48.
- *     Past 64, three passes: GLM-4.7's at 1536 and 1792 (76 and 89) ran
- *     1.27 and 1.20 times as fast as on the row tile, but Kimi K2's at
- *     3584 and 4096 (74 and 85) 0.97 and 0.89 times (one run; on 32 SMs
- *     1.21, 1.13, 0.99 and 0.91).  The bound was 48, from GLM-4.7 at 1024
- *     tokens on all 132 SMs (0.13-0.14 of the floor against 0.14), where
- *     the two still run within 2%, and 40 on the unstaged kernels); and at
- *     any count where no 128-row tile divides block_m: at BLOCK_SIZE_M 64
- *     the streamed kernel ran ahead of the 64-row tile at every count measured (two runs and
+ *     0.59, 0.47, 0.59 and 0.50 of it against 0.50, 0.37, 0.54 and 0.48;
+ *     past 64, three passes a tile, Kimi K2's at 3584 and 4096 (74 and 85)
+ *     ran 0.97 and 0.89 times as fast as on the row tile (one run; on 32
+ *     SMs 0.99 and 0.91), GLM-4.7 unsplit's at 1536 and 1792 (76 and 89)
+ *     0.98-0.99 and 0.89-0.91 (gate/up and down, two runs); but where N
+ *     wastes the wide tiles (GLM-4.7's gate/up at TP8, N 384: 512 columns
+ *     computed), against the row tile (two runs), 1536, 1792 and 2048
+ *     tokens (76, 89 and 101) 388.6-391.7, 415.7-416.5 and 469.4-470.5 us
+ *     against 495.4-496.1, 496.7-498.3 and 519.8-520.8 (1.27, 1.20 and 1.11
+ *     times as fast; on 32 SMs 1.21 and 1.13 at 76 and 89, one run); the
+ *     gain shrinking, the bound stops short of 114 rows (2304 tokens),
+ *     where the streamed kernel was not timed.
+ *     The bound was 48, from GLM-4.7 at 1024 tokens on all 132 SMs
+ *     (0.13-0.14 of the floor against 0.14), where the two still run within
+ *     2%, and 40 on the unstaged kernels); and at any count where no
+ *     128-row tile divides block_m: at BLOCK_SIZE_M 64 the streamed kernel
+ *     ran ahead of the 64-row tile at every count measured (two runs and
  *     the committed form once more: Kimi K2 at 2048, 4096 and 8192 tokens
  *     0.19-0.20, 0.11-0.12 and 0.06 against 0.16, 0.09 and 0.06, 905-933
  *     us against 1092-1100, 1534-1599 against 2027-2049, 2910 against
@@ -1265,10 +1275,12 @@ static inline int moe_gemm_decode_tile(int quant, int32_t n, int32_t k, int32_t 
  * tokens).  (Row mode, one routed row per block, always is.)  Pure, plain C.
  */
 #define MOE_DECODE_W4_ROWS 64
+#define MOE_DECODE_W4_WASTE_ROWS 104
 #define MOE_DECODE_SHORT_ROWS 3
 #define MOE_DECODE_LONG_ROWS 4
 #define MOE_DECODE_FP8_LONG_VALID 40
-static inline int moe_gemm_decode_wanted(int quant, int32_t block_m, int32_t num_valid, int32_t em, int32_t k)
+static inline int moe_gemm_decode_wanted(int quant, int32_t block_m, int32_t num_valid, int32_t em, int32_t n,
+					 int32_t k)
 {
 	const int64_t per = moe_gemm_rows_per_expert(block_m, num_valid, em);
 
@@ -1276,8 +1288,11 @@ static inline int moe_gemm_decode_wanted(int quant, int32_t block_m, int32_t num
 		return 0;
 	if (quant == MOE_W4A16 && k <= MOE_DECODE_W4_STAGE_K)
 		return 1;
-	if (quant == MOE_W4A16)
-		return per <= MOE_DECODE_W4_ROWS || block_m % 128;
+	if (quant == MOE_W4A16) {
+		const int bound = moe_gemm_wide_waste(n) ? MOE_DECODE_W4_WASTE_ROWS : MOE_DECODE_W4_ROWS;
+
+		return per <= bound || block_m % 128;
+	}
 	if (moe_gemm_short_k(quant, k))
 		return per <= MOE_DECODE_SHORT_ROWS;
 	return per <= MOE_DECODE_LONG_ROWS && (quant != MOE_FP8 || num_valid < MOE_DECODE_FP8_LONG_VALID);
@@ -1358,7 +1373,7 @@ static inline struct moe_gemm_choice moe_gemm_choose(int quant, int scale, int32
 	c.tm = naive ? 16 : moe_gemm_rows_tile(quant, scale, block_m, num_valid, em, n, k);
 	c.stages = c.tm ? moe_gemm_rows_stages(quant, c.tm, block_m, num_valid, em, k) : 0;
 	c.tn = naive ? moe_gemm_decode_tn(quant, k)
-	       : moe_gemm_decode_wanted(quant, block_m, num_valid, em, k)
+	       : moe_gemm_decode_wanted(quant, block_m, num_valid, em, n, k)
 		       ? moe_gemm_decode_tile(quant, n, k, em, block_m, num_valid, sms)
 		       : 0;
 	c.rows = naive ? 8 : moe_gemm_decode_rows(quant, block_m, num_valid, em, k);

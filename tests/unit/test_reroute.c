@@ -1072,88 +1072,96 @@ static void test_moe_decisions(void **state)
 	assert_int_equal(moe_gemm_decode_cols(MOE_W4A16, 7168, 256, 128, 8 + 385 * 127, 128, 8), 28);
 	assert_int_equal(moe_gemm_decode_cols(MOE_W4A16, 5120, 192, 128, 8 + 161 * 127, 128, 8), 40);
 	assert_int_equal(moe_gemm_decode_cols(MOE_BF16, 7168, 256, 128, 16 + 385 * 127, 128, 16), 14);
-	/* moe_gemm_decode_wanted: quant, BLOCK_SIZE_M, tokens (top_k 8), experts, K -> wanted.
+	/* moe_gemm_decode_wanted: quant, BLOCK_SIZE_M, tokens (top_k 8), experts, N, K -> wanted.
 	   bf16, FP8 and NVFP4 as said above (decode_tn); W4A16 below */
 	static const struct {
 		int quant;
-		int32_t block_m, tokens, experts, k;
+		int32_t block_m, tokens, experts, n, k;
 		int want;
 	} wanted[] = {
-		{ MOE_FP8, 128, 1, 385, 7168, 1 },
+		{ MOE_FP8, 128, 1, 385, 512, 7168, 1 },
 		/* FP8 on a long K: fewer than 40 routed rows (MOE_DECODE_FP8_LONG_VALID), then its
 		   16-row tile; bf16 keeps the decode kernels to its rows-an-expert bound */
-		{ MOE_FP8, 128, 4, 385, 7168, 1 },
-		{ MOE_FP8, 128, 5, 385, 7168, 0 },
-		{ MOE_FP8, 16, 16, 385, 7168, 0 },
-		{ MOE_FP8, 128, 4, 161, 5120, 1 },
-		{ MOE_FP8, 128, 5, 161, 5120, 0 },
-		{ MOE_BF16, 128, 8, 385, 7168, 1 },
-		{ MOE_BF16, 128, 16, 385, 7168, 1 },
-		{ MOE_BF16, 128, 128, 385, 7168, 1 },
-		{ MOE_BF16, 128, 256, 385, 7168, 0 },
-		{ MOE_BF16, 16, 1, 385, 7168, 1 },
-		{ MOE_BF16, 16, 128, 385, 7168, 1 },
-		{ MOE_BF16, 16, 256, 385, 7168, 0 },
-		{ MOE_FP8, 128, 512, 385, 7168, 0 },
-		{ MOE_FP8, 128, 512, 385, 256, 0 },   /* 10.7 rows: FP8's 16-row tile */
-		{ MOE_FP8, 128, 4096, 385, 256, 0 },
-		{ MOE_BF16, 128, 256, 385, 256, 0 },
-		{ MOE_BF16, 128, 512, 385, 256, 0 },
-		{ MOE_NVFP4, 128, 1, 385, 256, 0 },
-		{ MOE_FP8, 128, 256, 385, 256, 0 },   /* 5.3 rows: FP8's 16-row tile, in its 64-byte form */
-		{ MOE_FP8, 128, 192, 385, 256, 1 },   /* 4 rows, estimated 3 (E + 1 lists), the decode kernel */
-		{ MOE_FP8, 128, 240, 385, 256, 0 },   /* 5, estimated 4 */
-		{ MOE_FP8, 128, 64, 161, 192, 1 },    /* GLM-4.7's 64 tokens: 3.2 */
-		{ MOE_FP8, 128, 96, 161, 192, 0 },    /* 4.8 */
-		{ MOE_BF16, 128, 192, 385, 256, 1 },  /* bf16's down GEMM alike */
-		/* W4A16 on the gate/up's long K: up to 64 rows an expert (MOE_DECODE_W4_ROWS: Kimi K2's
-		   2048 and 3072 tokens, 42 and 63 estimated; GLM-4.7's 768, 1024 and 1280, 38, 50 and
-		   63; not GLM-4.7's 1536, 76, nor Kimi K2's 3584 and 4096, 74 and 85), 16 rows a pass
-		   past 5 rows an expert (Kimi K2's 384 tokens: 7); beyond, the 128-row tile where it
-		   fits (BLOCK_SIZE_M 128) */
-		{ MOE_W4A16, 128, 1, 161, 5120, 1 },
-		{ MOE_W4A16, 128, 512, 161, 5120, 1 },
-		{ MOE_W4A16, 16, 512, 161, 192, 1 },
-		{ MOE_W4A16, 128, 768, 161, 5120, 1 },
-		{ MOE_W4A16, 128, 1024, 161, 5120, 1 },
-		{ MOE_W4A16, 128, 1280, 161, 5120, 1 },
-		{ MOE_W4A16, 128, 1536, 161, 5120, 0 },
-		{ MOE_W4A16, 128, 2048, 385, 7168, 1 },
-		{ MOE_W4A16, 128, 3072, 385, 7168, 1 },
-		{ MOE_W4A16, 128, 3584, 385, 7168, 0 },
-		{ MOE_W4A16, 128, 4096, 385, 7168, 0 },
+		{ MOE_FP8, 128, 4, 385, 512, 7168, 1 },
+		{ MOE_FP8, 128, 5, 385, 512, 7168, 0 },
+		{ MOE_FP8, 16, 16, 385, 512, 7168, 0 },
+		{ MOE_FP8, 128, 4, 161, 384, 5120, 1 },
+		{ MOE_FP8, 128, 5, 161, 384, 5120, 0 },
+		{ MOE_BF16, 128, 8, 385, 512, 7168, 1 },
+		{ MOE_BF16, 128, 16, 385, 512, 7168, 1 },
+		{ MOE_BF16, 128, 128, 385, 512, 7168, 1 },
+		{ MOE_BF16, 128, 256, 385, 512, 7168, 0 },
+		{ MOE_BF16, 16, 1, 385, 512, 7168, 1 },
+		{ MOE_BF16, 16, 128, 385, 512, 7168, 1 },
+		{ MOE_BF16, 16, 256, 385, 512, 7168, 0 },
+		{ MOE_FP8, 128, 512, 385, 512, 7168, 0 },
+		{ MOE_FP8, 128, 512, 385, 7168, 256, 0 },   /* 10.7 rows: FP8's 16-row tile */
+		{ MOE_FP8, 128, 4096, 385, 7168, 256, 0 },
+		{ MOE_BF16, 128, 256, 385, 7168, 256, 0 },
+		{ MOE_BF16, 128, 512, 385, 7168, 256, 0 },
+		{ MOE_NVFP4, 128, 1, 385, 7168, 256, 0 },
+		{ MOE_FP8, 128, 256, 385, 7168, 256, 0 },   /* 5.3 rows: FP8's 16-row tile, in its 64-byte form */
+		{ MOE_FP8, 128, 192, 385, 7168, 256, 1 },   /* 4 rows, estimated 3 (E + 1 lists), the decode kernel */
+		{ MOE_FP8, 128, 240, 385, 7168, 256, 0 },   /* 5, estimated 4 */
+		{ MOE_FP8, 128, 64, 161, 5120, 192, 1 },    /* GLM-4.7's 64 tokens: 3.2 */
+		{ MOE_FP8, 128, 96, 161, 5120, 192, 0 },    /* 4.8 */
+		{ MOE_BF16, 128, 192, 385, 7168, 256, 1 },  /* bf16's down GEMM alike */
+		/* W4A16 on a long K: up to 64 rows an expert (MOE_DECODE_W4_ROWS: Kimi K2's gate/up at
+		   2048 and 3072 tokens, 42 and 63 estimated; GLM-4.7's at 768, 1024 and 1280, 38, 50
+		   and 63; not Kimi K2's at 3584 and 4096, 74 and 85), and up to 104 where N leaves the
+		   128-row tile's 256-column tiles a third idle (MOE_DECODE_W4_WASTE_ROWS: GLM-4.7's
+		   gate/up at TP8, N 384, at 1536 and 2048 tokens, 76 and 101, not 2304, 114; not
+		   GLM-4.7 unsplit, N 3072 and 5120, at 1536), 16 rows a pass past 5 rows an expert
+		   (Kimi K2's 384 tokens: 7); beyond, the 128-row tile where it fits (BLOCK_SIZE_M 128) */
+		{ MOE_W4A16, 128, 1, 161, 384, 5120, 1 },
+		{ MOE_W4A16, 128, 512, 161, 384, 5120, 1 },
+		{ MOE_W4A16, 16, 512, 161, 5120, 192, 1 },
+		{ MOE_W4A16, 128, 768, 161, 384, 5120, 1 },
+		{ MOE_W4A16, 128, 1024, 161, 384, 5120, 1 },
+		{ MOE_W4A16, 128, 1280, 161, 384, 5120, 1 },
+		{ MOE_W4A16, 128, 1536, 161, 384, 5120, 1 },
+		{ MOE_W4A16, 128, 2048, 161, 384, 5120, 1 },
+		{ MOE_W4A16, 128, 2304, 161, 384, 5120, 0 },
+		{ MOE_W4A16, 128, 1280, 161, 3072, 5120, 1 },
+		{ MOE_W4A16, 128, 1536, 161, 3072, 5120, 0 },
+		{ MOE_W4A16, 128, 1024, 161, 5120, 1536, 1 },
+		{ MOE_W4A16, 128, 1536, 161, 5120, 1536, 0 },
+		{ MOE_W4A16, 128, 2048, 385, 512, 7168, 1 },
+		{ MOE_W4A16, 128, 3072, 385, 512, 7168, 1 },
+		{ MOE_W4A16, 128, 3584, 385, 512, 7168, 0 },
+		{ MOE_W4A16, 128, 4096, 385, 512, 7168, 0 },
 		/* ... at any count where no 128-row tile fits (BLOCK_SIZE_M 32: Kimi's down GEMM at
 		   8192 tokens, 170 rows an expert, and its gate/up at 4096, 85; BLOCK_SIZE_M 64, where the
 		   streamed kernel ran ahead of the 64-row tile at every count measured, up to GLM-4.7's
 		   205 rows) */
-		{ MOE_W4A16, 32, 8192, 385, 256, 1 },
-		{ MOE_W4A16, 32, 4096, 385, 7168, 1 },
-		{ MOE_W4A16, 64, 1024, 385, 7168, 1 },
-		{ MOE_W4A16, 64, 2048, 385, 7168, 1 },
-		{ MOE_W4A16, 64, 4096, 385, 7168, 1 },
-		{ MOE_W4A16, 64, 8192, 385, 7168, 1 },
-		{ MOE_W4A16, 64, 1024, 161, 5120, 1 },
-		{ MOE_W4A16, 256, 4096, 385, 7168, 0 },
+		{ MOE_W4A16, 32, 8192, 385, 7168, 256, 1 },
+		{ MOE_W4A16, 32, 4096, 385, 512, 7168, 1 },
+		{ MOE_W4A16, 64, 1024, 385, 512, 7168, 1 },
+		{ MOE_W4A16, 64, 2048, 385, 512, 7168, 1 },
+		{ MOE_W4A16, 64, 4096, 385, 512, 7168, 1 },
+		{ MOE_W4A16, 64, 8192, 385, 512, 7168, 1 },
+		{ MOE_W4A16, 64, 1024, 161, 384, 5120, 1 },
+		{ MOE_W4A16, 256, 4096, 385, 512, 7168, 0 },
 		/* ... and on the down GEMM's short K (the staged kernels) at any count and
 		   BLOCK_SIZE_M: Kimi K2's at 2048, 4096 and 8192 tokens (42, 85 and 170 estimated),
 		   GLM-4.7's at 1536, 2048 and 8192 (76, 101 and 406), K 512 (the most the staged
 		   kernel holds) at 8192; not K 544, beyond it (the long K's bound) */
-		{ MOE_W4A16, 64, 2048, 385, 256, 1 },
-		{ MOE_W4A16, 128, 2048, 385, 256, 1 },
-		{ MOE_W4A16, 128, 4096, 385, 256, 1 },
-		{ MOE_W4A16, 128, 8192, 385, 256, 1 },
-		{ MOE_W4A16, 128, 1536, 161, 192, 1 },
-		{ MOE_W4A16, 128, 2048, 161, 192, 1 },
-		{ MOE_W4A16, 256, 8192, 161, 192, 1 },
-		{ MOE_W4A16, 128, 1536, 161, 512, 1 },
-		{ MOE_W4A16, 128, 8192, 385, 512, 1 },
-		{ MOE_W4A16, 128, 1536, 161, 544, 0 },
+		{ MOE_W4A16, 64, 2048, 385, 7168, 256, 1 },
+		{ MOE_W4A16, 128, 2048, 385, 7168, 256, 1 },
+		{ MOE_W4A16, 128, 4096, 385, 7168, 256, 1 },
+		{ MOE_W4A16, 128, 8192, 385, 7168, 256, 1 },
+		{ MOE_W4A16, 128, 1536, 161, 5120, 192, 1 },
+		{ MOE_W4A16, 128, 2048, 161, 5120, 192, 1 },
+		{ MOE_W4A16, 256, 8192, 161, 5120, 192, 1 },
+		{ MOE_W4A16, 128, 1536, 161, 5120, 512, 1 },
+		{ MOE_W4A16, 128, 8192, 385, 7168, 512, 1 },
+		{ MOE_W4A16, 128, 1536, 161, 5120, 544, 0 },
 	};
 
 	for (i = 0; i < sizeof(wanted) / sizeof(wanted[0]); i++) {   /* a failure prints 0x<row><wanted> */
 		const int32_t rows = wanted[i].tokens * 8, em = rows + wanted[i].experts * (wanted[i].block_m - 1);
 		const int got = moe_gemm_decode_wanted(wanted[i].quant, wanted[i].block_m, rows, em,
-						       wanted[i].k) != 0;
+						       wanted[i].n, wanted[i].k) != 0;
 
 		assert_int_equal((int)i * 16 + got, (int)i * 16 + wanted[i].want);
 	}
