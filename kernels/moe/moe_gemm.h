@@ -1160,8 +1160,8 @@ static inline int moe_gemm_decode_tile(int quant, int32_t n, int32_t k, int32_t 
  * served by the decode kernels than by the row tiles: @quant has them and
  * the experts get at most
  *   MOE_DECODE_W4_ROWS rows each for W4A16, MOE_DECODE_W4_WASTE_ROWS
- *     where N leaves the 128-row tile's 256-column tiles a third idle or
- *     more (moe_gemm_wide_waste) (the 128-row tile beyond: on the streamed
+ *     where N leaves half or more of the 128-row tile's last 256 columns
+ *     idle (moe_gemm_wide_waste) (the 128-row tile beyond: on the streamed
  *     kernel, H200, gpu_bench_moe_decode, INT4 gate/up at TP8, BLOCK_SIZE_M
  *     128, MOE_DECODE_W4_ROWS against 48, both plans' binaries in
  *     alternating processes, two runs: GLM-4.7 at 1024 and 1280 tokens
