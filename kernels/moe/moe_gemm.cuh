@@ -43,11 +43,11 @@ namespace moe_gemm {
 
 using namespace sm120k;
 
-template <int QUANT, int TM, int NSTAGES = MOE_GEMM_STAGES(QUANT, TM), bool K64 = false>
+template <int QUANT, int TM, int NSTAGES = MOE_GEMM_STAGES(QUANT, TM), bool K64 = false, bool FIT = false>
 struct shape {
 	static constexpr bool PACKED = MOE_GEMM_PACKED(QUANT);
 	static constexpr int WARPS = MOE_GEMM_WARPS(QUANT, TM), THREADS = WARPS * 32;
-	static constexpr int TN = K64 ? MOE_GEMM_K64_TN : MOE_GEMM_TN(QUANT, TM);
+	static constexpr int TN = K64 ? MOE_GEMM_K64_TN : FIT ? MOE_GEMM_FIT_TN : MOE_GEMM_TN(QUANT, TM);
 	static constexpr int KS = MOE_GEMM_KSPLIT(QUANT, TM);
 	static constexpr int WARPS_M = KS == 1 && !MOE_GEMM_PAIRED(QUANT, TM) && TM >= 32 ? 2 : 1;
 	static constexpr int WARPS_N = WARPS / (WARPS_M * KS);
@@ -125,8 +125,11 @@ struct shape {
 				    STAGES == MOE_GEMM_K64_STAGES(QUANT, TM) &&
 				    STAGES * (STAGE + GSC) == MOE_GEMM_K64_PIPE_BYTES(QUANT, TM) &&
 				    MOE_GEMM_K64_PIPE_BYTES(QUANT, TM) <= moe_gemm_smem(QUANT, TM)
-			  : STAGE == MOE_GEMM_STAGE_BYTES(QUANT, TM),
-		      "the 64-byte form: its kernels', the bytes moe_gemm.h gives, within the declared shared memory");
+		      : FIT ? MOE_GEMM_FIT(QUANT, TM) && !K64 && STAGES == MOE_GEMM_FIT_STAGES &&
+				      STAGES * STAGE <= moe_gemm_smem(QUANT, TM)
+			    : STAGE == MOE_GEMM_STAGE_BYTES(QUANT, TM),
+		      "the 64-byte and fitted forms: their kernels', the bytes moe_gemm.h gives, within the declared "
+		      "shared memory");
 	static_assert(GSC == 0 || (TM * KS <= GS_W && KS * GCOLS <= THREADS - GS_W),
 		      "threads below GS_W copy the activation scales, the rest the weight scales");
 	static_assert(KS > 1 || WARPS * ER * EPITCH <= (MULTI ? STAGE : STAGES * STAGE),
@@ -216,9 +219,11 @@ __device__ void write_zeros(const moe_gemm_args &a, const rows<TM> &r, int n0)
  * the emulation build, at its 255 registers) keeps each A chunk's row and
  * forms the addresses at each issue, as before: the kept ones spilled there.
  */
-template <int QUANT, int TM, bool K64>
+template <int QUANT, int TM, bool K64, bool FIT>
 struct loader {
-	using S = shape<QUANT, TM, K64 ? MOE_GEMM_K64_STAGES(QUANT, TM) : MOE_GEMM_STAGES(QUANT, TM), K64>;
+	using S = shape<QUANT, TM,
+			K64 ? MOE_GEMM_K64_STAGES(QUANT, TM) : FIT ? MOE_GEMM_FIT_STAGES : MOE_GEMM_STAGES(QUANT, TM), K64,
+			FIT>;
 	/* the threads that copy A: all, or the first TM * ACH where a stage's A has fewer chunks
 	 * (MOE_GEMM_K64: 16 or 32 rows of 64 bytes); the others copy W only */
 	static constexpr int A_THREADS = TM * S::ACH < S::THREADS ? TM * S::ACH : S::THREADS;
@@ -485,10 +490,10 @@ __device__ __forceinline__ uint32_t dequant2(uint32_t w, uint32_t sel, __nv_bflo
  * NSTAGES) bytes of 1024-aligned dynamic shared memory (the caller's,
  * overwritten).  No copy is in flight when it returns.
  */
-template <int QUANT, int TM, int NSTAGES, bool K64>
+template <int QUANT, int TM, int NSTAGES, bool K64, bool FIT>
 __device__ void tile(const moe_gemm_args &a, unsigned char *smem, const rows<TM> &r, int64_t e, int bx)
 {
-	using S = shape<QUANT, TM, NSTAGES, K64>;
+	using S = shape<QUANT, TM, NSTAGES, K64, FIT>;
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const int kg = warp / (S::WARPS_M * S::WARPS_N);             /* k slice of this warp */
 	const int wm = (warp % (S::WARPS_M * S::WARPS_N)) / S::WARPS_N;
@@ -514,7 +519,7 @@ __device__ void tile(const moe_gemm_args &a, unsigned char *smem, const rows<TM>
 			if (r.tok[wm * S::WM + mi * 16 + j] >= 0)
 				live = mi + 1;
 
-	loader<QUANT, TM, K64> ld;
+	loader<QUANT, TM, K64, FIT> ld;
 	ld.init(a, r, e, n0);
 	const int nk = (a.K + S::KS * S::KE - 1) / (S::KS * S::KE);
 
@@ -625,7 +630,8 @@ __device__ void tile(const moe_gemm_args &a, unsigned char *smem, const rows<TM>
 			const uint32_t ep = base + stage + warp * ER * S::EPITCH;
 			const bool wide = a.c_stride_m % 8 == 0 && ((uintptr_t)a.c & 15) == 0;
 			constexpr int CPR = S::WN / 8;   /* 8-column chunks per row */
-			static_assert(32 % CPR == 0, "a lane's chunks c = lane + 32 p share one column");
+			static_assert(QUANT != MOE_FP8 || 32 % CPR == 0,
+				      "FP8 per channel: a lane's chunks c = lane + 32 p share one column");
 			/* FP8 per channel: the weight scales of this lane's 8 columns, read once */
 			float cw[8];
 			if (QUANT == MOE_FP8 && a.scale == MOE_SCALE_CHANNEL)
@@ -998,18 +1004,19 @@ __device__ __forceinline__ bool next_part(const moe_gemm_args &a, rows<TM> &r, i
  * threads with the same arguments; @smem as for tile, @r the block's routed
  * ids in shared memory (both the caller's, overwritten).  Returns at once
  * when the block has no valid row.  @K64: the tile's 64-byte form
- * (moe_gemm.h's MOE_GEMM_K64; the launch's K decides, entry).
+ * (moe_gemm.h's MOE_GEMM_K64; the launch's K decides, entry); @FIT: its
+ * fitted column tile (MOE_GEMM_FIT; the launch's N decides).
  */
-template <int QUANT, int TM, int NSTAGES = MOE_GEMM_STAGES(QUANT, TM), bool K64 = false>
+template <int QUANT, int TM, int NSTAGES = MOE_GEMM_STAGES(QUANT, TM), bool K64 = false, bool FIT = false>
 __device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, int bx, int by)
 {
 	int64_t e;
 
 	if (MOE_GEMM_PARTS(QUANT, TM) && a.row_parts > 0 && a.sorted_ids && !a.schedule) {
 		for (int q = -1; next_part<QUANT, TM>(a, r, by, q, &e);)
-			tile<QUANT, TM, NSTAGES, K64>(a, smem, r, e, bx);
+			tile<QUANT, TM, NSTAGES, K64, FIT>(a, smem, r, e, bx);
 	} else if (block_rows<TM>(a, r, by, &e)) {
-		tile<QUANT, TM, NSTAGES, K64>(a, smem, r, e, bx);
+		tile<QUANT, TM, NSTAGES, K64, FIT>(a, smem, r, e, bx);
 	}
 }
 
@@ -1017,8 +1024,9 @@ __device__ void gemm(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r, i
  * entry - the body of kernel moe_gemm_<QUANT>_m<TM> (block blockIdx): gemm on
  * the kernel's own pipeline, or its shallow one where it has one and
  * args.stages asks (MOE_GEMM_SHALLOW), or its 64-byte form where it has one
- * and K asks (MOE_GEMM_ROWS_K64, as moe_gemm_tn and moe_gemm_rows_cols size
- * the grid for).  @smem, @r as for gemm.
+ * and K asks (MOE_GEMM_ROWS_K64), or its fitted column tile where it has one
+ * and N asks (MOE_GEMM_ROWS_FIT), as moe_gemm_tn and moe_gemm_rows_cols size
+ * the grid for.  @smem, @r as for gemm.
  */
 template <int QUANT, int TM>
 __device__ __forceinline__ void entry(const moe_gemm_args &a, unsigned char *smem, rows<TM> &r)
@@ -1030,6 +1038,12 @@ __device__ __forceinline__ void entry(const moe_gemm_args &a, unsigned char *sme
 	if constexpr (MOE_GEMM_K64(QUANT, TM)) {
 		if (MOE_GEMM_ROWS_K64(QUANT, TM, a.K)) {
 			gemm<QUANT, TM, MOE_GEMM_K64_STAGES(QUANT, TM), true>(a, smem, r, blockIdx.x, blockIdx.y);
+			return;
+		}
+	}
+	if constexpr (MOE_GEMM_FIT(QUANT, TM)) {
+		if (MOE_GEMM_ROWS_FIT(QUANT, TM, a.N)) {
+			gemm<QUANT, TM, MOE_GEMM_FIT_STAGES, false, true>(a, smem, r, blockIdx.x, blockIdx.y);
 			return;
 		}
 	}

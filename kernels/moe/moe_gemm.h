@@ -225,6 +225,27 @@ enum moe_scale { MOE_SCALE_NONE = 0, MOE_SCALE_TENSOR, MOE_SCALE_CHANNEL, MOE_SC
 #define MOE_GEMM_ROWS_K64(quant, tm, k) \
 	(MOE_GEMM_K64(quant, tm) && MOE_GEMM_SHORT_K(quant, k) && ((tm) != 32 || (k) % 128 != 0))
 
+/*
+ * MOE_GEMM_FIT - the row tiles with a second column tile for an N that their own would leave
+ * partly idle: bf16's 128-row tile, MOE_GEMM_FIT_TN (192) columns, warps 2 (M) x 4 (N) of 64 x
+ * 48, on MOE_GEMM_FIT_STAGES (two: 80 KiB) stages.  GLM-4.7's gate/up at TP8 (N 384) then
+ * computes 384 columns, not the 256-column tile's 512.  The kernel picks the form from N
+ * (MOE_GEMM_ROWS_FIT: where it computes fewer columns than the kernel's own tile); moe_gemm_tn
+ * and moe_gemm_rows_cols size the grid for it.  The same sums in the same order.
+ */
+#define MOE_GEMM_FIT(quant, tm) ((quant) == MOE_BF16 && (tm) == 128)
+#ifndef MOE_GEMM_FIT_TN
+#define MOE_GEMM_FIT_TN 192
+#endif
+#ifndef MOE_GEMM_FIT_STAGES
+#define MOE_GEMM_FIT_STAGES 2
+#endif
+/* the columns a launch on N @n computes on tiles of @tn */
+#define MOE_GEMM_COLS(n, tn) (((int64_t)(n) + (tn) - 1) / (tn) * (tn))
+/* MOE_GEMM_ROWS_FIT - whether a launch of moe_gemm_<quant>_m<tm> on N @n runs the fitted form */
+#define MOE_GEMM_ROWS_FIT(quant, tm, n) \
+	(MOE_GEMM_FIT(quant, tm) && MOE_GEMM_COLS(n, MOE_GEMM_FIT_TN) < MOE_GEMM_COLS(n, MOE_GEMM_TN(quant, tm)))
+
 #define MOE_GEMM_KERNELS(X)                                 \
 	X(MOE_BF16, 16, moe_gemm_bf16_m16)                  \
 	X(MOE_BF16, 32, moe_gemm_bf16_m32)                  \
@@ -425,10 +446,12 @@ static inline int moe_gemm_short_k(int quant, int32_t k)
 	return MOE_GEMM_SHORT_K(quant, k);
 }
 
-/* moe_gemm_tn - the column tile of a launch of moe_gemm_<@quant>_m<@tm> on K @k. */
-static inline int moe_gemm_tn(int quant, int tm, int32_t k)
+/* moe_gemm_tn - the column tile of a launch of moe_gemm_<@quant>_m<@tm> on N @n and K @k. */
+static inline int moe_gemm_tn(int quant, int tm, int32_t n, int32_t k)
 {
-	return MOE_GEMM_ROWS_K64(quant, tm, k) ? MOE_GEMM_K64_TN : MOE_GEMM_TN(quant, tm);
+	return MOE_GEMM_ROWS_K64(quant, tm, k) ? MOE_GEMM_K64_TN
+	       : MOE_GEMM_ROWS_FIT(quant, tm, n) ? MOE_GEMM_FIT_TN
+						 : MOE_GEMM_TN(quant, tm);
 }
 
 /*
@@ -468,8 +491,10 @@ static inline int moe_gemm_wide_waste(int32_t n)
  * tokens) FP8's gate/up 0.59 against the 32-row tile's 0.69-0.70 and
  * bf16's down GEMM 0.48 against 0.58.  Then 64 up to 64 rows, 128 beyond; but
  * 64 at any count for a kernel with a shallow pipeline on a short K (bf16's
- * down GEMM: moe_gemm_rows_stages), and for bf16 and FP8 on an N that
- * wastes the wide tiles (moe_gemm_wide_waste); FP8 takes 32 up to 32 rows
+ * down GEMM: moe_gemm_rows_stages), and for FP8 on an N that wastes the
+ * wide tiles (moe_gemm_wide_waste), and for bf16 there unless its 128-row
+ * tile's fitted form computes fewer columns (MOE_GEMM_ROWS_FIT: GLM-4.7's
+ * N 384); FP8 takes 32 up to 32 rows
  * an expert, where its 64-row tile's registers (161 on sm_120) leave one
  * block per SM and the 32-row tile's two stages and 113 registers two, and
  * at any count on a short K (the down GEMM: a column tile is two to eight
@@ -553,8 +578,15 @@ static inline int moe_gemm_wide_waste(int32_t n)
  * 7-41% faster on the shallow 64-row tile than on the 128-row one; GLM's
  * gate/up (N 384) at 2048 and 4096 tokens ran 10-22% faster on the 64-row
  * tile (bf16 on its shallow pipeline, FP8 per tensor and per block) than on
- * the 128-row one.  NVFP4 keeps 16 rows up to 24 an expert (not measured
- * so).  Pure, plain C: the shim's fused-MoE adapter and the reference
+ * the 128-row one's 256 columns.  bf16's 128-row tile on its fitted 192
+ * columns (MOE_GEMM_FIT) ran ahead of the shallow 64-row tile there:
+ * H200, gpu_bench_moe_decode MOE_DECODE_ROWTILES=1, BLOCK_SIZE_M 128, at
+ * SM120's blocks per SM, two runs, GLM-4.7's gate/up at 2048, 4096 and 8192
+ * tokens (102, 205 and 410 rows an expert) 0.51-0.52, 0.31-0.32 and 0.16
+ * of the floor against 0.47, 0.28-0.29 and 0.14, but at 1024 (51 rows)
+ * 0.56 against the 64-row tile's 0.70 (the 128 x 128 tile on three stages:
+ * 0.65, 0.49, 0.25 and 0.14).  NVFP4 keeps 16 rows up to 24 an expert (not
+ * measured so).  Pure, plain C: the shim's fused-MoE adapter and the reference
  * engine both choose with it.
  */
 #define MOE_GEMM_M16_ROWS(quant) ((quant) == MOE_NVFP4 ? 24 : 4)
@@ -565,7 +597,7 @@ static inline int moe_gemm_rows_tile(int quant, int scale, int32_t block_m, int3
 	const int64_t per = moe_gemm_rows_per_expert(block_m, num_valid, em);
 	const int short_k = moe_gemm_short_k(quant, k);
 	const int narrow = (MOE_GEMM_SHALLOW(quant, 64) && short_k) ||
-			   (!MOE_GEMM_PACKED(quant) && moe_gemm_wide_waste(n));
+			   (!MOE_GEMM_PACKED(quant) && moe_gemm_wide_waste(n) && !MOE_GEMM_ROWS_FIT(quant, 128, n));
 	const int paired = MOE_GEMM_PAIRED(quant, 64) && per <= 64 && (short_k || moe_gemm_wide_waste(n));
 	/* the 32-row tile: FP8 up to 32 rows an expert and at any count on a short K or with block
 	 * scales, bf16 up to 32 on a long K */
@@ -623,7 +655,7 @@ static inline int32_t moe_gemm_rows_stages(int quant, int tm, int32_t block_m, i
 				     * 10% slower than 4 to 8 (H100, bench_moe_decode "per") */
 static inline int moe_gemm_rows_cols(int quant, int tm, int32_t n, int32_t k, int32_t num_valid)
 {
-	const int tn = moe_gemm_tn(quant, tm, k);
+	const int tn = moe_gemm_tn(quant, tm, n, k);
 	const int64_t tiles = ((int64_t)n + tn - 1) / tn;
 	const int kb = MOE_GEMM_ROWS_K64(quant, tm, k) ? MOE_GEMM_K64_KROW : MOE_GEMM_KROW;   /* A bytes a k tile */
 	const int ke = kb / (quant == MOE_FP8 ? 1 : 2);

@@ -418,7 +418,7 @@ static void row_tiles(CUmodule mod, CUmodule alt, int quant, int N, int K, int e
 			continue;
 		const int smem = moe_gemm_smem(quant, tm);
 		const unsigned th = (unsigned)moe_gemm_threads(quant, tm);
-		const int tn = moe_gemm_tn(quant, tm, K);
+		const int tn = moe_gemm_tn(quant, tm, N, K);
 		const unsigned tiles = (unsigned)((N + tn - 1) / tn);
 		const int parts = parts_of(quant, tm, bm, nv, em);
 		const unsigned gx = (unsigned)moe_gemm_rows_cols(quant, tm, N, K, nv);
@@ -870,7 +870,7 @@ int main(int argc, char **argv)
 						uint16_t *c0 = malloc(cbytes), *c1 = malloc(cbytes);
 						CUfunction fo = get(mod, moe_gemm_kernel_name(qt->quant, told), moe_gemm_smem(qt->quant, told));
 						CUfunction fd = get(mod, moe_gemm_decode_name(qt->quant, dt, 8), 0);
-						const int otn = moe_gemm_tn(qt->quant, told, K);
+						const int otn = moe_gemm_tn(qt->quant, told, N, K);
 						double mx = 0, md_ = 0;
 
 						CHECK(cuMemsetD16(dc, NAN_BF16, cbytes / 2));

@@ -360,6 +360,13 @@ static const struct tcase cases[] = {
 	{ W4, DEC(128), 33, 8, 9, 200, 1600, 128, 0, 64, STG | RW | PAD },
 	{ W4, DEC(128), 40, 8, 12, 456, 1088, 64, 0, 32, STG | RW | PAD | DROP | GRID3 },
 	{ W4, DEC(128), 3, 8, 12, 199, 704, 16, 0, 32, STG | NAIVE | RW | PAD | OFF },
+	/* bf16's 128-row tile in its fitted form (192 columns, moe_gemm.h's MOE_GEMM_FIT: the
+	   launch's N decides, as cases 6 and 43 too): N 330 (a partial second tile), K 208 ending
+	   inside a k tile; N 1100 over six tiles on a grid x of 2; N 100 (not 8-element aligned)
+	   in row mode */
+	{ BF16, 128, 300, 8, 16, 330, 208, 128, 0, 0, RW | PAD | DROP | SAMPLE },
+	{ BF16, 128, 33, 8, 9, 1100, 1024, 128, 0, 0, RW | BIAS | PAD | OFF | GRID3 },
+	{ BF16, 128, 5, 4, 9, 100, 208, 128, 0, 0, NAIVE | RW | PAD },
 	/* FP8 block scales copied with the k tiles: the 64-row tile's column tiles in turn
 	   (grid x 2) on an N and a K that end inside a 128 group, the 128-row tile's second
 	   128 columns past N, and the 16-row tile's eight k slices on a third of a k tile */

@@ -731,7 +731,8 @@ static void test_moe_decisions(void **state)
 	   26, despite its N 384, and under BLOCK_SIZE_M 32 and 96), 64 from 33 (GLM-4.7's gate/up
 	   at 1024, 51), 16 under BLOCK_SIZE_M 16.
 	   GLM-4.7 TP8 (160 experts): its gate/up's N 384 wastes the 256-column tiles, so 64 rows
-	   at 4096 tokens (205 an expert) for bf16 and FP8, 128 for the packed 4-bit weights; W4A16
+	   at 4096 tokens (205 an expert) for FP8, but 128 for bf16 (its fitted 192 columns,
+	   MOE_GEMM_FIT: 128 from 2048 tokens, 102 rows, 64 at 1024) and the packed 4-bit weights; W4A16
 	   64 up to 64 rows an expert on the down GEMM's short K (Kimi's at 2048 tokens, 43), 128
 	   past (4096, 85) and on a long K (Kimi's gate/up at 2048), 64 at any count past 16's
 	   under BLOCK_SIZE_M 64 */
@@ -752,7 +753,8 @@ static void test_moe_decisions(void **state)
 		{ MOE_NVFP4, 384, 128, 2048, 512, 7168, 64 },  { MOE_BF16, 384, 32, 4096, 512, 7168, 32 },
 		{ MOE_BF16, 384, 96, 4096, 512, 7168, 32 },    { MOE_BF16, 384, 8, 4096, 512, 7168, 0 },
 		{ MOE_BF16, 384, 64, 4096, 512, 7168, 64 },    { MOE_BF16, 384, 32, 1, 512, 7168, 16 },
-		{ MOE_BF16, 160, 128, 4096, 384, 5120, 64 },   { MOE_FP8, 160, 128, 4096, 384, 5120, 64 },
+		{ MOE_BF16, 160, 128, 4096, 384, 5120, 128 },  { MOE_FP8, 160, 128, 4096, 384, 5120, 64 },
+		{ MOE_BF16, 160, 128, 2048, 384, 5120, 128 },  { MOE_BF16, 160, 64, 4096, 384, 5120, 64 },
 		{ MOE_W4A16, 160, 128, 4096, 384, 5120, 128 }, { MOE_FP8, 160, 128, 4096, 5120, 192, 32 },
 		{ MOE_W4A16, 384, 128, 2048, 7168, 256, 64 },  { MOE_W4A16, 384, 128, 4096, 7168, 256, 128 },
 		{ MOE_W4A16, 384, 128, 2048, 512, 7168, 128 }, { MOE_W4A16, 384, 64, 8192, 512, 7168, 64 },
@@ -889,10 +891,10 @@ static void test_moe_decisions(void **state)
 	   at K 256 (Kimi's down GEMM at 512 tokens: 4 of 56 tiles a block), 3 at GLM's K 192 (6 of
 	   40, kept to 512 blocks); on the gate/up's long K its own 64 columns, a block each (Kimi
 	   at 512 tokens: 56 k tiles of 128 bytes) */
-	assert_int_equal(moe_gemm_tn(MOE_FP8, 16, 256), MOE_GEMM_K64_TN);
-	assert_int_equal(moe_gemm_tn(MOE_FP8, 16, 1024), MOE_GEMM_K64_TN);
-	assert_int_equal(moe_gemm_tn(MOE_FP8, 16, 1152), 64);
-	assert_int_equal(moe_gemm_tn(MOE_FP8, 32, 256), 128);
+	assert_int_equal(moe_gemm_tn(MOE_FP8, 16, 7168, 256), MOE_GEMM_K64_TN);
+	assert_int_equal(moe_gemm_tn(MOE_FP8, 16, 7168, 1024), MOE_GEMM_K64_TN);
+	assert_int_equal(moe_gemm_tn(MOE_FP8, 16, 7168, 1152), 64);
+	assert_int_equal(moe_gemm_tn(MOE_FP8, 32, 7168, 256), 128);
 	/* FP8's 32-row tile takes the form where K ends mid-way through a 128-byte k tile (GLM's
 	   192: 3 k tiles, 6 of 40 column tiles a block, kept to 512 blocks: 7), its four stages
 	   within the kernel's shared memory; not Kimi's 256 (2 k tiles of 128 bytes, 8 of 56) */
@@ -903,7 +905,22 @@ static void test_moe_decisions(void **state)
 	assert_int_equal(moe_gemm_smem(MOE_FP8, 32), MOE_GEMM_K64_PIPE_BYTES(MOE_FP8, 32));
 	assert_int_equal(MOE_GEMM_K64_PIPE_BYTES(MOE_FP8, 32), 4 * (32 * 64 + 128 * 64 + 144));
 	assert_true(MOE_GEMM_K64_PIPE_BYTES(MOE_FP8, 16) < moe_gemm_smem(MOE_FP8, 16));
-	assert_int_equal(moe_gemm_tn(MOE_BF16, 16, 256), 64);
+	assert_int_equal(moe_gemm_tn(MOE_BF16, 16, 7168, 256), 64);
+	/* bf16's 128-row tile takes its fitted 192 columns (MOE_GEMM_FIT) where they compute fewer
+	   columns than its 256: GLM-4.7's gate/up at TP8 (N 384: 384 against 512; 2 tiles, one
+	   each on gate/up's long K), N 72 and 1100 (192 against 256, 1152 against 1280); not on
+	   N 512, 456 (576 against 512) or 5120, nor on another format or tile; two stages within
+	   the kernel's shared memory */
+	assert_int_equal(moe_gemm_tn(MOE_BF16, 128, 384, 5120), MOE_GEMM_FIT_TN);
+	assert_int_equal(moe_gemm_tn(MOE_BF16, 128, 72, 192), MOE_GEMM_FIT_TN);
+	assert_int_equal(moe_gemm_tn(MOE_BF16, 128, 1100, 1024), MOE_GEMM_FIT_TN);
+	assert_int_equal(moe_gemm_tn(MOE_BF16, 128, 512, 7168), 256);
+	assert_int_equal(moe_gemm_tn(MOE_BF16, 128, 456, 208), 256);
+	assert_int_equal(moe_gemm_tn(MOE_BF16, 128, 5120, 192), 256);
+	assert_int_equal(moe_gemm_tn(MOE_FP8, 128, 384, 5120), 256);
+	assert_int_equal(moe_gemm_tn(MOE_BF16, 64, 384, 5120), 128);
+	assert_int_equal(moe_gemm_rows_cols(MOE_BF16, 128, 384, 5120, 4096 * 8), 2);
+	assert_true(MOE_GEMM_FIT_STAGES * (128 * MOE_GEMM_KROW + MOE_GEMM_FIT_TN * 128) <= moe_gemm_smem(MOE_BF16, 128));
 	assert_int_equal(moe_gemm_rows_cols(MOE_FP8, 16, 7168, 256, 512 * 8), 14);
 	assert_int_equal(moe_gemm_rows_cols(MOE_FP8, 16, 5120, 192, 512 * 8), 7);
 	assert_int_equal(moe_gemm_rows_cols(MOE_FP8, 16, 512, 7168, 512 * 8), 8);
@@ -972,8 +989,8 @@ static void test_moe_decisions(void **state)
 	}
 	/* the whole choice: Kimi K2's INT4 gate/up at 512 tokens (10.7 rows an expert) on the
 	   decode kernel of 128 columns and 16 rows a pass (the streamed one), its row tile 128
-	   (W4A16's on a long K); GLM-4.7's bf16 gate/up at 4096 tokens on the shallow 64-row tile, no decode
-	   kernel; row mode on the 16-row tile or the narrow decode tile, 8 rows a pass */
+	   (W4A16's on a long K); GLM-4.7's bf16 gate/up at 4096 tokens on the 128-row tile (its
+	   fitted form), under BLOCK_SIZE_M 64 on the shallow 64-row tile, no decode kernel; row mode on the 16-row tile or the narrow decode tile, 8 rows a pass */
 	{
 		struct moe_gemm_choice c =
 			moe_gemm_choose(MOE_W4A16, MOE_SCALE_NONE, 128, 4096, 4096 + 385 * 127, 512, 7168, 0, 132);
@@ -984,6 +1001,10 @@ static void test_moe_decisions(void **state)
 		assert_int_equal(c.rows, 16);
 		assert_string_equal(moe_gemm_decode_kernel(MOE_W4A16, c.tn, c.rows, 7168), "moe_gemm_w4a16_d128_r16_sl");
 		c = moe_gemm_choose(MOE_BF16, MOE_SCALE_NONE, 128, 32768, 32768 + 161 * 127, 384, 5120, 0, 132);
+		assert_int_equal(c.tm, 128);
+		assert_int_equal(c.stages, 0);
+		assert_int_equal(c.tn, 0);
+		c = moe_gemm_choose(MOE_BF16, MOE_SCALE_NONE, 64, 32768, 32768 + 161 * 63, 384, 5120, 0, 132);
 		assert_int_equal(c.tm, 64);
 		assert_int_equal(c.stages, MOE_GEMM_SHALLOW_STAGES);
 		assert_int_equal(c.tn, 0);
