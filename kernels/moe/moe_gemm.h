@@ -489,7 +489,16 @@ static inline int moe_gemm_wide_waste(int32_t n)
  * against 0.50, FP8 0.31 against 0.29; GLM-4.7's FP8 gate/up at 256
  * tokens 0.69-0.70 against 0.63-0.64; but at 21 rows (Kimi K2 at 1024
  * tokens) FP8's gate/up 0.59 against the 32-row tile's 0.69-0.70 and
- * bf16's down GEMM 0.48 against 0.58.  Then 64 up to 64 rows, 128 beyond; but
+ * bf16's down GEMM 0.48 against 0.58.  Then 64 up to 64 rows, 128 beyond
+ * (bf16 on a long K where N fills the 256-column tiles: beyond
+ * MOE_GEMM_BF16_M64_ROWS, 52; on an H200 at SM120's blocks per SM, two runs,
+ * the 128-row tile at Kimi K2's gate/up at 2560 and 3072 tokens, 53 and 64
+ * rows an expert, 0.75 and 0.69-0.73 of the floor against the 64-row tile's
+ * shallow pipeline's 0.72 and 0.62, GLM-4.7's unsplit at 1280, 64 rows,
+ * 0.75 against 0.63; but at 1024, 51 rows, 0.75 against 0.80, Kimi K2's at
+ * 2048, 43, 0.77-0.78 against 0.80-0.81: the 64-row tile streams W twice
+ * only for the experts past 64 rows, which at 51 rows on average are few);
+ * but
  * 64 at any count for a kernel with a shallow pipeline on a short K (bf16's
  * down GEMM: moe_gemm_rows_stages), and for FP8 on an N that wastes the
  * wide tiles (moe_gemm_wide_waste), and for bf16 there unless its 128-row
@@ -591,6 +600,7 @@ static inline int moe_gemm_wide_waste(int32_t n)
  */
 #define MOE_GEMM_M16_ROWS(quant) ((quant) == MOE_NVFP4 ? 24 : 4)
 #define MOE_GEMM_M16_PARTS_ROWS 16
+#define MOE_GEMM_BF16_M64_ROWS 52
 static inline int moe_gemm_rows_tile(int quant, int scale, int32_t block_m, int32_t num_valid, int32_t em,
 				     int32_t n, int32_t k)
 {
@@ -603,13 +613,16 @@ static inline int moe_gemm_rows_tile(int quant, int scale, int32_t block_m, int3
 	 * scales, bf16 up to 32 on a long K */
 	const int rows32 = quant == MOE_FP8 ? per <= 32 || short_k || scale == MOE_SCALE_BLOCK
 					    : quant == MOE_BF16 && per <= 32 && !short_k;
+	/* bf16 on a long K, where N fills the 256-column tiles: the 128-row tile past
+	 * MOE_GEMM_BF16_M64_ROWS */
+	const int64_t rows64 = quant == MOE_BF16 && !short_k && !moe_gemm_wide_waste(n) ? MOE_GEMM_BF16_M64_ROWS : 64;
 	const int want = per <= MOE_GEMM_M16_ROWS(quant) ||
 					 (MOE_GEMM_PARTS(quant, 16) && per <= MOE_GEMM_M16_PARTS_ROWS &&
 					  (quant == MOE_FP8 || short_k))
 				 ? 16
 			 : rows32 ? 32
-			 : (quant != MOE_W4A16 && (per <= 64 || narrow)) || paired ? 64
-										   : 128;
+			 : (quant != MOE_W4A16 && (per <= rows64 || narrow)) || paired ? 64
+										       : 128;
 	int i;
 
 	for (i = MOE_GEMM_NKERNELS - 1; i >= 0; i--)   /* the format's tiles, largest first */
@@ -620,24 +633,32 @@ static inline int moe_gemm_rows_tile(int quant, int scale, int32_t block_m, int3
 }
 
 /*
- * moe_gemm_rows_stages - args.stages for moe_gemm_<@quant>_m<@tm> on K @k
- * (@block_m, @num_valid, @em as for moe_gemm_rows_per_expert): the shallow
- * pipeline (MOE_GEMM_SHALLOW_STAGES) where the kernel has one and K is
- * short (the down GEMM: a block's column tiles are a few k tiles each, and
- * the second block per SM overlaps one's epilogue with the other's loads;
- * measured 14-50% faster than the four-stage pipeline at SM120's blocks per
- * SM, Kimi K2 and GLM-4.7 at 64 to 4096 tokens) or the experts get more than
- * 64 rows each (GLM's gate/up at 2048 and 4096 tokens: 25-28% faster), else
- * 0 (gate/up's long K streamed better four stages deep up to 64 rows an
- * expert: 0-12% faster, H100).  Pure.
+ * moe_gemm_rows_stages - args.stages for moe_gemm_<@quant>_m<@tm> on K @k:
+ * the shallow pipeline (MOE_GEMM_SHALLOW_STAGES) where the kernel has one
+ * and K is short (the down GEMM: a block's column tiles are a few k tiles
+ * each, and the second block per SM overlaps one's epilogue with the
+ * other's loads; measured 14-50% faster than the four-stage pipeline at
+ * SM120's blocks per SM, Kimi K2 and GLM-4.7 at 64 to 4096 tokens), and on
+ * the 64-row tile at any K; else 0 (the 32-row tile on a long K).  Measured
+ * on an H200 at SM120's blocks per SM (gpu_bench_moe_decode
+ * MOE_DECODE_ROWTILES=1, bf16 gate/up, BLOCK_SIZE_M 128, two runs), four
+ * stages against two: the 64-row tile at Kimi K2's 1600, 2048, 2560 and
+ * 3072 tokens (33, 43, 53 and 64 rows an expert) 0.81, 0.77-0.78,
+ * 0.71-0.72 and 0.57 of the floor against 0.82-0.83, 0.80-0.81, 0.72 and
+ * 0.62; at GLM-4.7's 700, 1024 and 1280 (35, 51 and 64) 0.71-0.72, 0.69 and
+ * 0.51-0.52 against 0.75-0.76, 0.75 and 0.59, its unsplit shapes' 0.82,
+ * 0.74 and 0.55 against 0.80-0.81, 0.80 and 0.63 (the one loss, 35 rows);
+ * past 64 rows 25-28% (GLM-4.7's gate/up at 2048 and 4096 tokens, an
+ * earlier build).  (An H100 had run the four stages 0-12% faster up to 64
+ * rows.)  The
+ * 32-row tile streamed faster four stages deep at every count, 0.58 and
+ * 0.43-0.44 at Kimi K2's 2048 and 3072 tokens against 0.47 and 0.38, under
+ * BLOCK_SIZE_M 64 at GLM-4.7's 3072 (154 rows) 0.22-0.23 against 0.19.
+ * Pure.
  */
-static inline int32_t moe_gemm_rows_stages(int quant, int tm, int32_t block_m, int32_t num_valid, int32_t em,
-					   int32_t k)
+static inline int32_t moe_gemm_rows_stages(int quant, int tm, int32_t k)
 {
-	return MOE_GEMM_SHALLOW(quant, tm) &&
-			       (moe_gemm_short_k(quant, k) || moe_gemm_rows_per_expert(block_m, num_valid, em) > 64)
-		       ? MOE_GEMM_SHALLOW_STAGES
-		       : 0;
+	return MOE_GEMM_SHALLOW(quant, tm) && (moe_gemm_short_k(quant, k) || tm == 64) ? MOE_GEMM_SHALLOW_STAGES : 0;
 }
 
 /*
@@ -1403,7 +1424,7 @@ static inline struct moe_gemm_choice moe_gemm_choose(int quant, int scale, int32
 	struct moe_gemm_choice c;
 
 	c.tm = naive ? 16 : moe_gemm_rows_tile(quant, scale, block_m, num_valid, em, n, k);
-	c.stages = c.tm ? moe_gemm_rows_stages(quant, c.tm, block_m, num_valid, em, k) : 0;
+	c.stages = c.tm ? moe_gemm_rows_stages(quant, c.tm, k) : 0;
 	c.tn = naive ? moe_gemm_decode_tn(quant, k)
 	       : moe_gemm_decode_wanted(quant, block_m, num_valid, em, n, k)
 		       ? moe_gemm_decode_tile(quant, n, k, em, block_m, num_valid, sms)

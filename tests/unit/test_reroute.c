@@ -730,6 +730,8 @@ static void test_moe_decisions(void **state)
 	   GLM-4.7's gate/up at 256), 32 up to 32 (Kimi at 1024 tokens, GLM-4.7's gate/up at 512,
 	   26, despite its N 384, and under BLOCK_SIZE_M 32 and 96), 64 from 33 (GLM-4.7's gate/up
 	   at 1024, 51), 16 under BLOCK_SIZE_M 16.
+	   bf16 on the gate/up's long K where N fills the 256-column tiles leaves 64 rows past 52
+	   (Kimi's 2560 tokens, 53; GLM-4.7 unsplit, N 3072, at 1280, 64, but 64 at 1024, 51).
 	   GLM-4.7 TP8 (160 experts): its gate/up's N 384 wastes the 256-column tiles, so 64 rows
 	   at 4096 tokens (205 an expert) for FP8, but 128 for bf16 (its fitted 192 columns,
 	   MOE_GEMM_FIT: 128 from 2048 tokens, 102 rows, 64 at 1024) and the packed 4-bit weights; W4A16
@@ -755,6 +757,8 @@ static void test_moe_decisions(void **state)
 		{ MOE_BF16, 384, 64, 4096, 512, 7168, 64 },    { MOE_BF16, 384, 32, 1, 512, 7168, 16 },
 		{ MOE_BF16, 160, 128, 4096, 384, 5120, 128 },  { MOE_FP8, 160, 128, 4096, 384, 5120, 64 },
 		{ MOE_BF16, 160, 128, 2048, 384, 5120, 128 },  { MOE_BF16, 160, 64, 4096, 384, 5120, 64 },
+		{ MOE_BF16, 384, 128, 2560, 512, 7168, 128 },  { MOE_BF16, 160, 128, 1024, 3072, 5120, 64 },
+		{ MOE_BF16, 160, 128, 1280, 3072, 5120, 128 }, { MOE_BF16, 160, 128, 1280, 384, 5120, 64 },
 		{ MOE_W4A16, 160, 128, 4096, 384, 5120, 128 }, { MOE_FP8, 160, 128, 4096, 5120, 192, 32 },
 		{ MOE_W4A16, 384, 128, 2048, 7168, 256, 64 },  { MOE_W4A16, 384, 128, 4096, 7168, 256, 128 },
 		{ MOE_W4A16, 384, 128, 2048, 512, 7168, 128 }, { MOE_W4A16, 384, 64, 8192, 512, 7168, 64 },
@@ -830,20 +834,20 @@ static void test_moe_decisions(void **state)
 	assert_false(moe_gemm_wide_waste(512));
 	assert_false(moe_gemm_wide_waste(7168));
 	assert_false(moe_gemm_wide_waste(456));
-	/* the shallow pipeline: bf16 at TM 64 on a short K, or past 64 rows an expert (Kimi's 512
-	   tokens: 10.7; GLM's 4096: 205), and its launch's 48 KiB */
-	assert_int_equal(moe_gemm_rows_stages(MOE_BF16, 64, 128, 4096, 4096 + 385 * 127, 256), MOE_GEMM_SHALLOW_STAGES);
-	assert_int_equal(moe_gemm_rows_stages(MOE_BF16, 64, 128, 4096, 4096 + 385 * 127, 192), MOE_GEMM_SHALLOW_STAGES);
-	assert_int_equal(moe_gemm_rows_stages(MOE_BF16, 64, 128, 4096, 4096 + 385 * 127, 7168), 0);
-	assert_int_equal(moe_gemm_rows_stages(MOE_BF16, 64, 128, 32768, 32768 + 161 * 127, 5120),
-			 MOE_GEMM_SHALLOW_STAGES);
-	assert_int_equal(moe_gemm_rows_stages(MOE_BF16, 128, 128, 4096, 4096 + 385 * 127, 256), 0);
-	assert_int_equal(moe_gemm_rows_stages(MOE_FP8, 64, 128, 4096, 4096 + 385 * 127, 256), 0);
-	assert_int_equal(moe_gemm_rows_stages(MOE_FP8, 64, 128, 32768, 32768 + 161 * 127, 5120), 0);
+	/* the shallow pipeline: bf16 at TM 64 on any K (the down GEMM's 256 and 192, the gate/up's
+	   7168 and 5120), and its launch's 48 KiB; not the other tiles and formats */
+	assert_int_equal(moe_gemm_rows_stages(MOE_BF16, 64, 256), MOE_GEMM_SHALLOW_STAGES);
+	assert_int_equal(moe_gemm_rows_stages(MOE_BF16, 64, 192), MOE_GEMM_SHALLOW_STAGES);
+	assert_int_equal(moe_gemm_rows_stages(MOE_BF16, 64, 7168), MOE_GEMM_SHALLOW_STAGES);
+	assert_int_equal(moe_gemm_rows_stages(MOE_BF16, 64, 5120), MOE_GEMM_SHALLOW_STAGES);
+	assert_int_equal(moe_gemm_rows_stages(MOE_BF16, 128, 256), 0);
+	assert_int_equal(moe_gemm_rows_stages(MOE_FP8, 64, 256), 0);
+	assert_int_equal(moe_gemm_rows_stages(MOE_FP8, 64, 5120), 0);
 	assert_int_equal(moe_gemm_launch_smem(MOE_BF16, 64, MOE_GEMM_SHALLOW_STAGES), 49152);
-	/* ... and at TM 32 (its four warps' 64 columns: 48 KiB on four stages, 24 on two) */
-	assert_int_equal(moe_gemm_rows_stages(MOE_BF16, 32, 128, 512, 512 + 385 * 127, 256), MOE_GEMM_SHALLOW_STAGES);
-	assert_int_equal(moe_gemm_rows_stages(MOE_BF16, 32, 128, 512, 512 + 385 * 127, 7168), 0);
+	/* ... and at TM 32 on a short K only (its four warps' 64 columns: 48 KiB on four stages,
+	   24 on two) */
+	assert_int_equal(moe_gemm_rows_stages(MOE_BF16, 32, 256), MOE_GEMM_SHALLOW_STAGES);
+	assert_int_equal(moe_gemm_rows_stages(MOE_BF16, 32, 7168), 0);
 	assert_int_equal(moe_gemm_launch_smem(MOE_BF16, 32, MOE_GEMM_SHALLOW_STAGES), 24576);
 	assert_int_equal(moe_gemm_launch_smem(MOE_BF16, 32, 0), 49152);
 	assert_int_equal(moe_gemm_launch_smem(MOE_FP8, 32, MOE_GEMM_SHALLOW_STAGES), moe_gemm_smem(MOE_FP8, 32));
