@@ -88,9 +88,17 @@ for key in sorted(rr, key=order):
     elif m <= 512:
         parts = [floor_part(0.9, ".9"), s120_part(1.0)]
     else:
+        # the most of the mma.sync ceiling the row's traffic alone leaves it (the flop over
+        # the longer of that traffic's time and the ceiling's)
+        mma_limit = t_mma / max(ms(lim, key), t_mma) if ms(lim, key) else None
         tflops = r["flop"] / (b * 1e9)
-        parts = [s120_part(1.3), None if key[2] != "bf16" or tflops / mma16 >= 0.6
-                 else f"{tflops / mma16:.2f} < .6 mma"]
+        if key[2] != "bf16" or tflops / mma16 >= 0.6:
+            mma_part = None
+        elif mma_limit is not None and mma_limit < 0.6:
+            mma_part = f"limit {frac(mma_limit, 0.6)} < .6 mma"
+        else:
+            mma_part = f"{tflops / mma16:.2f} < .6 mma"
+        parts = [s120_part(1.3), mma_part]
     parts = [p for p in parts if p]
     goal = "met" if not parts else parts[0] if parts == ["-"] else "no: " + "; ".join(parts)
     mark = ""
@@ -119,7 +127,9 @@ print("limit: floor / max(the time of bench_peaks.cu's stream_rw moving only the
       "(its weights and activations read once, its output written once; timed as the kernels are: "
       "CUDA-graph replay, L2 flushed), flop / mma.sync rate of the dtype): the most of the floor "
       "this GPU allows the row at this size, measured in this run; a goal above it (M <= 16: .85, "
-      "M 512: .9) reads \"limit x < goal\".  goal: met, or each unmet part of it.")
+      "M 512: .9) reads \"limit x < goal\"; at M 4096 the same traffic's time bounds the fraction "
+      "of the mma.sync ceiling (flop / mma.sync rate over the longer of the two), read likewise "
+      "(\"limit x < .6 mma\").  goal: met, or each unmet part of it.")
 print("bf16px (FP8 rows): this row's floor / the bundled bf16 kernel's time on the same half, "
       "model and M (the same tiles with bf16 mma.sync, twice the weight bytes): sm_90 has no native "
       "FP8 mma.sync, so the bundled FP8 kernels here emulate it (primitives.cuh's mma_e4m3 on "

@@ -12,7 +12,7 @@
 # holds each row (the kernel's own work or the memory), on gpu_bench_moe_decode
 # lines written here.  No GPU.  Prints "ok - ..." lines.
 set -u
-echo "1..15"
+echo "1..16"
 out=$(mktemp)
 w=$(mktemp -d)
 trap 'rm -rf "$out" "$w"' EXIT
@@ -35,6 +35,7 @@ rows = [  # half, model, quant, M, flop, weight bytes, bundled, bundled padded, 
     ("gateup", "kimi", "bf16", 4096, 5e11, 4e8, 2.0, 2.0, 2.0, 2.0, 0.1),
     ("gateup", "kimi", "fp8_tensor", 4096, 5e11, 4e8, 2.5, 2.5, 2.0, 2.0, 0.1),
     ("down", "glm", "bf16", 1, 1e7, 4e7, 0.041, 0.017, 0.02, 0.02, 0.013),
+    ("down", "kimi", "bf16", 4096, 5e11, 6e9, 2.5, 2.5, 2.5, 2.5, 2.0),
 ]
 files = {n: open(f"{w}/{n}", "w") for n in ("rerouted", "rerouted_padded", "sm120", "sm120_padded",
                                            "limit", "hopper", "grouped_mm")}
@@ -58,6 +59,8 @@ expect "at one token, below a limit under the goal: the limit is named" \
 	"^gateup kimi  bf16 *1 .*0.50 |.*no: limit .50 < .85$"
 expect "bf16 at 4096 tokens: the Triton ratio and the mma.sync share" \
 	"^gateup kimi  bf16 *4096 .*no: 1.00x < 1.3x s120; 0.50 < .6 mma$"
+expect "bf16 at 4096 tokens whose traffic alone (2.0 ms) leaves 0.50 of the mma.sync ceiling: that limit" \
+	"^down   kimi  bf16 *4096 .*no: 1.00x < 1.3x s120; limit .50 < .6 mma$"
 expect "an MMA-bound FP8 row is marked, with its bf16 proxy (0.833 / 2.0 ms)" \
 	"^gateup kimi  fp8_tensor *4096 .*|   0.42 | no: 0.80x < 1.3x s120 \*$"
 expect "a plain time over 1.25x its padded one (0.24 of the floor, 0.59 padded) is listed" \
