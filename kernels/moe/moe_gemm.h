@@ -498,8 +498,7 @@ static inline int moe_gemm_wide_waste(int32_t n)
  * 0.75 against 0.63; but at 1024, 51 rows, 0.75 against 0.80, Kimi K2's at
  * 2048, 43, 0.77-0.78 against 0.80-0.81: the 64-row tile streams W twice
  * only for the experts past 64 rows, which at 51 rows on average are few);
- * but
- * 64 at any count for a kernel with a shallow pipeline on a short K (bf16's
+ * but 64 at any count for a kernel with a shallow pipeline on a short K (bf16's
  * down GEMM: moe_gemm_rows_stages), and for FP8 on an N that wastes the
  * wide tiles (moe_gemm_wide_waste), and for bf16 there unless its 128-row
  * tile's fitted form computes fewer columns (MOE_GEMM_ROWS_FIT: GLM-4.7's
