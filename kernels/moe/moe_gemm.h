@@ -1211,9 +1211,9 @@ static inline int moe_gemm_decode_tile(int quant, int32_t n, int32_t k, int32_t 
  * and K @k (@block_m, @num_valid, @em as for moe_gemm_rows_per_expert) is better
  * served by the decode kernels than by the row tiles: @quant has them and
  * the experts get at most
- *   MOE_DECODE_W4_ROWS rows each for W4A16, MOE_DECODE_W4_WASTE_ROWS
- *     where N leaves half or more of the 128-row tile's last 256 columns
- *     idle (moe_gemm_wide_waste) (the 128-row tile beyond: on the streamed
+ *   MOE_DECODE_W4_ROWS rows each for W4A16, any count where N leaves half
+ *     or more of the 128-row tile's last 256 columns idle
+ *     (moe_gemm_wide_waste) (the 128-row tile beyond: on the streamed
  *     kernel, H200, gpu_bench_moe_decode, INT4 gate/up at TP8, BLOCK_SIZE_M
  *     128, MOE_DECODE_W4_ROWS against 48, both plans' binaries in
  *     alternating processes, two runs: GLM-4.7 at 1024 and 1280 tokens
@@ -1231,9 +1231,14 @@ static inline int moe_gemm_decode_tile(int quant, int32_t n, int32_t k, int32_t 
  *     computed), against the row tile (two runs), 1536, 1792 and 2048
  *     tokens (76, 89 and 101) 388.6-391.7, 415.7-416.5 and 469.4-470.5 us
  *     against 495.4-496.1, 496.7-498.3 and 519.8-520.8 (1.27, 1.20 and 1.11
- *     times as fast; on 32 SMs 1.21 and 1.13 at 76 and 89, one run); the
- *     gain shrinking, the bound stops short of 114 rows (2304 tokens),
- *     where the streamed kernel was not timed.
+ *     times as fast; on 32 SMs 1.21 and 1.13 at 76 and 89, one run); past
+ *     101 rows too, a plan without a bound there against the earlier one of
+ *     104 rows, two runs, at 2304, 2560, 3072, 4096, 6144 and 8192 tokens
+ *     (115 to 410 rows)
+ *     493.2-497.0, 580.5-581.0, 689.7-694.0, 850.6-857.1, 1189.8-1199.7
+ *     and 1527.7-1539.3 us against 533.4-537.2, 641.5-642.3, 783.5-791.6,
+ *     862.7-866.5, 1247.5-1251.0 and 1592.4-1597.1 (1.01 to 1.14 times as
+ *     fast; on 32 SMs, one run, 1.04 to 1.19).
  *     The bound was 48, from GLM-4.7 at 1024 tokens on all 132 SMs
  *     (0.13-0.14 of the floor against 0.14), where the two still run within
  *     2%, and 40 on the unstaged kernels); and at any count where no
@@ -1327,7 +1332,6 @@ static inline int moe_gemm_decode_tile(int quant, int32_t n, int32_t k, int32_t 
  * tokens).  (Row mode, one routed row per block, always is.)  Pure, plain C.
  */
 #define MOE_DECODE_W4_ROWS 64
-#define MOE_DECODE_W4_WASTE_ROWS 104
 #define MOE_DECODE_SHORT_ROWS 3
 #define MOE_DECODE_LONG_ROWS 4
 #define MOE_DECODE_FP8_LONG_VALID 40
@@ -1340,11 +1344,8 @@ static inline int moe_gemm_decode_wanted(int quant, int32_t block_m, int32_t num
 		return 0;
 	if (quant == MOE_W4A16 && k <= MOE_DECODE_W4_STAGE_K)
 		return 1;
-	if (quant == MOE_W4A16) {
-		const int bound = moe_gemm_wide_waste(n) ? MOE_DECODE_W4_WASTE_ROWS : MOE_DECODE_W4_ROWS;
-
-		return per <= bound || block_m % 128;
-	}
+	if (quant == MOE_W4A16)
+		return per <= MOE_DECODE_W4_ROWS || moe_gemm_wide_waste(n) || block_m % 128;
 	if (moe_gemm_short_k(quant, k))
 		return per <= MOE_DECODE_SHORT_ROWS;
 	return per <= MOE_DECODE_LONG_ROWS && (quant != MOE_FP8 || num_valid < MOE_DECODE_FP8_LONG_VALID);

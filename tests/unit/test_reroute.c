@@ -1133,10 +1133,10 @@ static void test_moe_decisions(void **state)
 		{ MOE_BF16, 128, 192, 385, 7168, 256, 1 },  /* bf16's down GEMM alike */
 		/* W4A16 on a long K: up to 64 rows an expert (MOE_DECODE_W4_ROWS: Kimi K2's gate/up at
 		   2048 and 3072 tokens, 42 and 63 estimated; GLM-4.7's at 768, 1024 and 1280, 38, 50
-		   and 63; not Kimi K2's at 3584 and 4096, 74 and 85), and up to 104 where N leaves half
-		   the 128-row tile's last 256 columns idle or more (MOE_DECODE_W4_WASTE_ROWS: GLM-4.7's
-		   gate/up at TP8, N 384, at 1536 and 2048 tokens, 76 and 101, not 2304, 114; not
-		   GLM-4.7 unsplit, N 3072 and 5120, at 1536), 16 rows a pass past 5 rows an expert
+		   and 63; not Kimi K2's at 3584 and 4096, 74 and 85), and at any count where N leaves
+		   half the 128-row tile's last 256 columns idle or more (moe_gemm_wide_waste: GLM-4.7's
+		   gate/up at TP8, N 384, at 1536, 2048, 2304 and 8192 tokens, 76 to 410; not GLM-4.7
+		   unsplit, N 3072 and 5120, at 1536), 16 rows a pass past 5 rows an expert
 		   (Kimi K2's 384 tokens: 7); beyond, the 128-row tile where it fits (BLOCK_SIZE_M 128) */
 		{ MOE_W4A16, 128, 1, 161, 384, 5120, 1 },
 		{ MOE_W4A16, 128, 512, 161, 384, 5120, 1 },
@@ -1146,7 +1146,8 @@ static void test_moe_decisions(void **state)
 		{ MOE_W4A16, 128, 1280, 161, 384, 5120, 1 },
 		{ MOE_W4A16, 128, 1536, 161, 384, 5120, 1 },
 		{ MOE_W4A16, 128, 2048, 161, 384, 5120, 1 },
-		{ MOE_W4A16, 128, 2304, 161, 384, 5120, 0 },
+		{ MOE_W4A16, 128, 2304, 161, 384, 5120, 1 },
+		{ MOE_W4A16, 128, 8192, 161, 384, 5120, 1 },
 		{ MOE_W4A16, 128, 1280, 161, 3072, 5120, 1 },
 		{ MOE_W4A16, 128, 1536, 161, 3072, 5120, 0 },
 		{ MOE_W4A16, 128, 1024, 161, 5120, 1536, 1 },
