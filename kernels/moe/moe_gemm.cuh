@@ -219,11 +219,9 @@ __device__ void write_zeros(const moe_gemm_args &a, const rows<TM> &r, int n0)
  * the emulation build, at its 255 registers) keeps each A chunk's row and
  * forms the addresses at each issue, as before: the kept ones spilled there.
  */
-template <int QUANT, int TM, bool K64, bool FIT>
+template <int QUANT, int TM, int NSTAGES, bool K64, bool FIT>
 struct loader {
-	using S = shape<QUANT, TM,
-			K64 ? MOE_GEMM_K64_STAGES(QUANT, TM) : FIT ? MOE_GEMM_FIT_STAGES : MOE_GEMM_STAGES(QUANT, TM), K64,
-			FIT>;
+	using S = shape<QUANT, TM, NSTAGES, K64, FIT>;
 	/* the threads that copy A: all, or the first TM * ACH where a stage's A has fewer chunks
 	 * (MOE_GEMM_K64: 16 or 32 rows of 64 bytes); the others copy W only */
 	static constexpr int A_THREADS = TM * S::ACH < S::THREADS ? TM * S::ACH : S::THREADS;
@@ -519,7 +517,7 @@ __device__ void tile(const moe_gemm_args &a, unsigned char *smem, const rows<TM>
 			if (r.tok[wm * S::WM + mi * 16 + j] >= 0)
 				live = mi + 1;
 
-	loader<QUANT, TM, K64, FIT> ld;
+	loader<QUANT, TM, NSTAGES, K64, FIT> ld;
 	ld.init(a, r, e, n0);
 	const int nk = (a.K + S::KS * S::KE - 1) / (S::KS * S::KE);
 

@@ -73,12 +73,16 @@ for key in sorted(rr, key=order):
     # the issue's goals, on the plain figures: each unmet part named, a fraction of the
     # floor above the row's limit as that limit (it cannot be met on this GPU at this size)
     m = key[3]
-    def floor_part(want, text):
-        if floor / b >= want:
+    def short_of(value, lim, want, text, value_text):
+        """None where value meets want; else the measured limit where that is below want,
+        else the value, each against the goal's text"""
+        if value >= want:
             return None
-        if limit is not None and limit < want:
-            return f"limit {frac(limit, want)} < {text}"
-        return f"{floor / b:.2f} < {text} floor"
+        if lim is not None and lim < want:
+            return f"limit {frac(lim, want)} < {text}"
+        return f"{value:.2f} < {value_text}"
+    def floor_part(want, text):
+        return short_of(floor / b, limit, want, text, f"{text} floor")
     def s120_part(want):
         return None if s is not None and s / b >= want else f"{num(div(s, b), 0)}x < {want}x s120"
     if b is None:
@@ -88,16 +92,11 @@ for key in sorted(rr, key=order):
     elif m <= 512:
         parts = [floor_part(0.9, ".9"), s120_part(1.0)]
     else:
-        # the most of the mma.sync ceiling the row's traffic alone leaves it (the flop over
-        # the longer of that traffic's time and the ceiling's)
+        # bf16's share of the mma.sync ceiling; its limit, the most the row's traffic alone
+        # leaves it (the flop over the longer of that traffic's time and the ceiling's)
         mma_limit = t_mma / max(ms(lim, key), t_mma) if ms(lim, key) else None
-        tflops = r["flop"] / (b * 1e9)
-        if key[2] != "bf16" or tflops / mma16 >= 0.6:
-            mma_part = None
-        elif mma_limit is not None and mma_limit < 0.6:
-            mma_part = f"limit {frac(mma_limit, 0.6)} < .6 mma"
-        else:
-            mma_part = f"{tflops / mma16:.2f} < .6 mma"
+        mma_part = None if key[2] != "bf16" else short_of(
+            r["flop"] / (b * 1e9) / mma16, mma_limit, 0.6, ".6 mma", ".6 mma")
         parts = [s120_part(1.3), mma_part]
     parts = [p for p in parts if p]
     goal = "met" if not parts else parts[0] if parts == ["-"] else "no: " + "; ".join(parts)
