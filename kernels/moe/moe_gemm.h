@@ -138,10 +138,9 @@ enum moe_scale { MOE_SCALE_NONE = 0, MOE_SCALE_TENSOR, MOE_SCALE_CHANNEL, MOE_SC
  * bytes of static shared memory, the routed ids padded to the dynamic region's 1024-byte
  * alignment, and the 1024 SM120 reserves a block) leave one block per SM (0.40 against 0.73 at
  * Kimi K2's gate/up, 512 tokens) and its two (three blocks) no faster than the eight-warp
- * tile's two stages.  Nor the packed formats (not measured so).  The cost: under
- * BLOCK_SIZE_M 32, bf16's down GEMM runs the 32-row tile's shallow pipeline
- * (moe_gemm_rows_stages), which on four warps (three blocks per SM) ran 0.56 and 0.44 of the
- * floor at Kimi K2's and GLM-4.7's 512 tokens against 0.63 and 0.50 on eight (two).
+ * tile's two stages.  Nor the packed formats (not measured so).  Under BLOCK_SIZE_M 32 bf16's
+ * down GEMM runs this tile at any count, four stages deep up to 32 rows an expert and on its
+ * shallow pipeline past (moe_gemm_rows_stages).
  */
 #define MOE_GEMM_WARPS(quant, tm) \
 	(((quant) == MOE_BF16 && ((tm) == 16 || (tm) == 32)) || ((quant) == MOE_FP8 && (tm) == 16) ? 4 : 8)
@@ -480,7 +479,8 @@ static inline int moe_gemm_wide_waste(int32_t n)
  * the launch: moe_gemm_decode_wanted), and up to MOE_GEMM_M16_PARTS_ROWS
  * on the four-warp 16-row tiles (MOE_GEMM_WARPS), whose launches skip a
  * framework block's padding parts (MOE_GEMM_PARTS, moe_gemm_row_parts),
- * for FP8 and for bf16 on a short K.  Measured on an H200 at SM120's
+ * for FP8, and for bf16 on a short K up to MOE_GEMM_BF16_SHORT_M16_ROWS
+ * (below).  Measured on an H200 at SM120's
  * blocks per SM (gpu_bench_moe_decode MOE_DECODE_ROWTILES=1, BLOCK_SIZE_M
  * 128, args.row_parts as the plan sets it, two runs): the down GEMM at
  * Kimi K2's 512 tokens (10.7 rows an expert, counted 10) bf16 0.73 of the
@@ -489,7 +489,20 @@ static inline int moe_gemm_wide_waste(int32_t n)
  * against 0.50, FP8 0.31 against 0.29; GLM-4.7's FP8 gate/up at 256
  * tokens 0.69-0.70 against 0.63-0.64; but at 21 rows (Kimi K2 at 1024
  * tokens) FP8's gate/up 0.59 against the 32-row tile's 0.69-0.70 and
- * bf16's down GEMM 0.48 against 0.58.  Then 64 up to 64 rows, 128 beyond
+ * bf16's down GEMM 0.48 against 0.58.  bf16 on a short K keeps 16 rows up
+ * to MOE_GEMM_BF16_SHORT_M16_ROWS only, then its four-warp 32-row tile,
+ * four stages deep, up to MOE_GEMM_BF16_SHORT_M32_ROWS: measured (H200,
+ * SM120's blocks per SM, the plan of these bounds against one without
+ * them, alternating processes, two runs, the down GEMM at TP8, BLOCK_SIZE_M
+ * 128 and 64) at Kimi K2's 700 and 768 tokens (14 and 15 rows an expert
+ * as counted) 1.02 and 1.07 times as fast on BLOCK_SIZE_M 128 (0.71 and
+ * 0.70 of the floor against 0.69-0.70 and 0.65-0.66), 1.07 and 1.12 on 64,
+ * at TP4 (K 512) 1.02 and 1.07, 1.08 and 1.12, GLM-4.7's 290 and 320 1.01
+ * and 1.03, 1.07 and 1.12; at 12 rows (GLM-4.7's 256 tokens) the 16-row
+ * tile ran 0.67 against 0.63-0.64 (BLOCK_SIZE_M 128), and at 19 rows the
+ * shallow 64-row tile kept Kimi K2's 960 tokens at 0.70-0.71 against 0.67
+ * (GLM-4.7's 400 ran 0.58-0.59 on the 32-row tile against 0.53-0.54).
+ * Then 64 up to 64 rows, 128 beyond
  * (bf16 on a long K where N fills the 256-column tiles: beyond
  * MOE_GEMM_BF16_M64_ROWS, 52; on an H200 at SM120's blocks per SM, two runs,
  * the 128-row tile at Kimi K2's gate/up at 2560 and 3072 tokens, 53 and 64
@@ -600,23 +613,26 @@ static inline int moe_gemm_wide_waste(int32_t n)
 #define MOE_GEMM_M16_ROWS(quant) ((quant) == MOE_NVFP4 ? 24 : 4)
 #define MOE_GEMM_M16_PARTS_ROWS 16
 #define MOE_GEMM_BF16_M64_ROWS 52
+#define MOE_GEMM_BF16_SHORT_M16_ROWS 13
+#define MOE_GEMM_BF16_SHORT_M32_ROWS 16
 static inline int moe_gemm_rows_tile(int quant, int scale, int32_t block_m, int32_t num_valid, int32_t em,
 				     int32_t n, int32_t k)
 {
 	const int64_t per = moe_gemm_rows_per_expert(block_m, num_valid, em);
 	const int short_k = moe_gemm_short_k(quant, k);
+	const int64_t parts16 = quant == MOE_BF16 ? MOE_GEMM_BF16_SHORT_M16_ROWS : MOE_GEMM_M16_PARTS_ROWS;
 	const int narrow = (MOE_GEMM_SHALLOW(quant, 64) && short_k) ||
 			   (!MOE_GEMM_PACKED(quant) && moe_gemm_wide_waste(n) && !MOE_GEMM_ROWS_FIT(quant, 128, n));
 	const int paired = MOE_GEMM_PAIRED(quant, 64) && per <= 64 && (short_k || moe_gemm_wide_waste(n));
 	/* the 32-row tile: FP8 up to 32 rows an expert and at any count on a short K or with block
-	 * scales, bf16 up to 32 on a long K */
+	 * scales, bf16 up to 32 on a long K and MOE_GEMM_BF16_SHORT_M32_ROWS on a short one */
 	const int rows32 = quant == MOE_FP8 ? per <= 32 || short_k || scale == MOE_SCALE_BLOCK
-					    : quant == MOE_BF16 && per <= 32 && !short_k;
+					    : quant == MOE_BF16 && per <= (short_k ? MOE_GEMM_BF16_SHORT_M32_ROWS : 32);
 	/* bf16 on a long K, where N fills the 256-column tiles: the 128-row tile past
 	 * MOE_GEMM_BF16_M64_ROWS */
 	const int64_t rows64 = quant == MOE_BF16 && !short_k && !moe_gemm_wide_waste(n) ? MOE_GEMM_BF16_M64_ROWS : 64;
 	const int want = per <= MOE_GEMM_M16_ROWS(quant) ||
-					 (MOE_GEMM_PARTS(quant, 16) && per <= MOE_GEMM_M16_PARTS_ROWS &&
+					 (MOE_GEMM_PARTS(quant, 16) && per <= parts16 &&
 					  (quant == MOE_FP8 || short_k))
 				 ? 16
 			 : rows32 ? 32
@@ -632,13 +648,26 @@ static inline int moe_gemm_rows_tile(int quant, int scale, int32_t block_m, int3
 }
 
 /*
- * moe_gemm_rows_stages - args.stages for moe_gemm_<@quant>_m<@tm> on K @k:
- * the shallow pipeline (MOE_GEMM_SHALLOW_STAGES) where the kernel has one
- * and K is short (the down GEMM: a block's column tiles are a few k tiles
- * each, and the second block per SM overlaps one's epilogue with the
- * other's loads; measured 14-50% faster than the four-stage pipeline at
- * SM120's blocks per SM, Kimi K2 and GLM-4.7 at 64 to 4096 tokens), and on
- * the 64-row tile at any K; else 0 (the 32-row tile on a long K).  Measured
+ * moe_gemm_rows_stages - args.stages for moe_gemm_<@quant>_m<@tm> on K @k
+ * at @per rows an expert (moe_gemm_rows_per_expert): the shallow pipeline
+ * (MOE_GEMM_SHALLOW_STAGES) where the kernel has one, on the 64-row tile at
+ * any K and count, on the 32-row tile where K is short and an expert's rows
+ * span more than one of its tiles (the down GEMM past 32 rows an expert,
+ * which only BLOCK_SIZE_M 32 or 96 gives it: a block's column tiles are a
+ * few k tiles each, and the third block per SM overlaps one's epilogue
+ * with the others' loads); else 0.  The 32-row tile on a short K, four
+ * stages against two, measured on an H200 at SM120's blocks per SM
+ * (gpu_bench_moe_decode MOE_DECODE_ROWTILES=1, bf16's down GEMM at TP8,
+ * BLOCK_SIZE_M 32, two runs): Kimi K2 at 512, 768, 1152 and 1536 tokens
+ * (10, 15, 23 and 31 rows an expert) 0.83, 0.80, 0.73-0.74 and 0.56 of the
+ * floor against 0.76, 0.74, 0.70 and 0.56-0.57, at TP4 (K 512) 1536 0.58-0.60
+ * against 0.56-0.57; GLM-4.7 at 512 and 640 (25 and 31) 0.64 and 0.53
+ * against 0.55 and 0.47; but at 2048 and 4096 Kimi K2 (42 and 85 rows)
+ * 0.44 and 0.26-0.27 against 0.45-0.46 and 0.28-0.31, GLM-4.7 at 4096 (203)
+ * 0.12 against 0.12-0.13 (GLM-4.7 at 1024, 50 rows: 0.37 against 0.35).
+ * The plan against the last one (shallow at any count on a short K), in
+ * alternating processes, two runs, padded: GLM-4.7 at 512 and 640 tokens
+ * 1.16-1.17 times as fast, Kimi K2 at 1536 1.02, at TP4 1.07.  Measured
  * on an H200 at SM120's blocks per SM (gpu_bench_moe_decode
  * MOE_DECODE_ROWTILES=1, bf16 gate/up, BLOCK_SIZE_M 128, two runs), four
  * stages against two: the 64-row tile at Kimi K2's 1600, 2048, 2560 and
@@ -649,15 +678,17 @@ static inline int moe_gemm_rows_tile(int quant, int scale, int32_t block_m, int3
  * 0.74 and 0.55 against 0.80-0.81, 0.80 and 0.63 (the one loss, 35 rows);
  * past 64 rows 25-28% (GLM-4.7's gate/up at 2048 and 4096 tokens, an
  * earlier build).  (An H100 had run the four stages 0-12% faster up to 64
- * rows.)  The
+ * rows.)  On the gate/up's long K the
  * 32-row tile streamed faster four stages deep at every count, 0.58 and
  * 0.43-0.44 at Kimi K2's 2048 and 3072 tokens against 0.47 and 0.38, under
  * BLOCK_SIZE_M 64 at GLM-4.7's 3072 (154 rows) 0.22-0.23 against 0.19.
  * Pure.
  */
-static inline int32_t moe_gemm_rows_stages(int quant, int tm, int32_t k)
+static inline int32_t moe_gemm_rows_stages(int quant, int tm, int32_t k, int64_t per)
 {
-	return MOE_GEMM_SHALLOW(quant, tm) && (moe_gemm_short_k(quant, k) || tm == 64) ? MOE_GEMM_SHALLOW_STAGES : 0;
+	return MOE_GEMM_SHALLOW(quant, tm) && (tm == 64 || (moe_gemm_short_k(quant, k) && per > tm))
+		       ? MOE_GEMM_SHALLOW_STAGES
+		       : 0;
 }
 
 /*
@@ -1424,7 +1455,7 @@ static inline struct moe_gemm_choice moe_gemm_choose(int quant, int scale, int32
 	struct moe_gemm_choice c;
 
 	c.tm = naive ? 16 : moe_gemm_rows_tile(quant, scale, block_m, num_valid, em, n, k);
-	c.stages = c.tm ? moe_gemm_rows_stages(quant, c.tm, k) : 0;
+	c.stages = c.tm ? moe_gemm_rows_stages(quant, c.tm, k, moe_gemm_rows_per_expert(block_m, num_valid, em)) : 0;
 	c.tn = naive ? moe_gemm_decode_tn(quant, k)
 	       : moe_gemm_decode_wanted(quant, block_m, num_valid, em, n, k)
 		       ? moe_gemm_decode_tile(quant, n, k, em, block_m, num_valid, sms)

@@ -722,8 +722,9 @@ static void test_moe_decisions(void **state)
 	   experts -> 16 rows (the decode kernels take it, below); 512 tokens (10.7 rows an
 	   expert) -> 32 for bf16 on the gate/up's long K (as GLM-4.7's at 512, 26), 64 at 2048
 	   (42.7) and GLM-4.7's 1024 (51); 4096 (85) -> 128; its bf16 down GEMM (K 256) -> 16 up
-	   to 16 rows (the four-warp tile: Kimi's 512 tokens, GLM-4.7's 256, 12.8), 64 past (the
-	   shallow pipeline: Kimi's 1024, 21), its FP8 one -> 128 at 4096 tokens; NVFP4 keeps 16 up
+	   to 13 rows (the four-warp tile: Kimi's 512 tokens, GLM-4.7's 256, 12.8), 32 up to 16
+	   (Kimi's 700 and 768, GLM-4.7's 290 and 320: the four-warp 32-row tile, four stages), 64
+	   past (the shallow pipeline: Kimi's 960 and 1024, GLM-4.7's 400 and 512), its FP8 one -> 128 at 4096 tokens; NVFP4 keeps 16 up
 	   to 24 rows; BLOCK_SIZE_M 32 or 96 is covered by 32-row blocks (bf16, FP8), or 16-row ones
 	   for the 4-bit weights, which have no 32-row kernel.
 	   FP8 takes 16 rows up to 16 an expert on either K (Kimi's gate/up and down at 512 tokens,
@@ -768,7 +769,11 @@ static void test_moe_decisions(void **state)
 		{ MOE_FP8, 384, 16, 1024, 512, 7168, 16 },     { MOE_W4A16, 384, 32, 4096, 512, 7168, 16 },
 		{ MOE_NVFP4, 384, 96, 4096, 512, 7168, 16 },   { MOE_FP8, 384, 64, 2048, 7168, 256, 32 },
 		{ MOE_FP8, 160, 64, 1024, 5120, 192, 32 },     { MOE_FP8, 384, 128, 4096, 512, 7168, 128 },
-		{ MOE_FP8, 384, 64, 4096, 7168, 1152, 64 },
+		{ MOE_FP8, 384, 64, 4096, 7168, 1152, 64 },   { MOE_BF16, 384, 128, 700, 7168, 256, 32 },
+		{ MOE_BF16, 384, 64, 768, 7168, 256, 32 },     { MOE_BF16, 384, 128, 960, 7168, 256, 64 },
+		{ MOE_BF16, 160, 128, 290, 5120, 192, 32 },    { MOE_BF16, 160, 64, 320, 5120, 192, 32 },
+		{ MOE_BF16, 160, 64, 400, 5120, 192, 64 },     { MOE_BF16, 160, 128, 270, 5120, 192, 16 },
+		{ MOE_BF16, 160, 128, 512, 5120, 192, 64 },    { MOE_BF16, 160, 32, 4096, 5120, 192, 32 },
 	};
 	static const struct {
 		int quant, tm, threads, tn, multi;
@@ -835,19 +840,31 @@ static void test_moe_decisions(void **state)
 	assert_false(moe_gemm_wide_waste(7168));
 	assert_false(moe_gemm_wide_waste(456));
 	/* the shallow pipeline: bf16 at TM 64 on any K (the down GEMM's 256 and 192, the gate/up's
-	   7168 and 5120), and its launch's 48 KiB; not the other tiles and formats */
-	assert_int_equal(moe_gemm_rows_stages(MOE_BF16, 64, 256), MOE_GEMM_SHALLOW_STAGES);
-	assert_int_equal(moe_gemm_rows_stages(MOE_BF16, 64, 192), MOE_GEMM_SHALLOW_STAGES);
-	assert_int_equal(moe_gemm_rows_stages(MOE_BF16, 64, 7168), MOE_GEMM_SHALLOW_STAGES);
-	assert_int_equal(moe_gemm_rows_stages(MOE_BF16, 64, 5120), MOE_GEMM_SHALLOW_STAGES);
-	assert_int_equal(moe_gemm_rows_stages(MOE_BF16, 128, 256), 0);
-	assert_int_equal(moe_gemm_rows_stages(MOE_FP8, 64, 256), 0);
-	assert_int_equal(moe_gemm_rows_stages(MOE_FP8, 64, 5120), 0);
+	   7168 and 5120) at any count, and its launch's 48 KiB; not the other tiles and formats;
+	   at TM 32 on a short K past 32 rows an expert only, where an expert's rows span several
+	   of its row tiles (its four warps' 64 columns: 48 KiB on four stages, 24 on two): four
+	   stages up to 32 (GLM-4.7's and Kimi K2's down GEMM, K 192 and 256), on the gate/up's long
+	   K at any count */
+	{
+		static const struct {
+			int quant, tm;
+			int32_t k;
+			int64_t per;
+			int32_t stages;
+		} depth[] = {
+			{ MOE_BF16, 64, 256, 16, MOE_GEMM_SHALLOW_STAGES },  { MOE_BF16, 64, 192, 205, MOE_GEMM_SHALLOW_STAGES },
+			{ MOE_BF16, 64, 7168, 43, MOE_GEMM_SHALLOW_STAGES }, { MOE_BF16, 64, 5120, 25, MOE_GEMM_SHALLOW_STAGES },
+			{ MOE_BF16, 128, 256, 205, 0 },                      { MOE_FP8, 64, 256, 85, 0 },
+			{ MOE_FP8, 64, 5120, 43, 0 },                        { MOE_BF16, 32, 256, 85, MOE_GEMM_SHALLOW_STAGES },
+			{ MOE_BF16, 32, 192, 33, MOE_GEMM_SHALLOW_STAGES },  { MOE_BF16, 32, 192, 32, 0 },
+			{ MOE_BF16, 32, 256, 16, 0 },                        { MOE_BF16, 32, 7168, 154, 0 },
+		};
+
+		for (i = 0; i < sizeof(depth) / sizeof(depth[0]); i++)
+			assert_int_equal(moe_gemm_rows_stages(depth[i].quant, depth[i].tm, depth[i].k, depth[i].per),
+					 depth[i].stages);
+	}
 	assert_int_equal(moe_gemm_launch_smem(MOE_BF16, 64, MOE_GEMM_SHALLOW_STAGES), 49152);
-	/* ... and at TM 32 on a short K only (its four warps' 64 columns: 48 KiB on four stages,
-	   24 on two) */
-	assert_int_equal(moe_gemm_rows_stages(MOE_BF16, 32, 256), MOE_GEMM_SHALLOW_STAGES);
-	assert_int_equal(moe_gemm_rows_stages(MOE_BF16, 32, 7168), 0);
 	assert_int_equal(moe_gemm_launch_smem(MOE_BF16, 32, MOE_GEMM_SHALLOW_STAGES), 24576);
 	assert_int_equal(moe_gemm_launch_smem(MOE_BF16, 32, 0), 49152);
 	assert_int_equal(moe_gemm_launch_smem(MOE_FP8, 32, MOE_GEMM_SHALLOW_STAGES), moe_gemm_smem(MOE_FP8, 32));
@@ -1012,6 +1029,14 @@ static void test_moe_decisions(void **state)
 		assert_int_equal(c.tm, 64);
 		assert_int_equal(c.stages, MOE_GEMM_SHALLOW_STAGES);
 		assert_int_equal(c.tn, 0);
+		/* bf16's down GEMM under BLOCK_SIZE_M 32: the 32-row tile four stages deep at GLM-4.7's
+		   512 tokens (25 rows an expert), on its shallow pipeline at Kimi K2's 4096 (85) */
+		c = moe_gemm_choose(MOE_BF16, MOE_SCALE_NONE, 32, 4096, 4096 + 161 * 31, 5120, 192, 0, 132);
+		assert_int_equal(c.tm, 32);
+		assert_int_equal(c.stages, 0);
+		c = moe_gemm_choose(MOE_BF16, MOE_SCALE_NONE, 32, 32768, 32768 + 385 * 31, 7168, 256, 0, 132);
+		assert_int_equal(c.tm, 32);
+		assert_int_equal(c.stages, MOE_GEMM_SHALLOW_STAGES);
 		c = moe_gemm_choose(MOE_FP8, MOE_SCALE_TENSOR, 16, 96, 96 * 16, 512, 7168, 1, 132);
 		assert_int_equal(c.tm, 16);
 		assert_int_equal(c.tn, moe_gemm_decode_tn(MOE_FP8, 7168));
