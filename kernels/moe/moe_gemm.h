@@ -663,8 +663,8 @@ static inline int moe_gemm_rows_tile(int quant, int scale, int32_t block_m, int3
  * floor against 0.76, 0.74, 0.70 and 0.56-0.57, at TP4 (K 512) 1536 0.58-0.60
  * against 0.56-0.57; GLM-4.7 at 512 and 640 (25 and 31) 0.64 and 0.53
  * against 0.55 and 0.47; but at 2048 and 4096 Kimi K2 (42 and 85 rows)
- * 0.44 and 0.26-0.27 against 0.45-0.46 and 0.28-0.31, GLM-4.7 at 4096 (203)
- * 0.12 against 0.12-0.13 (GLM-4.7 at 1024, 50 rows: 0.37 against 0.35).
+ * 0.44 and 0.26-0.27 against 0.45-0.46 and 0.28, GLM-4.7 at 4096 (203)
+ * 0.12 against 0.12 (GLM-4.7 at 1024, 50 rows: 0.37-0.38 against 0.35).
  * The plan against the last one (shallow at any count on a short K), in
  * alternating processes, two runs, padded: GLM-4.7 at 512 and 640 tokens
  * 1.16-1.17 times as fast, Kimi K2 at 1536 1.02, at TP4 1.07.  Measured

@@ -442,6 +442,10 @@ static const struct tcase cases[] = {
 	{ W4, DEC(128), 45, 8, 9, 1024, 256, 128, 0, 32, STG | RW },
 	{ W4, DEC(128), 45, 8, 9, 200, 256, 128, 0, 64, STG | RW | BIAS | PAD | DROP },
 	{ W4, DEC(128), 56, 8, 9, 456, 128, 64, 0, 32, STG | RW | OFF | GRID3 },
+	/* bf16 at TM 32 four stages deep on the down GEMM's short K with args.row_parts, as the
+	   plan runs it at 14 to 16 rows an expert (moe_gemm_rows_tile): about 15 rows an expert,
+	   each framework block's parts taken two row blocks at a time, several column tiles a block */
+	{ BF16, 32, 17, 8, 9, 456, 192, 128, 0, 0, P2 | HOLES | RW | PAD | OFF | GRID3 },
 };
 #undef BF16
 #undef FP8

@@ -53,7 +53,8 @@ if [ -n "$san" ]; then
 		memcheck:moe_gemm:105 racecheck:moe_gemm:105 memcheck:moe_gemm:111 racecheck:moe_gemm:111 \
 		memcheck:moe_gemm:112 memcheck:moe_gemm:117 racecheck:moe_gemm:117 memcheck:moe_gemm:120 \
 		memcheck:moe_gemm:122 memcheck:moe_gemm:124 racecheck:moe_gemm:124 memcheck:moe_gemm:125 \
-		memcheck:moe_gemm:156 racecheck:moe_gemm:156 memcheck:moe_gemm:158 racecheck:moe_gemm:158; do
+		memcheck:moe_gemm:156 racecheck:moe_gemm:156 memcheck:moe_gemm:158 racecheck:moe_gemm:158 \
+		memcheck:moe_gemm:165 racecheck:moe_gemm:165; do
 		tool=${c%%:*} rest=${c#*:}
 		t=${rest%%:*} case=${rest#*:}
 		[ "$case" = "$rest" ] && case=
