@@ -476,32 +476,31 @@ static inline int moe_gemm_wide_waste(int32_t n)
  * at 512 tokens 0.78 against 0.11, as tiles on BLOCK_SIZE_M 128, against
  * the 16-row tile of eight warps splitting K.)  Wanted, by rows per
  * expert: 16 up to MOE_GEMM_M16_ROWS (where the decode kernels do not take
- * the launch: moe_gemm_decode_wanted), and up to MOE_GEMM_M16_PARTS_ROWS
- * on the four-warp 16-row tiles (MOE_GEMM_WARPS), whose launches skip a
- * framework block's padding parts (MOE_GEMM_PARTS, moe_gemm_row_parts),
- * for FP8, and for bf16 on a short K up to MOE_GEMM_BF16_SHORT_M16_ROWS
- * (below).  Measured on an H200 at SM120's
- * blocks per SM (gpu_bench_moe_decode MOE_DECODE_ROWTILES=1, BLOCK_SIZE_M
- * 128, args.row_parts as the plan sets it, two runs): the down GEMM at
- * Kimi K2's 512 tokens (10.7 rows an expert, counted 10) bf16 0.73 of the
- * floor against the shallow 64-row tile's 0.63, FP8 per tensor 0.50
+ * the launch: moe_gemm_decode_wanted), and up to MOE_GEMM_M16_PARTS_ROWS on
+ * the four-warp 16-row tiles (MOE_GEMM_WARPS), whose launches skip a
+ * framework block's padding parts (MOE_GEMM_PARTS, moe_gemm_row_parts), for
+ * FP8 (16) and for bf16 on a short K (13, below).  Measured on an H200 at
+ * SM120's blocks per SM (gpu_bench_moe_decode MOE_DECODE_ROWTILES=1,
+ * BLOCK_SIZE_M 128, args.row_parts as the plan sets it, two runs): the down
+ * GEMM at Kimi K2's 512 tokens (10.7 rows an expert, counted 10) bf16 0.73 of
+ * the floor against the shallow 64-row tile's 0.63, FP8 per tensor 0.50
  * against the 32-row tile's 0.45; at GLM-4.7's 256 (12.8 rows) bf16 0.60
- * against 0.50, FP8 0.31 against 0.29; GLM-4.7's FP8 gate/up at 256
- * tokens 0.69-0.70 against 0.63-0.64; but at 21 rows (Kimi K2 at 1024
- * tokens) FP8's gate/up 0.59 against the 32-row tile's 0.69-0.70 and
- * bf16's down GEMM 0.48 against 0.58.  bf16 on a short K keeps 16 rows up
- * to MOE_GEMM_BF16_SHORT_M16_ROWS only, then its four-warp 32-row tile,
- * four stages deep, up to MOE_GEMM_BF16_SHORT_M32_ROWS: measured (H200,
- * SM120's blocks per SM, the plan of these bounds against one without
- * them, alternating processes, two runs, the down GEMM at TP8, BLOCK_SIZE_M
- * 128 and 64) at Kimi K2's 700 and 768 tokens (14 and 15 rows an expert
- * as counted) 1.02 and 1.07 times as fast on BLOCK_SIZE_M 128 (0.71 and
- * 0.70 of the floor against 0.69-0.70 and 0.65-0.66), 1.07 and 1.12 on 64,
- * at TP4 (K 512) 1.02 and 1.07, 1.08 and 1.12, GLM-4.7's 290 and 320 1.01
- * and 1.03, 1.07 and 1.12; at 12 rows (GLM-4.7's 256 tokens) the 16-row
- * tile ran 0.67 against 0.63-0.64 (BLOCK_SIZE_M 128), and at 19 rows the
- * shallow 64-row tile kept Kimi K2's 960 tokens at 0.70-0.71 against 0.67
- * (GLM-4.7's 400 ran 0.58-0.59 on the 32-row tile against 0.53-0.54).
+ * against 0.50, FP8 0.31 against 0.29; GLM-4.7's FP8 gate/up at 256 tokens
+ * 0.69-0.70 against 0.63-0.64; but at 21 rows (Kimi K2 at 1024 tokens) FP8's
+ * gate/up 0.59 against the 32-row tile's 0.69-0.70 and bf16's down GEMM 0.48
+ * against 0.58.  bf16 on a short K keeps 16 rows up to 13 an expert, then its
+ * four-warp 32-row tile, four stages deep, up to
+ * MOE_GEMM_BF16_SHORT_M32_ROWS: measured (H200, SM120's blocks per SM, the
+ * plan of these bounds against one without them, alternating processes, two
+ * runs, the down GEMM at TP8, BLOCK_SIZE_M 128 and 64) at Kimi K2's 700 and
+ * 768 tokens (14 and 15 rows an expert as counted) 1.02 and 1.07 times as
+ * fast on BLOCK_SIZE_M 128 (0.71 and 0.70 of the floor against 0.69-0.70 and
+ * 0.65-0.66), 1.07 and 1.12 on 64, at TP4 (K 512) 1.02 and 1.07, 1.08 and
+ * 1.12, GLM-4.7's 290 and 320 1.01 and 1.03, 1.07 and 1.12; at 12 rows
+ * (GLM-4.7's 256 tokens) the 16-row tile ran 0.67 against 0.63-0.64
+ * (BLOCK_SIZE_M 128), and at 19 rows the shallow 64-row tile kept Kimi K2's
+ * 960 tokens at 0.70-0.71 against 0.67 (GLM-4.7's 400 ran 0.58-0.59 on the
+ * 32-row tile against 0.53-0.54).
  * Then 64 up to 64 rows, 128 beyond
  * (bf16 on a long K where N fills the 256-column tiles: beyond
  * MOE_GEMM_BF16_M64_ROWS, 52; on an H200 at SM120's blocks per SM, two runs,
@@ -611,16 +610,14 @@ static inline int moe_gemm_wide_waste(int32_t n)
  * engine both choose with it.
  */
 #define MOE_GEMM_M16_ROWS(quant) ((quant) == MOE_NVFP4 ? 24 : 4)
-#define MOE_GEMM_M16_PARTS_ROWS 16
+#define MOE_GEMM_M16_PARTS_ROWS(quant) ((quant) == MOE_BF16 ? 13 : 16)
 #define MOE_GEMM_BF16_M64_ROWS 52
-#define MOE_GEMM_BF16_SHORT_M16_ROWS 13
 #define MOE_GEMM_BF16_SHORT_M32_ROWS 16
 static inline int moe_gemm_rows_tile(int quant, int scale, int32_t block_m, int32_t num_valid, int32_t em,
 				     int32_t n, int32_t k)
 {
 	const int64_t per = moe_gemm_rows_per_expert(block_m, num_valid, em);
 	const int short_k = moe_gemm_short_k(quant, k);
-	const int64_t parts16 = quant == MOE_BF16 ? MOE_GEMM_BF16_SHORT_M16_ROWS : MOE_GEMM_M16_PARTS_ROWS;
 	const int narrow = (MOE_GEMM_SHALLOW(quant, 64) && short_k) ||
 			   (!MOE_GEMM_PACKED(quant) && moe_gemm_wide_waste(n) && !MOE_GEMM_ROWS_FIT(quant, 128, n));
 	const int paired = MOE_GEMM_PAIRED(quant, 64) && per <= 64 && (short_k || moe_gemm_wide_waste(n));
@@ -632,7 +629,7 @@ static inline int moe_gemm_rows_tile(int quant, int scale, int32_t block_m, int3
 	 * MOE_GEMM_BF16_M64_ROWS */
 	const int64_t rows64 = quant == MOE_BF16 && !short_k && !moe_gemm_wide_waste(n) ? MOE_GEMM_BF16_M64_ROWS : 64;
 	const int want = per <= MOE_GEMM_M16_ROWS(quant) ||
-					 (MOE_GEMM_PARTS(quant, 16) && per <= parts16 &&
+					 (MOE_GEMM_PARTS(quant, 16) && per <= MOE_GEMM_M16_PARTS_ROWS(quant) &&
 					  (quant == MOE_FP8 || short_k))
 				 ? 16
 			 : rows32 ? 32
