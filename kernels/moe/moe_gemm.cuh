@@ -28,7 +28,17 @@
  * scales ride in registers, except at TM 128, where each stage carries its
  * 256 columns' scales in shared memory.  The row tiles (KS 1) stage their
  * sums in shared memory and store the output 16 bytes a lane, whole rows of
- * a warp's columns at a time, not as the fragments' 4-byte pairs.
+ * a warp's columns at a time, not as the fragments' 4-byte pairs.  (Staged
+ * as bf16 instead, the epilogue applied in registers and four 8 x 8
+ * matrices stored at a time (stmatrix), the same output bytes ran slower on
+ * every row tile that has a short K: H200 at SM120's blocks per SM,
+ * gpu_bench_moe_decode MOE_DECODE_ROWTILES=1 against this build as ALT,
+ * BLOCK_SIZE_M 128, two runs: bf16's down GEMM at 512 tokens on the 32-row
+ * tile 0.65-0.70 of the floor against 0.74 (Kimi K2), 0.49-0.53 against
+ * 0.56-0.57 (GLM-4.7), on the 128-row tile 0.41 against 0.48-0.49 (Kimi
+ * K2); the gate/up within 0.01 but the 32-row tile at 4096 tokens, 0.36
+ * against 0.40-0.41; FP8's 128-row tile at 255 registers, 0.07 against 0.26
+ * on Kimi K2's down GEMM at 512.)
  */
 #ifndef SM120_KERNELS_MOE_GEMM_CUH
 #define SM120_KERNELS_MOE_GEMM_CUH
