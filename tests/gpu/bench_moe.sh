@@ -26,8 +26,10 @@
 # only takes blocks away) is listed as a disturbed measurement to run again
 # (H200: one GLM-4.7 row at one token once read 0.041 ms plain, 0.015 in
 # the runs before and after).  Every figure is this GPU's (named in the
-# output); FP8 rows bound by the MMA rate do not stand for SM120 on sm_90,
-# which has no FP8 mma.sync (marked).  MOE_BENCH_QUANT (default all five), MOE_BENCH_HALVES
+# output); FP8 rows do not stand for SM120 on sm_90, which has no FP8
+# mma.sync: the rows bound by the MMA rate, and those whose kernel runs
+# 1.05 times as fast or more with one MMA per FP8 MMA (fp8_mma_proxy.fatbin,
+# timed in the same run), are marked.  MOE_BENCH_QUANT (default all five), MOE_BENCH_HALVES
 # (gateup,down), MOE_BENCH_BATCHES (1,16,512,4096), MOE_BENCH_GRID
 # (quick|full) narrow or widen the run; the defaults fit one 10-minute
 # call on an H100 (with the Triton cache empty); MOE_BENCH_SMS (32; 0: none)
@@ -64,6 +66,17 @@ SM120SHIM_EMULATE_OCCUPANCY=1 "$sm120" run --mode diagnose --target sm120 \
 	--retime "$work/sm120" >"$work/sm120_padded" 2>>"$work/padded.err" || exit 1
 python3 bench_moe.py grouped_mm $sel >"$work/grouped_mm" || exit 1
 python3 bench_moe.py limit $sel >"$work/limit" || exit 1
+# FP8 rows at SM120's MMA count: sm_90 has no FP8 mma.sync, and the bundle's sm_90 code
+# converts each FP8 MMA's operands and issues two f16 MMAs (primitives.cuh's mma_e4m3).  The
+# plan's kernel of each FP8 row (gpu_bench_moe_decode, BLOCK_SIZE_M 128) beside the same
+# kernel with one f16 MMA per FP8 MMA (fp8_mma_proxy.fatbin as its ALT: wrong sums, timed
+# only); the table's fp8px and its * mark come from their ratio.
+fq=$(echo "$q" | tr ',' '\n' | grep '^fp8' | paste -sd, -)
+if [ -n "$fq" ]; then
+	case $halves in gateup | down) half=MOE_DECODE_HALF=$halves ;; *) half= ;; esac
+	env MOE_DECODE_QUANT="$fq" MOE_DECODE_M="$batches" $half "$B/test/gpu_bench_moe_decode" "$peaks" \
+		"$B/test/fp8_mma_proxy.fatbin" >"$work/proxy" || exit 1
+fi
 for m in kimi:7168 glm:5120; do
 	for pad in 0 1; do
 		out=rerouted log=rr

@@ -2,7 +2,9 @@
 records (the files bench_moe.py and bench_peaks wrote into one work folder):
 each case as a fraction of the floor, plain and padded to SM120's blocks per
 SM, against the issue's goals (met, or each unmet part, or the measured limit
-that stops it), the milliseconds, the padding the shim applied, and the
+that stops it), the FP8 rows that do not stand for SM120 marked (sm_90
+emulates FP8 mma.sync) with their proxies, the milliseconds, the padding the
+shim applied, and the
 per-SM table of the green-context runs where there were any.  Rows whose
 plain time is over 1.25 times their padded one are listed as disturbed
 measurements.  No GPU: tests/scripts/test_bench_table.sh runs it on records
@@ -35,6 +37,24 @@ def load(name):
     return out
 hop, sm, smp, gm, rr, rrp, lim = (load(n) for n in (
     "hopper", "sm120", "sm120_padded", "grouped_mm", "rerouted", "rerouted_padded", "limit"))
+def load_proxy():
+    """bench_moe.sh's FP8 proxy run (gpu_bench_moe_decode with fp8_mma_proxy.fatbin as its ALT):
+    (half, model, quant, M) -> the plan's kernel's fraction of the floor with one MMA per FP8
+    MMA over the same as built for sm_90 (its decode kernel's, or the row tile's padded, as
+    decode_rows.awk reads them); none where the run was not made"""
+    out, col = {}, None
+    if not os.path.exists(f"{w}/proxy"):
+        return out
+    for line in open(f"{w}/proxy"):
+        f = line.split()
+        if f and f[0] == "model":
+            col = {name: i for i, name in enumerate(f)}
+        elif col and "alt" in col and f and f[0] in ("kimi", "glm"):
+            emulated = float(f[col["new"] if int(f[col["tn"]]) else col["old_pad"]])
+            out[(f[col["half"]], f[0], f[col["quant"]], int(f[col["M"]]))] = (
+                float(f[col["alt"]]) / emulated if emulated > 0 else None)
+    return out
+proxy_ratio = load_proxy()
 QUANTS = ("bf16", "fp8_tensor", "fp8_channel", "fp8_block", "int4")
 def order(k):
     return (k[0] != "gateup", k[1], QUANTS.index(k[2]) if k[2] in QUANTS else 9, k[3])
@@ -55,7 +75,7 @@ print("fraction of the floor (floor / time; 1.00 = at the floor); floor = max(fl
       "limit = the best fraction this GPU's traffic and MMA ceilings allow the row (below)")
 print(f"{'half':<6} {'model':<5} {'quant':<11} {'M':>5} {'floor us':>9} {'bound':>5} {'limit':>5} | "
       f"{'bundled':>7} {'pad':>5} | {'sm120':>6} {'pad':>5} | {'hopper':>6} {'grp_mm':>6} | "
-      f"{'x s120':>6} {'pad':>5} | {'bf16px':>6} | goal")
+      f"{'x s120':>6} {'pad':>5} | {'bf16px':>6} {'fp8px':>5} | goal")
 fp8_mma = 0
 # padding only takes blocks per SM away, so a plain time well over the padded one of the
 # same kernels (1.25x) is a measurement something disturbed: such rows are listed below
@@ -104,7 +124,9 @@ for key in sorted(rr, key=order):
     for what, plain, padded in (("bundled", b, bp), ("sm120", s, sp)):
         if plain is not None and padded is not None and plain > 1.25 * padded:
             disturbed.append(f"{' '.join(map(str, key))} {what}: plain {plain:.3f} ms, padded {padded:.3f} ms")
-    if fp8 and (mma_bound or r["flop"] / (mma16 * 1e9) > t_bw):
+    # FP8 rows: the plan's kernel with one MMA per FP8 MMA over the same as built here
+    emulation = proxy_ratio.get(key) if fp8 else None
+    if fp8 and (mma_bound or r["flop"] / (mma16 * 1e9) > t_bw or (emulation or 0) >= 1.05):
         mark, fp8_mma = " *", fp8_mma + 1
     # FP8 rows: the bundled bf16 kernel's time on the same row (its tiles with bf16 mma.sync,
     # twice the weight bytes), as a fraction of this row's floor: what SM120's FP8 kernel,
@@ -114,7 +136,8 @@ for key in sorted(rr, key=order):
           f"{'mma' if mma_bound else 'read':>5} {num(limit, 5)} | {num(div(floor, b), 7)} "
           f"{num(div(floor, bp), 5)} | {num(div(floor, s), 6)} {num(div(floor, sp), 5)} | "
           f"{num(div(floor, ms(hop, key)), 6)} {num(div(floor, ms(gm, key)), 6)} | "
-          f"{num(div(s, b), 6)} {num(div(sp, bp), 5)} | {num(proxy, 6)} | {goal}{mark}")
+          f"{num(div(s, b), 6)} {num(div(sp, bp), 5)} | {num(proxy, 6)} "
+          f"{num(div(floor, b) * emulation if b and emulation else None, 5)} | {goal}{mark}")
 print()
 print("bundled: the Hopper configuration rerouted to the bundled kernels; sm120: the best "
       "SM120-fitting Triton configuration the search found (no wgmma); hopper: the Hopper "
@@ -135,12 +158,17 @@ print("bf16px (FP8 rows): this row's floor / the bundled bf16 kernel's time on t
       "sm_90: the operands converted to f16, two f16 MMAs: more instructions and registers than "
       "their sm_120 code, which runs QMMA); on SM120, whose FP8 mma.sync is native, the FP8 row is "
       "expected to be no slower than this proxy.")
+print("fp8px (FP8 rows): the bundled row's fraction times the plan's kernel's speed-up with one "
+      "f16 MMA per FP8 MMA, SM120's MMA count (fp8_mma_proxy.fatbin: the same kernels, wrong sums, "
+      "timed only), both timed in this run by gpu_bench_moe_decode at BLOCK_SIZE_M 128: the row "
+      "with sm_90's emulation taken out, an estimate for SM120's instruction count.")
 if fp8_mma:
     print(f"* {fp8_mma} FP8 rows are bound by the MMA rate at the FP8 or at the bf16 mma.sync "
-          "rate: sm_90 has no native FP8 mma.sync (ptxas emulates it with f16 MMAs: the FP8 ceiling "
+          "rate, or their kernel runs 1.05 times as fast or more at SM120's MMA count (fp8px): "
+          "sm_90 has no native FP8 mma.sync (ptxas emulates it with f16 MMAs: the FP8 ceiling "
           "above is that emulation's, about the bf16 rate), so these rows do not stand for SM120; "
-          "the stated proxy is the bf16 row of the same half, model and M (the same tiles with bf16 "
-          "mma.sync), column bf16px.")
+          "the stated proxies are the bf16 row of the same half, model and M (the same tiles with "
+          "bf16 mma.sync), column bf16px, and fp8px.")
 if disturbed:
     print("! plain times over 1.25x their padded ones, which padding (fewer blocks per SM) does not "
           "cause: disturbed measurements, to be run again (their goal column reads the plain figure):")

@@ -5,14 +5,15 @@
 # goal column (met; a fraction of the floor below the goal; the measured
 # limit that stops a row; the speed against the best SM120 Triton; bf16's
 # share of the mma.sync ceiling at 4096 tokens), the FP8 rows bound by the
-# MMA rate marked with their bf16 proxy, the disturbed measurements listed
+# MMA rate or by sm_90's emulated FP8 MMAs marked with their bf16 and FP8
+# proxies, the disturbed measurements listed
 # (a plain time over 1.25 times its padded one) and the warning when a
 # fused-MoE launch was not rerouted; and tests/gpu/bench_proxy.awk, bench.sh's
 # FP8 decode rows at SM120's MMA count, and tests/gpu/bench_own.awk, what
 # holds each row (the kernel's own work or the memory), on gpu_bench_moe_decode
 # lines written here.  No GPU.  Prints "ok - ..." lines.
 set -u
-echo "1..16"
+echo "1..18"
 out=$(mktemp)
 w=$(mktemp -d)
 trap 'rm -rf "$out" "$w"' EXIT
@@ -36,7 +37,22 @@ rows = [  # half, model, quant, M, flop, weight bytes, bundled, bundled padded, 
     ("gateup", "kimi", "fp8_tensor", 4096, 5e11, 4e8, 2.5, 2.5, 2.0, 2.0, 0.1),
     ("down", "glm", "bf16", 1, 1e7, 4e7, 0.041, 0.017, 0.02, 0.02, 0.013),
     ("down", "kimi", "bf16", 4096, 5e11, 6e9, 2.5, 2.5, 2.5, 2.5, 2.0),
+    ("down", "glm", "fp8_tensor", 512, 1e9, 4e8, 0.2, 0.2, 0.2, 0.2, 0.1),
+    ("down", "kimi", "fp8_channel", 512, 1e9, 4e8, 0.2, 0.2, 0.2, 0.2, 0.1),
 ]
+# The FP8 proxy run (gpu_bench_moe_decode, fp8_mma_proxy.fatbin as ALT): the plan's kernel as
+# built for sm_90 (old_pad where it keeps the row tile, tn 0; new on a decode kernel) against
+# alt: 0.59 / 0.37 at 4096 tokens, 0.4032 / 0.36 (1.12) and 0.51 / 0.50 (1.02) at 512.
+hdr = ("model half   quant          M  exp floor_us  limit    old_us    old  old_pad   tn  rp    new_us    new"
+       "    d16    d32    d64   d128  eq    alt    wiring")
+open(f"{w}/proxy", "w").write(f"""ok - bundled fatbin (100 bytes) loaded
+# a test GPU, 100 SMs
+{hdr}
+kimi  gateup fp8_tensor  4096  384  620.1 1.00  895.0 0.35 0.37    0   0  895.0 0.35 0.08 0.08 0.08 0.08 -1 0.59 4.5e-03  (new = old: row tile kept)
+glm   down   fp8_tensor   512  160   69.2 0.90  128.7 0.34 0.36    0   0  128.7 0.34 0.14 0.24 0.23 0.22 -1 0.4032 0.0e+00  (new = old: row tile kept)
+kimi  down   fp8_channel  512  384  310.1 0.98  361.6 0.49 0.50    0   0  361.6 0.49 0.34 0.56 0.51 0.51 -1 0.51 0.0e+00  (new = old: row tile kept)
+glm   down   fp8_block     16   94   41.7 0.87   69.4 0.30 0.31  128   8   50.0 0.40 0.13 0.24 0.36 0.40 -1 0.44 1.1e-03
+""")
 files = {n: open(f"{w}/{n}", "w") for n in ("rerouted", "rerouted_padded", "sm120", "sm120_padded",
                                            "limit", "hopper", "grouped_mm")}
 for half, model, quant, m, flop, wb, b, bp, s, sp, lim in rows:
@@ -61,8 +77,12 @@ expect "bf16 at 4096 tokens: the Triton ratio and the mma.sync share" \
 	"^gateup kimi  bf16 *4096 .*no: 1.00x < 1.3x s120; 0.50 < .6 mma$"
 expect "bf16 at 4096 tokens whose traffic alone (2.0 ms) leaves 0.50 of the mma.sync ceiling: that limit" \
 	"^down   kimi  bf16 *4096 .*no: 1.00x < 1.3x s120; limit .50 < .6 mma$"
-expect "an MMA-bound FP8 row is marked, with its bf16 proxy (0.833 / 2.0 ms)" \
-	"^gateup kimi  fp8_tensor *4096 .*|   0.42 | no: 0.80x < 1.3x s120 \*$"
+expect "an MMA-bound FP8 row is marked, with its bf16 proxy (0.833 / 2.0 ms) and fp8px (0.333 x 0.59 / 0.37)" \
+	"^gateup kimi  fp8_tensor *4096 .*|   0.42  0.53 | no: 0.80x < 1.3x s120 \*$"
+expect "a read-bound FP8 row whose kernel runs 1.12 times as fast at SM120's MMA count: marked, fp8px 0.56" \
+	"^down   glm   fp8_tensor *512 .*|      -  0.56 | no: 0.50 < .9 floor \*$"
+expect "one at 1.02: fp8px 0.51, not marked" \
+	"^down   kimi  fp8_channel *512 .*|      -  0.51 | no: 0.50 < .9 floor$"
 expect "a plain time over 1.25x its padded one (0.24 of the floor, 0.59 padded) is listed" \
 	"^  down glm bf16 1 bundled: plain 0.041 ms, padded 0.017 ms$"
 if [ "$(grep -c 'plain .* ms, padded' "$out")" = 1 ] && ! grep -q WARNING "$out"; then
