@@ -361,7 +361,17 @@ static inline const char *moe_gemm_kernel_name(int quant, int tm)
  * loads.  (Four stages of 64-byte k tiles, a barrier every 64 bytes and 192
  * bytes in flight, measured slower: bf16 at TM 128 on an H200, 270 against
  * 342 TFLOP/s.)  FP8 at TM 32 runs two stages, so that SM120 holds two of
- * its blocks (moe_gemm_rows_tile); bf16 at TM 32 four (48 KiB on its four
+ * its blocks (moe_gemm_rows_tile).  (Three stages, one block on SM120, and
+ * four warps on four stages, 48 KiB and two blocks as bf16's, both ran
+ * slower at SM120's blocks per SM on every row measured: H200,
+ * gpu_bench_moe_decode MOE_DECODE_ROWTILES=1, FP8 per tensor and 128 x 128
+ * blocks at 512 to 4096 tokens, BLOCK_SIZE_M 128, two runs alternating: Kimi
+ * K2's gate/up at 512 tokens per tensor 0.74-0.75 and 0.48 of the floor
+ * against 0.84, GLM-4.7's 0.54-0.55 and 0.39 against 0.67-0.68, Kimi K2's
+ * down GEMM 0.46 and 0.25-0.26 against 0.67-0.68; on the H200's own blocks
+ * per SM three stages ran faster at 512 tokens, 0.90 against 0.84, and the
+ * four warps, their registers limited to 255 for two blocks, slower, 0.76.)
+ * bf16 at TM 32 four (48 KiB on its four
  * warps, two blocks on SM120), and two on its shallow pipeline
  * (MOE_GEMM_SHALLOW); the four-warp tiles at TM 16 three (MOE_GEMM_WARPS).
  */
