@@ -13,7 +13,7 @@
 # holds each row (the kernel's own work or the memory), on gpu_bench_moe_decode
 # lines written here.  No GPU.  Prints "ok - ..." lines.
 set -u
-echo "1..18"
+echo "1..19"
 out=$(mktemp)
 w=$(mktemp -d)
 trap 'rm -rf "$out" "$w"' EXIT
@@ -91,6 +91,10 @@ else echo "not ok - the disturbed list or a warning"; sed 's/^/#   /' "$out"; fi
 printf '%s\n' '{"event": "launch", "kernel": "fused_moe_kernel", "action": "refuse"}' >"$w/rr.2.jsonl"
 table >"$out" 2>&1
 expect "a launch not rerouted is warned of" "WARNING: not every over-limit launch was rerouted"
+rm "$w/proxy"
+table >"$out" 2>&1
+expect "without the FP8 proxy run: no fp8px, and the read-bound FP8 row unmarked" \
+	"^down   glm   fp8_tensor *512 .*|      -     - | no: 0.50 < .9 floor$"
 
 # bench_proxy.awk: gpu_bench_moe_decode's header and rows with an ALT (the proxy) column: a row
 # on a decode kernel (tn 128: new 0.46 against alt 0.51) and one that keeps the row tile (tn 0:
