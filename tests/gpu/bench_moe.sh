@@ -17,7 +17,9 @@
 # activations read once, its output written once: bench_moe.py limit, timed
 # as the kernels are), flop / mma.sync rate of the dtype); a row whose goal
 # (a fraction of the floor) is above it reports "limit x < goal" (issue
-# 18: met, or the limit that stops the row).  The bundled kernels and the
+# 18: met, or the limit that stops the row; read on the plain figures, the
+# rows whose padded figures meet other parts listed after the table).  The
+# bundled kernels and the
 # SM120 Triton configurations are timed twice: plain, and padded
 # (SM120SHIM_EMULATE_OCCUPANCY=1, target sm120: this GPU keeps no more
 # blocks of a launch per SM than SM120 would; the padded SM120 figure times

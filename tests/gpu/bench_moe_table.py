@@ -2,10 +2,11 @@
 records (the files bench_moe.py and bench_peaks wrote into one work folder):
 each case as a fraction of the floor, plain and padded to SM120's blocks per
 SM, against the issue's goals (met, or each unmet part, or the measured limit
-that stops it), the FP8 rows that do not stand for SM120 marked (sm_90
+that stops it; on the plain figures, and listed where the padded ones meet
+other parts), the FP8 rows that do not stand for SM120 marked (sm_90
 emulates FP8 mma.sync) with their proxies, the milliseconds, the padding the
-shim applied, and the
-per-SM table of the green-context runs where there were any.  Rows whose
+shim applied, and the per-SM table of the green-context runs where there
+were any.  Rows whose
 plain time is over 1.25 times their padded one are listed as disturbed
 measurements.  No GPU: tests/scripts/test_bench_table.sh runs it on records
 of its own.
@@ -64,10 +65,11 @@ def num(v, width, fmt=".2f"):
     return f"{v:>{width}{fmt}}" if v is not None else f"{'-':>{width}}"
 def div(a, b):
     return a / b if a is not None and b else None
-def frac(v, below):
-    """0 <= v < below as .xx, or cut to .xxx where two digits would round it up to `below`."""
+def frac(v, below, lead=""):
+    """0 <= v < below as .xx, or cut to .xxx where two digits would round it up to `below`;
+    `lead` "0": with the leading zero"""
     t = f"{v:.2f}" if round(v, 2) < below else f"{int(v * 1000) / 1000:.3f}"
-    return t.lstrip("0")
+    return lead + t.lstrip("0")
 print()
 print("fraction of the floor (floor / time; 1.00 = at the floor); floor = max(flop / mma.sync rate of "
       "the dtype, weight bytes read once / read bandwidth), bound = which; pad = padded to SM120's "
@@ -80,6 +82,7 @@ fp8_mma = 0
 # padding only takes blocks per SM away, so a plain time well over the padded one of the
 # same kernels (1.25x) is a measurement something disturbed: such rows are listed below
 disturbed = []
+padded_goals = []   # rows whose goal reads otherwise on the padded figures
 for key in sorted(rr, key=order):
     r = rr[key]
     fp8 = key[2].startswith("fp8")
@@ -100,26 +103,37 @@ for key in sorted(rr, key=order):
             return None
         if lim is not None and lim < want:
             return f"limit {frac(lim, want)} < {text}"
-        return f"{value:.2f} < {value_text}"
-    def floor_part(want, text):
-        return short_of(floor / b, limit, want, text, f"{text} floor")
-    def s120_part(want):
-        return None if s is not None and s / b >= want else f"{num(div(s, b), 0)}x < {want}x s120"
-    if b is None:
-        parts = ["-"]
-    elif m <= 16:
-        parts = [floor_part(0.85, ".85")]
-    elif m <= 512:
-        parts = [floor_part(0.9, ".9"), s120_part(1.0)]
-    else:
-        # bf16's share of the mma.sync ceiling; its limit, the most the row's traffic alone
-        # leaves it (the flop over the longer of that traffic's time and the ceiling's)
-        mma_limit = t_mma / max(ms(lim, key), t_mma) if ms(lim, key) else None
-        mma_part = None if key[2] != "bf16" else short_of(
-            r["flop"] / (b * 1e9) / mma16, mma_limit, 0.6, ".6 mma", ".6 mma")
-        parts = [s120_part(1.3), mma_part]
-    parts = [p for p in parts if p]
-    goal = "met" if not parts else parts[0] if parts == ["-"] else "no: " + "; ".join(parts)
+        return f"{frac(value, want, '0')} < {value_text}"
+    def goal_of(b, s):
+        """the row's goal on bundled time b and SM120 Triton time s: its text (met, or each
+        unmet part) and the names of the unmet parts"""
+        def floor_part(want, text):
+            return short_of(floor / b, limit, want, text, f"{text} floor")
+        def s120_part(want):
+            return None if s is not None and s / b >= want else f"{num(div(s, b), 0)}x < {want}x s120"
+        if b is None:
+            return "-", ("-",)
+        if m <= 16:
+            parts = [("floor", floor_part(0.85, ".85"))]
+        elif m <= 512:
+            parts = [("floor", floor_part(0.9, ".9")), ("s120", s120_part(1.0))]
+        else:
+            # bf16's share of the mma.sync ceiling; its limit, the most the row's traffic alone
+            # leaves it (the flop over the longer of that traffic's time and the ceiling's)
+            mma_limit = t_mma / max(ms(lim, key), t_mma) if ms(lim, key) else None
+            mma_part = None if key[2] != "bf16" else short_of(
+                r["flop"] / (b * 1e9) / mma16, mma_limit, 0.6, ".6 mma", ".6 mma")
+            parts = [("s120", s120_part(1.3)), ("mma", mma_part)]
+        unmet = [(name, text) for name, text in parts if text]
+        return ("met" if not unmet else "no: " + "; ".join(text for _, text in unmet),
+                tuple(name for name, _ in unmet))
+    goal, unmet = goal_of(b, s)
+    # the same goal on the padded figures (both sides at SM120's blocks per SM), listed where
+    # other parts of it are met
+    if bp is not None:
+        padded_goal, padded_unmet = goal_of(bp, sp)
+        if padded_unmet != unmet:
+            padded_goals.append(f"{' '.join(map(str, key))}: {padded_goal} (plain: {goal})")
     mark = ""
     for what, plain, padded in (("bundled", b, bp), ("sm120", s, sp)):
         if plain is not None and padded is not None and plain > 1.25 * padded:
@@ -169,6 +183,11 @@ if fp8_mma:
           "above is that emulation's, about the bf16 rate), so these rows do not stand for SM120; "
           "the stated proxies are the bf16 row of the same half, model and M (the same tiles with "
           "bf16 mma.sync), column bf16px, and fp8px.")
+if padded_goals:
+    print("goal on the padded figures (bundled and SM120 Triton both at SM120's blocks per SM), where "
+          "other parts of it are met than on the plain ones:")
+    for g in padded_goals:
+        print(f"  {g}")
 if disturbed:
     print("! plain times over 1.25x their padded ones, which padding (fewer blocks per SM) does not "
           "cause: disturbed measurements, to be run again (their goal column reads the plain figure):")

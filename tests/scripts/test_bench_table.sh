@@ -6,14 +6,14 @@
 # limit that stops a row; the speed against the best SM120 Triton; bf16's
 # share of the mma.sync ceiling at 4096 tokens), the FP8 rows bound by the
 # MMA rate or by sm_90's emulated FP8 MMAs marked with their bf16 and FP8
-# proxies, the disturbed measurements listed
+# proxies, the rows whose goal reads otherwise on the padded figures, the disturbed measurements listed
 # (a plain time over 1.25 times its padded one) and the warning when a
 # fused-MoE launch was not rerouted; and tests/gpu/bench_proxy.awk, bench.sh's
 # FP8 decode rows at SM120's MMA count, and tests/gpu/bench_own.awk, what
 # holds each row (the kernel's own work or the memory), on gpu_bench_moe_decode
 # lines written here.  No GPU.  Prints "ok - ..." lines.
 set -u
-echo "1..19"
+echo "1..22"
 out=$(mktemp)
 w=$(mktemp -d)
 trap 'rm -rf "$out" "$w"' EXIT
@@ -39,6 +39,8 @@ rows = [  # half, model, quant, M, flop, weight bytes, bundled, bundled padded, 
     ("down", "kimi", "bf16", 4096, 5e11, 6e9, 2.5, 2.5, 2.5, 2.5, 2.0),
     ("down", "glm", "fp8_tensor", 512, 1e9, 4e8, 0.2, 0.2, 0.2, 0.2, 0.1),
     ("down", "kimi", "fp8_channel", 512, 1e9, 4e8, 0.2, 0.2, 0.2, 0.2, 0.1),
+    ("down", "kimi", "bf16", 512, 1e9, 4e8, 0.1 / 0.95, 0.1 / 0.91, 0.1, 0.1 / 0.8, 0.1 / 0.95),
+    ("gateup", "glm", "bf16", 16, 1e9, 4e8, 0.1 / 0.8495, 0.1 / 0.8495, 0.1, 0.1, 0.1 / 0.95),
 ]
 # The FP8 proxy run (gpu_bench_moe_decode, fp8_mma_proxy.fatbin as ALT): the plan's kernel as
 # built for sm_90 (old_pad where it keeps the row tile, tn 0; new on a decode kernel) against
@@ -71,6 +73,8 @@ table() { (cd tests/gpu && python3 bench_moe_table.py "$w"); }
 check "the table is written from the records" 0 table
 expect "a row at 0.86 of the floor at 16 tokens meets its goal" "^gateup kimi  bf16 *16 .*| met$"
 expect "at 512 tokens, slower than the SM120 Triton: named" "^gateup kimi  bf16 *512 .*no: 0.95x < 1.0x s120$"
+expect "0.8495 of the floor, under a limit above the goal: cut to three digits, not rounded up to the goal" \
+	"^gateup glm   bf16 *16 .*no: 0.849 < .85 floor$"
 expect "at one token, below a limit under the goal: the limit is named" \
 	"^gateup kimi  bf16 *1 .*0.50 |.*no: limit .50 < .85$"
 expect "bf16 at 4096 tokens: the Triton ratio and the mma.sync share" \
@@ -81,8 +85,13 @@ expect "an MMA-bound FP8 row is marked, with its bf16 proxy (0.833 / 2.0 ms) and
 	"^gateup kimi  fp8_tensor *4096 .*|   0.42  0.53 | no: 0.80x < 1.3x s120 \*$"
 expect "a read-bound FP8 row whose kernel runs 1.12 times as fast at SM120's MMA count: marked, fp8px 0.56" \
 	"^down   glm   fp8_tensor *512 .*|      -  0.56 | no: 0.50 < .9 floor \*$"
-expect "one at 1.02: fp8px 0.51, not marked" \
-	"^down   kimi  fp8_channel *512 .*|      -  0.51 | no: 0.50 < .9 floor$"
+expect "one at 1.02: fp8px 0.51, not marked (its bf16px: the bf16 row of the same half, model and M, 0.95)" \
+	"^down   kimi  fp8_channel *512 .*|   0.95  0.51 | no: 0.50 < .9 floor$"
+expect "a row short of SM120 Triton plain (0.95x) but not padded (0.1 / 0.8 over 0.1 / 0.91 ms): its padded goal listed" \
+	"^  down kimi bf16 512: met (plain: no: 0.95x < 1.0x s120)$"
+if [ "$(grep -c '(plain: ' "$out")" = 1 ]; then
+	echo "ok - only that one: rows whose padded figures meet the same parts are not listed"
+else echo "not ok - the padded goals"; sed 's/^/#   /' "$out"; fi
 expect "a plain time over 1.25x its padded one (0.24 of the floor, 0.59 padded) is listed" \
 	"^  down glm bf16 1 bundled: plain 0.041 ms, padded 0.017 ms$"
 if [ "$(grep -c 'plain .* ms, padded' "$out")" = 1 ] && ! grep -q WARNING "$out"; then
