@@ -72,12 +72,14 @@ python3 bench_moe.py limit $sel >"$work/limit" || exit 1
 # converts each FP8 MMA's operands and issues two f16 MMAs (primitives.cuh's mma_e4m3).  The
 # plan's kernel of each FP8 row (gpu_bench_moe_decode, BLOCK_SIZE_M 128) beside the same
 # kernel with one f16 MMA per FP8 MMA (fp8_mma_proxy.fatbin as its ALT: wrong sums, timed
-# only); the table's fp8px and its * mark come from their ratio.
+# only), each row's pair as bench_proxy.awk gives it; the table's fp8px and its * mark come
+# from their ratio.
 fq=$(echo "$q" | tr ',' '\n' | grep '^fp8' | paste -sd, -)
 if [ -n "$fq" ]; then
 	case $halves in gateup | down) half=MOE_DECODE_HALF=$halves ;; *) half= ;; esac
 	env MOE_DECODE_QUANT="$fq" MOE_DECODE_M="$batches" $half "$B/test/gpu_bench_moe_decode" "$peaks" \
-		"$B/test/fp8_mma_proxy.fatbin" >"$work/proxy" || exit 1
+		"$B/test/fp8_mma_proxy.fatbin" >"$work/proxy_run" || exit 1
+	awk -f decode_rows.awk -f bench_proxy.awk "$work/proxy_run" >"$work/proxy" || exit 1
 fi
 for m in kimi:7168 glm:5120; do
 	for pad in 0 1; do

@@ -39,10 +39,9 @@ def load(name):
 hop, sm, smp, gm, rr, rrp, lim = (load(n) for n in (
     "hopper", "sm120", "sm120_padded", "grouped_mm", "rerouted", "rerouted_padded", "limit"))
 def load_proxy():
-    """bench_moe.sh's FP8 proxy run (gpu_bench_moe_decode with fp8_mma_proxy.fatbin as its ALT):
-    (half, model, quant, M) -> the plan's kernel's fraction of the floor with one MMA per FP8
-    MMA over the same as built for sm_90 (its decode kernel's, or the row tile's padded, as
-    decode_rows.awk reads them); none where the run was not made"""
+    """bench_moe.sh's FP8 proxy rows (bench_proxy.awk's lines: the plan's kernel as built for
+    sm_90 and with one MMA per FP8 MMA, as fractions of the floor): (half, model, quant, M) ->
+    the second over the first; none where the run was not made"""
     out, col = {}, None
     if not os.path.exists(f"{w}/proxy"):
         return out
@@ -50,10 +49,10 @@ def load_proxy():
         f = line.split()
         if f and f[0] == "model":
             col = {name: i for i, name in enumerate(f)}
-        elif col and "alt" in col and f and f[0] in ("kimi", "glm"):
-            emulated = float(f[col["new"] if int(f[col["tn"]]) else col["old_pad"]])
+        elif col and f and f[0] in ("kimi", "glm"):
+            emulated = float(f[col["emulated"]])
             out[(f[col["half"]], f[0], f[col["quant"]], int(f[col["M"]]))] = (
-                float(f[col["alt"]]) / emulated if emulated > 0 else None)
+                float(f[col["proxy"]]) / emulated if emulated > 0 else None)
     return out
 proxy_ratio = load_proxy()
 QUANTS = ("bf16", "fp8_tensor", "fp8_channel", "fp8_block", "int4")
@@ -65,11 +64,10 @@ def num(v, width, fmt=".2f"):
     return f"{v:>{width}{fmt}}" if v is not None else f"{'-':>{width}}"
 def div(a, b):
     return a / b if a is not None and b else None
-def frac(v, below, lead=""):
-    """0 <= v < below as .xx, or cut to .xxx where two digits would round it up to `below`;
-    `lead` "0": with the leading zero"""
+def frac(v, below):
+    """0 <= v < below as .xx, or cut to .xxx where two digits would round it up to `below`."""
     t = f"{v:.2f}" if round(v, 2) < below else f"{int(v * 1000) / 1000:.3f}"
-    return lead + t.lstrip("0")
+    return t.lstrip("0")
 print()
 print("fraction of the floor (floor / time; 1.00 = at the floor); floor = max(flop / mma.sync rate of "
       "the dtype, weight bytes read once / read bandwidth), bound = which; pad = padded to SM120's "
@@ -103,7 +101,7 @@ for key in sorted(rr, key=order):
             return None
         if lim is not None and lim < want:
             return f"limit {frac(lim, want)} < {text}"
-        return f"{frac(value, want, '0')} < {value_text}"
+        return f"0{frac(value, want)} < {value_text}"
     def goal_of(b, s):
         """the row's goal on bundled time b and SM120 Triton time s: its text (met, or each
         unmet part) and the names of the unmet parts"""

@@ -1,4 +1,5 @@
-# bench_proxy.awk - bench.sh's FP8 decode rows at SM120's MMA count, from the output of
+# bench_proxy.awk - FP8 rows at SM120's MMA count (bench.sh prints its decode rows;
+# bench_moe.sh's table reads every row's pair: bench_moe_table.py), from the output of
 # gpu_bench_moe_decode run with fp8_mma_proxy.fatbin as its ALT: for each row the plan's
 # kernel (its decode tile, or "rows": the row tile kept, timed padded), its fraction of the
 # floor as built for sm_90 (new, or old_pad for a row tile), the proxy's (alt) and their
