@@ -725,8 +725,9 @@ static void test_moe_decisions(void **state)
 	   to 13 rows (the four-warp tile: Kimi's 512 tokens, GLM-4.7's 256, 12.8), 32 up to 16
 	   (Kimi's 700 and 768, GLM-4.7's 290 and 320: the four-warp 32-row tile, four stages), 64
 	   past (the shallow pipeline: Kimi's 960 and 1024, GLM-4.7's 400 and 512), its FP8 one
-	   -> 128 at 4096 tokens; NVFP4 keeps 16 up to 24 rows; BLOCK_SIZE_M 32 or 96 is covered by 32-row blocks (bf16, FP8), or 16-row ones
-	   for the 4-bit weights, which have no 32-row kernel.
+	   -> 128 at 4096 tokens; NVFP4 keeps 16 up to 24 rows; BLOCK_SIZE_M 32 or 96 is covered
+	   by 32-row blocks (bf16, FP8), or 16-row ones for the 4-bit weights, which have no
+	   32-row kernel.
 	   FP8 takes 16 rows up to 16 an expert on either K (Kimi's gate/up and down at 512 tokens,
 	   GLM-4.7's gate/up at 256), 32 up to 32 (Kimi at 1024 tokens, GLM-4.7's gate/up at 512,
 	   26, despite its N 384, and under BLOCK_SIZE_M 32 and 96), 64 from 33 (GLM-4.7's gate/up
